@@ -1,0 +1,1 @@
+"""GeoQL application layer: ``compile(nl)``, model backends, demo and CLI."""

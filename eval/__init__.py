@@ -1,0 +1,1 @@
+"""OverpassNL data, the official metrics reproduced offline, and the eval command."""
