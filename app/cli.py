@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "retrieval.cli",
     "app.compile_cli",
     "app.ui_cli",
+    "app.cpu_cli",
     "training.cli",
 )
 

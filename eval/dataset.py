@@ -27,11 +27,21 @@ DIFFICULTY_KINDS = (
     "xml_components",
 )
 HARD_SUBSET_SIZE = 333
-RELEASE_URLS = {
-    "OverpassNL_v1.zip": "https://github.com/raphael-sch/OverpassNL/raw/main/dataset/OverpassNL_v1.zip",
-    "comments.zip": "https://github.com/raphael-sch/OverpassNL/raw/main/dataset/comments.zip",
+RELEASE_BASE_URL = "https://github.com/raphael-sch/OverpassNL/raw/main"
+# Archive or file name -> path in the upstream repository.  OverpassNL_v1.zip
+# unpacks to dataset/dataset.{split}.{kind}; comments.zip to comments.jsonl.
+RELEASE_FILES = {
+    "OverpassNL_v1.zip": "dataset/OverpassNL_v1.zip",
+    "comments.zip": "dataset/comments.zip",
+    "nominatim_cache.json": "evaluation/cache/nominatim_cache.json",
 }
+# Release files the dataset is usable without (execution falls back to live geocoding).
+OPTIONAL_RELEASE_FILES = frozenset({"nominatim_cache.json"})
+RELEASE_URLS = {name: f"{RELEASE_BASE_URL}/{path}" for name, path in RELEASE_FILES.items()}
 ENV_VAR = "GEOQL_DATA_DIR"
+# Mirrors and tests point the download elsewhere: a base URL laid out like the repository.
+RELEASE_URL_ENV_VAR = "GEOQL_RELEASE_URL"
+CACHE_ENV_VAR = "GEOQL_CACHE_DIR"
 FIX_HINT = (
     f"pass --data-dir DIR or set {ENV_VAR} to a directory holding "
     "dataset.{train,dev,test}.{nl,query,bbox}"
@@ -53,9 +63,21 @@ class Example:
 
 
 def default_cache_dir() -> Path:
+    """Where the downloaded release lives: ``$GEOQL_CACHE_DIR/overpassnl`` or the user cache."""
+    configured = os.environ.get(CACHE_ENV_VAR)
+    if configured:
+        return Path(configured).expanduser() / "overpassnl"
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("geoql")) / "overpassnl"
+
+
+def release_urls() -> dict[str, str]:
+    """Download URLs of the release files (``$GEOQL_RELEASE_URL`` replaces the GitHub base)."""
+    base = os.environ.get(RELEASE_URL_ENV_VAR, "").rstrip("/")
+    if not base:
+        return dict(RELEASE_URLS)
+    return {name: f"{base}/{path}" for name, path in RELEASE_FILES.items()}
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, download: bool = True) -> Path:
@@ -71,7 +93,10 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None, *, download: boo
         if not download:
             raise DatasetError(f"no OverpassNL copy found; {FIX_HINT}")
         download_release(path)
-    _check_dir(path)
+    try:
+        _check_dir(path)
+    except DatasetError as exc:
+        raise DatasetError(f"{exc} (or delete {path} to download it again)") from None
     return path
 
 
@@ -80,7 +105,10 @@ def _looks_complete(path: Path) -> bool:
 
 
 def _read_lines(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}): the copy is corrupt; {FIX_HINT}") from None
     if text.endswith("\n"):
         text = text[:-1]
     return text.split("\n") if text else []
@@ -99,41 +127,81 @@ def _check_dir(path: Path) -> None:
                 raise DatasetError(f"{f} has {n} lines, expected {size}: the copy is corrupt; {FIX_HINT}")
 
 
-def download_release(target: Path, urls: dict[str, str] | None = None) -> None:
-    """Download and unpack the official zips into ``target`` (atomically)."""
+def _fetch(url: str, name: str) -> bytes:
     import requests
     from tqdm import tqdm
 
-    urls = urls or RELEASE_URLS
+    try:
+        response = requests.get(url, stream=True, timeout=60)
+        response.raise_for_status()
+        total = int(response.headers.get("content-length") or 0) or None
+        buf = io.BytesIO()
+        with tqdm(total=total, unit="B", unit_scale=True, desc=f"downloading {name}") as bar:
+            for chunk in response.iter_content(1 << 16):
+                buf.write(chunk)
+                bar.update(len(chunk))
+    except requests.RequestException as exc:
+        raise DatasetError(f"could not download {url} ({type(exc).__name__}); {FIX_HINT}") from None
+    return buf.getvalue()
+
+
+def _member_name(path: str) -> str:
+    # Upstream's README names the difficulty files difficulty_*, the loader
+    # reads diff_*: accept both spellings inside the archive.
+    base = os.path.basename(path)
+    return base.replace(".difficulty_", ".diff_")
+
+
+def _unpack(data: bytes, url: str, staging: Path) -> None:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for member in archive.infolist():
+                base = _member_name(member.filename)
+                if member.is_dir() or not base or base.startswith(".") or "__MACOSX" in member.filename:
+                    continue
+                tmp = staging / f".{base}.part"
+                with archive.open(member) as src, open(tmp, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                tmp.replace(staging / base)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+        raise DatasetError(f"{url} is not a valid zip archive ({exc}); {FIX_HINT}") from None
+
+
+def download_release(target: Path, urls: dict[str, str] | None = None) -> None:
+    """Download and unpack the official release into ``target``.
+
+    Everything lands in a staging directory next to ``target`` that replaces
+    it only once all files are there and the line counts are right, so a
+    failed or interrupted download leaves any previous copy untouched.
+    """
+    urls = urls or release_urls()
+    target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".overpassnl-", dir=target.parent))
     try:
         for name, url in urls.items():
             try:
-                response = requests.get(url, stream=True, timeout=60)
-                response.raise_for_status()
-            except requests.RequestException as exc:
-                raise DatasetError(f"could not download {url} ({exc}); {FIX_HINT}") from None
-            total = int(response.headers.get("content-length") or 0) or None
-            buf = io.BytesIO()
-            with tqdm(total=total, unit="B", unit_scale=True, desc=f"downloading {name}") as bar:
-                for chunk in response.iter_content(1 << 16):
-                    buf.write(chunk)
-                    bar.update(len(chunk))
-            try:
-                with zipfile.ZipFile(buf) as archive:
-                    for member in archive.infolist():
-                        base = os.path.basename(member.filename)
-                        if member.is_dir() or not base or base.startswith("."):
-                            continue
-                        with archive.open(member) as src, open(staging / base, "wb") as dst:
-                            shutil.copyfileobj(src, dst)
-            except zipfile.BadZipFile:
-                raise DatasetError(f"{url} is not a valid zip archive; {FIX_HINT}") from None
-        _check_dir(staging)
+                data = _fetch(url, name)
+            except DatasetError:
+                if name in OPTIONAL_RELEASE_FILES:
+                    continue
+                raise
+            if name.endswith(".zip"):
+                _unpack(data, url, staging)
+            else:
+                (staging / name).write_bytes(data)
+        try:
+            _check_dir(staging)
+        except DatasetError as exc:
+            raise DatasetError(f"the download from {urls} is incomplete or corrupt: {exc}") from None
         if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
+            old = target.with_name(target.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            target.rename(old)
+            staging.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
@@ -152,7 +220,10 @@ def _load_split_cached(path: str, split: str) -> tuple[Example, ...]:
             values = _read_lines(f)
             if len(values) != len(nls):
                 raise DatasetError(f"{f} has {len(values)} lines, expected {len(nls)}; {FIX_HINT}")
-            difficulty[kind] = [float(v) for v in values]
+            try:
+                difficulty[kind] = [float(v) for v in values]
+            except ValueError:
+                raise DatasetError(f"{f} holds a line that is not a number: the copy is corrupt; {FIX_HINT}") from None
     return tuple(
         Example(split, i, nl, q, b, {k: v[i] for k, v in difficulty.items()})
         for i, (nl, q, b) in enumerate(zip(nls, queries, bboxes))

@@ -1,0 +1,119 @@
+"""The CPU default backend: no language model, milliseconds per request.
+
+It copies the queries of the most similar training requests, edits them
+towards the request (place, tags, element types, counting, numbers) through
+the ``overpassql`` AST and returns the candidate that a model trained on the
+training split predicts to score best (``app.cpu``). The trained model lives in
+``app.cpu.model.default_model_dir()``; when it is missing the backend trains it
+on first use (a few minutes, with a progress bar) unless told not to.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import ClassVar
+
+from app.backends.base import Backend, BackendError, GenerationRequest
+
+
+class RetrievalBackend(Backend):
+    """Nearest training queries, edited and re-ranked.
+
+    Options: ``model_dir`` (default: ``$GEOQL_CPU_MODEL_DIR`` or the user data
+    dir), ``k`` neighbours, ``edits`` ("all", "none" or e.g. "area,tags"),
+    ``select`` (False: nearest neighbour, for ablations), ``train_if_missing``
+    (train on first use), ``data_dir`` (dataset for that training).
+    """
+
+    name: ClassVar[str] = "retrieval"
+    supports_grammar: ClassVar[bool] = False
+    needs_prompt: ClassVar[bool] = False
+
+    def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
+                 select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None):
+        from app.cpu.model import CpuConfig
+
+        self.model_dir = Path(model_dir).expanduser() if model_dir else None
+        self.train_if_missing = _as_bool(train_if_missing, "train_if_missing")
+        self.data_dir = data_dir
+        self._overrides = {key: value for key, value in (("k", k), ("edits", edits), ("select", select)) if value is not None}
+        if "k" in self._overrides:
+            self._overrides["k"] = _as_int(self._overrides["k"], "k")
+        if "select" in self._overrides:
+            self._overrides["select"] = _as_bool(self._overrides["select"], "select")
+        try:
+            CpuConfig(**self._overrides)  # fail on bad options now, not at the first request
+        except ValueError as exc:
+            raise BackendError(f"bad retrieval backend option: {exc}") from None
+        self._model = None
+        self._config = None
+        self._lock = threading.Lock()
+
+    # The model is loaded (or trained) on first use so that building a
+    # Compiler stays instant.
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                self._model = self._load_or_train()
+                from app.cpu.model import CpuConfig
+
+                base = vars(self._model.config).copy()
+                base.update(self._overrides)
+                self._config = CpuConfig(**base)
+            return self._model
+
+    def _load_or_train(self):
+        from app.cpu.model import CpuModel, ModelMissingError, default_model_dir
+
+        target = self.model_dir or default_model_dir()
+        try:
+            return CpuModel.load(target)
+        except ModelMissingError as exc:
+            if not self.train_if_missing:
+                raise BackendError(str(exc)) from None
+            print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
+        from app.cpu.train import train_and_save
+        from eval.dataset import DatasetError
+
+        try:
+            return train_and_save(target, self.data_dir)
+        except DatasetError as exc:
+            raise BackendError(f"cannot train the CPU model: {exc}") from None
+
+    def generate(self, request: GenerationRequest) -> list[str]:
+        model = self.model
+        nl = (request.nl or "").strip()
+        if not nl:
+            raise BackendError("empty request: describe what to find, e.g. 'cafes in Bonn'")
+        return model.compile(nl, n=request.n, config=self._config)
+
+    def describe(self) -> str:
+        from app.cpu.model import default_model_dir
+
+        where = self.model_dir or default_model_dir()
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(self._overrides.items()))
+        return f"retrieval (CPU, model {where}{'; ' + opts if opts else ''})"
+
+    def close(self) -> None:
+        self._model = None
+
+
+def _as_bool(value, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise BackendError(f"option {name} must be true or false (got {value!r})")
+
+
+def _as_int(value, name: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise BackendError(f"option {name} must be a whole number (got {value!r})") from None

@@ -1,0 +1,50 @@
+"""Candidate queries for one request: the neighbours' queries, edited towards it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Candidate:
+    """One candidate answer and where it came from."""
+
+    query: str
+    source: int  # train index of the example it was made from
+    rank: int  # the example's rank among the neighbours (0 = nearest)
+    similarity: float  # the example request's similarity to this request
+    example_nl: str
+    edits: tuple[str, ...] = field(default_factory=tuple)
+    votes: float = 0.0  # summed similarity of all neighbours that led to this exact query
+
+
+def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options) -> list[Candidate]:
+    """Each neighbour's query as is and edited; identical queries merge (their votes add up).
+
+    ``ctx_factory(example_nl)`` makes the :class:`~app.cpu.edits.EditContext`;
+    neighbours whose query does not parse are skipped.
+    """
+    from app.cpu.edits import apply_edits
+
+    pool: dict[str, Candidate] = {}
+    for rank, nb in enumerate(neighbours):
+        query = train_queries[nb.index]
+        example_nl = train_nls[nb.index]
+        versions = [(query, ())]
+        edited = apply_edits(query, ctx_factory(example_nl), options) if options.any else None
+        if options.any and edited is None:
+            continue  # unparsable query: neither it nor an edit of it can be returned
+        if edited is not None and edited[1]:
+            versions.append(edited)
+        elif not options.any:
+            from app.cpu.edits import parses
+
+            if not parses(query):
+                continue
+        for text, edits in versions:
+            cand = pool.get(text)
+            if cand is None:
+                pool[text] = Candidate(text, nb.index, rank, nb.score, example_nl, tuple(edits), votes=nb.score)
+            else:
+                cand.votes += nb.score
+    return list(pool.values())

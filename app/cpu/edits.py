@@ -1,0 +1,366 @@
+"""Edits that move a neighbour's query towards the request, through the AST.
+
+Each edit is a function ``(script, ctx) -> bool`` that changes the parsed
+``overpassql`` script in place and says whether it changed anything; the query
+text is then produced by ``overpassql.dump`` so that it keeps the dataset's
+formatting and always parses. Groups of edits can be switched off
+(:class:`EditOptions`) so the ablation is a command.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+
+from app.cpu.lexicon import TagLexicon
+from app.cpu.request import RequestInfo, content_words
+
+AREA_PLACEHOLDERS = ("{{geocodeArea:", "{{nominatimArea:")
+NAME_KEYS = ("name", "name:en", "name:de", "name:fr", "int_name", "official_name")
+TYPE_ORDER = ("node", "way", "relation")
+_PLACEHOLDER_NAME = re.compile(r"^\{\{(geocodeArea|nominatimArea):\s*(\"?)(.*?)\2\s*\}\}$", re.DOTALL)
+_DISTANCE = re.compile(r"(\d+(?:\.\d+)?)\s*(km|kilometers?|kilometres?|m|meters?|metres?)\b", re.IGNORECASE)
+_UID = re.compile(r"\b(?:uid|user\s*id|user\s+with\s+(?:the\s+)?id|id)\s*:?\s*(\d+)", re.IGNORECASE)
+_USER = re.compile(
+    r"\b(?:by\s+(?:the\s+)?users?|users?|(?:edited|changed|modified|created|added)\s+by(?:\s+(?:the\s+)?users?)?)"
+    r"\s+(?:\"([^\"]+)\"|([^\s\",.]+))",
+    re.IGNORECASE,
+)
+_NOT_USER = frozenset("with id in on between after before since and or the a an that who which".split())
+
+
+@dataclass
+class EditOptions:
+    """Which groups of edits to apply (all on by default; switch off for ablations)."""
+
+    area: bool = field(default=True, metadata={"help": "replace/add/remove the place (geocodeArea, area name, bbox)"})
+    tags: bool = field(default=True, metadata={"help": "replace tags the request does not ask for by ones it does"})
+    types: bool = field(default=True, metadata={"help": "node/way/relation as the request names them"})
+    output: bool = field(default=True, metadata={"help": "count vs list ('how many ...')"})
+    numbers: bool = field(default=True, metadata={"help": "around distances, dates, user names and ids"})
+
+    @property
+    def any(self) -> bool:
+        return self.area or self.tags or self.types or self.output or self.numbers
+
+    @classmethod
+    def none(cls) -> "EditOptions":
+        return cls(area=False, tags=False, types=False, output=False, numbers=False)
+
+    @classmethod
+    def parse(cls, text: str) -> "EditOptions":
+        """``"all"``, ``"none"`` or a comma list of groups, e.g. ``"area,tags"``.
+
+        >>> EditOptions.parse("area,tags")
+        EditOptions(area=True, tags=True, types=False, output=False, numbers=False)
+        >>> EditOptions.parse("colour")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown edit group 'colour': use all, none or a comma list of area, tags, types, output, numbers
+        """
+        text = text.strip().lower()
+        if text == "all":
+            return cls()
+        opts = cls.none()
+        if text == "none":
+            return opts
+        names = ("area", "tags", "types", "output", "numbers")
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            if part not in names:
+                raise ValueError(
+                    f"unknown edit group {part!r}: use all, none or a comma list of {', '.join(names)}"
+                )
+            setattr(opts, part, True)
+        return opts
+
+    def spec(self) -> str:
+        names = [n for n in ("area", "tags", "types", "output", "numbers") if getattr(self, n)]
+        return ",".join(names) if names else "none"
+
+
+@dataclass
+class EditContext:
+    """What the edits know: the request, the example the query came from, the lexicon."""
+
+    info: RequestInfo
+    example_nl: str
+    lexicon: TagLexicon
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
+def _ast():
+    from overpassql import ast
+
+    return ast
+
+
+def _statements(script):
+    """Every statement list in the script (top level and block bodies)."""
+    A = _ast()
+    lists = [script.statements]
+    for node in A.walk(script):
+        if isinstance(node, (A.Union_, A.Difference, A.Block)):
+            lists.append(node.body)
+            if isinstance(node, A.Block) and node.else_body:
+                lists.append(node.else_body)
+    return lists
+
+
+def area_names(script) -> list[str]:
+    """The place names a script uses, in source order (geocodeArea, nominatimArea, area[name=...])."""
+    A = _ast()
+    names = []
+    for node in A.walk(script):
+        if isinstance(node, (A.Placeholder, A.PlaceholderFilter)):
+            m = _PLACEHOLDER_NAME.match(node.text.strip())
+            if m:
+                names.append(m.group(3))
+        elif isinstance(node, A.Query) and node.type == "area":
+            for f in node.filters:
+                if isinstance(f, A.Tag) and f.key in NAME_KEYS and f.op == "=":
+                    names.append(f.value)
+    return names
+
+
+def edit_area(script, ctx: EditContext) -> bool:
+    """Put the request's place into the query: rename, or switch between place and map view."""
+    A = _ast()
+    info = ctx.info
+    if info.in_view and info.area is None:
+        return _area_to_view(script)
+    if info.area is None:
+        return False
+    new = ctx.aliases.get(info.area, info.area)
+    names = set(area_names(script))
+    if len(names) == 1:
+        (old,) = names
+        if old == new:
+            return False
+        changed = False
+        for node in A.walk(script):
+            if isinstance(node, (A.Placeholder, A.PlaceholderFilter)):
+                m = _PLACEHOLDER_NAME.match(node.text.strip())
+                if m:
+                    node.text = f"{{{{{m.group(1)}:{m.group(2)}{new}{m.group(2)}}}}}"
+                    changed = True
+            elif isinstance(node, A.Query) and node.type == "area":
+                for f in node.filters:
+                    if isinstance(f, A.Tag) and f.key in NAME_KEYS and f.op == "=" and f.value == old:
+                        f.value = new
+                        changed = True
+        return changed
+    if not names and not info.in_view:
+        return _view_to_area(script, new)
+    return False
+
+
+def _area_to_view(script) -> bool:
+    """Request is about the map view: drop a single geocodeArea and filter by {{bbox}}."""
+    A = _ast()
+    placeholders = [
+        (body, s) for body in _statements(script) for s in body
+        if isinstance(s, A.Placeholder) and s.text.strip().startswith(AREA_PLACEHOLDERS)
+    ]
+    if len(placeholders) != 1:
+        return False
+    body, stmt = placeholders[0]
+    area_set = stmt.into
+    users = [
+        (q, f) for q in A.walk(script) if isinstance(q, A.Query)
+        for f in q.filters if isinstance(f, A.AreaFilter) and f.set == area_set and f.ref is None
+    ]
+    if not users:
+        return False
+    for q, f in users:
+        q.filters[q.filters.index(f)] = A.PlaceholderFilter("{{bbox}}")
+    body.remove(stmt)
+    return True
+
+
+def _view_to_area(script, name: str) -> bool:
+    """Request names a place but the query filters by {{bbox}}: search the place instead."""
+    A = _ast()
+    changed = False
+    for q in A.walk(script):
+        if isinstance(q, A.Query):
+            for i, f in enumerate(q.filters):
+                if isinstance(f, A.PlaceholderFilter) and f.text.strip() == "{{bbox}}":
+                    q.filters[i] = A.AreaFilter(set="searchArea")
+                    changed = True
+    if changed:
+        script.statements.insert(0, A.Placeholder(f'{{{{geocodeArea:"{name}"}}}}', into="searchArea"))
+    return changed
+
+
+def edit_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float = 0.35) -> bool:
+    """Replace ``key=value`` filters the request does not call for by tags it does.
+
+    A tag is replaced when the example's request explains it (its words predict
+    the tag) but this request does not; the replacement is the tag this
+    request's words predict best (same key first), not already in the query.
+    """
+    A = _ast()
+    lex = ctx.lexicon
+    words = ctx.info.words
+    example_words = content_words(ctx.example_nl)
+    tags = [n for n in A.walk(script) if isinstance(n, A.Tag) and n.op == "=" and not n.key_regex and n.value]
+    present = {f"{t.key}={t.value}" for t in tags}
+    wanted = [(t, p) for t, p in lex.best_tags(words, limit=8) if p >= want and t not in present]
+    if not wanted:
+        return False
+    mapping: dict[str, str] = {}
+    for t in tags:
+        name = f"{t.key}={t.value}"
+        if name in mapping or t.key in NAME_KEYS:
+            continue
+        if lex.support(words, name) >= keep or lex.support(example_words, name) < want:
+            continue
+        options = [w for w, _ in wanted if w not in mapping.values()]
+        same_key = [w for w in options if w.split("=", 1)[0] == t.key]
+        choice = (same_key or options or [None])[0]
+        if choice:
+            mapping[name] = choice
+    changed = False
+    for t in tags:
+        new = mapping.get(f"{t.key}={t.value}")
+        if new:
+            t.key, t.value = new.split("=", 1)
+            changed = True
+    return changed
+
+
+def _filters_key(q) -> str:
+    return repr([{k: v for k, v in vars(f).items() if k != "line"} for f in q.filters]) + q.into
+
+
+def edit_types(script, ctx: EditContext) -> bool:
+    """Make the element types match the ones the request names ("nodes and ways")."""
+    A = _ast()
+    want = [t for t in TYPE_ORDER if t in ctx.info.types]
+    if not want:
+        return False
+    changed = False
+    for body in _statements(script):
+        groups: dict[str, list] = {}
+        for s in body:
+            if isinstance(s, A.Query) and s.type in TYPE_ORDER + ("nwr",) and any(isinstance(f, A.Tag) for f in s.filters):
+                groups.setdefault(_filters_key(s), []).append(s)
+        for members in groups.values():
+            have = {"node", "way", "relation"} if any(m.type == "nwr" for m in members) else {m.type for m in members}
+            if have == set(want):
+                continue
+            if len(want) > 1 and not isinstance(body, list):
+                continue
+            at = body.index(members[0])
+            for m in members:
+                body.remove(m)
+            if len(want) > 1 and body is script.statements and members[0].into != "_":
+                continue  # a named result would need a union; leave such queries alone
+            copies = []
+            for t in want:
+                c = copy.deepcopy(members[0])
+                c.type = t
+                copies.append(c)
+            body[at:at] = copies
+            changed = True
+    return changed
+
+
+def edit_output(script, ctx: EditContext) -> bool:
+    """Count when the request asks "how many", list otherwise."""
+    A = _ast()
+    outs = [s for s in script.statements if isinstance(s, A.Out)]
+    if not outs:
+        return False
+    counting = any("count" in o.options for o in outs)
+    if ctx.info.count and not counting:
+        first = script.statements.index(outs[0])
+        # Everything after the first output (recursions, more outs) only serves listing.
+        del script.statements[first + 1 :]
+        outs[0].options = ["count"]
+        return True
+    if not ctx.info.count and counting and len(outs) == 1:
+        outs[0].options = []
+        return True
+    return False
+
+
+def edit_numbers(script, ctx: EditContext) -> bool:
+    """Distances, dates, user names and ids from the request."""
+    A = _ast()
+    nl = ctx.info.nl
+    changed = False
+    distance = _DISTANCE.search(nl)
+    dates = [d if "T" in d else d + "T00:00:00Z" for d in ctx.info.dates]
+    uid = _UID.search(nl)
+    users = [a or b for a, b in _USER.findall(nl) if (a or b).lower() not in _NOT_USER]
+    for node in A.walk(script):
+        if isinstance(node, A.Around) and distance:
+            value = float(distance.group(1)) * (1000 if distance.group(2).lower().startswith("k") else 1)
+            radius = str(int(value)) if value == int(value) else str(value)
+            if node.radius != radius:
+                node.radius, changed = radius, True
+        elif isinstance(node, A.Newer) and dates:
+            new = f'"{dates[0]}"' if node.date.startswith('"') else dates[0]
+            if node.date != new and "{{" not in node.date:
+                node.date, changed = new, True
+        elif isinstance(node, A.Changed) and dates and node.since and "{{" not in node.since:
+            quote = '"' if node.since.startswith('"') else ""
+            since = f"{quote}{dates[0]}{quote}"
+            until = f"{quote}{dates[1]}{quote}" if len(dates) > 1 else node.until
+            if (node.since, node.until) != (since, until):
+                node.since, node.until, changed = since, until, True
+        elif isinstance(node, A.Uid) and uid and node.uids != [uid.group(1)]:
+            node.uids, changed = [uid.group(1)], True
+        elif isinstance(node, A.User) and users and not any("{{" in n for n in node.names):
+            quoted = [n if n.startswith('"') else n for n in node.names]
+            new = [f'"{u}"' if quoted and quoted[0].startswith('"') else u for u in users]
+            if node.names != new:
+                node.names, changed = new, True
+    return changed
+
+
+EDITS = (
+    ("area", edit_area),
+    ("tags", edit_tags),
+    ("types", edit_types),
+    ("output", edit_output),
+    ("numbers", edit_numbers),
+)
+
+
+def apply_edits(query: str, ctx: EditContext, options: EditOptions) -> tuple[str, tuple[str, ...]] | None:
+    """The edited query and the names of the edits that changed it.
+
+    ``None`` when the query does not parse (such a neighbour is not a candidate).
+    """
+    import overpassql
+
+    try:
+        script = overpassql.parse(query)
+    except overpassql.ParseError:
+        return None
+    applied = []
+    for name, edit in EDITS:
+        if getattr(options, name) and edit(script, ctx):
+            applied.append(name)
+    if not applied:
+        return query, ()
+    text = overpassql.dump(script)
+    try:
+        overpassql.parse(text)
+    except overpassql.ParseError:
+        # An edit produced something the parser rejects: keep the unedited query.
+        return query, ()
+    return text, tuple(applied)
+
+
+def parses(query: str) -> bool:
+    import overpassql
+
+    try:
+        overpassql.parse(query)
+    except overpassql.ParseError:
+        return False
+    return True

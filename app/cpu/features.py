@@ -1,0 +1,155 @@
+"""Numbers that describe how well one candidate query fits the request.
+
+One row per candidate; the selection model learns how to weigh them. Columns
+are named (``FEATURE_NAMES``) so a saved model can check it was trained on the
+same features. Reading the query for features uses plain patterns (a feature
+may be approximate); only edits must go through the parser.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+
+from app.cpu.lexicon import TagLexicon, tag_names
+from app.cpu.request import RequestInfo, content_words
+
+_TIME_WORDS = re.compile(
+    r"\b(?:newer|since|edited|changed|modified|created|last|yesterday|today|days?|weeks?|months?|years?|hours?|"
+    r"between|after|before|recent(?:ly)?|date)\b",
+    re.IGNORECASE,
+)
+_USER_WORDS = re.compile(r"\b(?:user|uid|mapper|contributor|changeset)\b", re.IGNORECASE)
+_AROUND_WORDS = re.compile(r"\b(?:around|near|nearby|close|within|distance|radius|metres?|meters?|km|m)\b", re.IGNORECASE)
+_TYPE = re.compile(r"\b(node|way|relation|rel|nwr|nw|wr|nr|area)\b(?=[\[(.;])")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+FEATURE_NAMES = (
+    "similarity",
+    "rank",
+    "similarity_gap",
+    "similarity_ratio",
+    "votes",
+    "vote_share",
+    "word_jaccard",
+    "request_words_missing",
+    "example_words_extra",
+    "tag_support_mean",
+    "tag_support_min",
+    "tag_count",
+    "predicted_tags_covered",
+    "request_area",
+    "query_area",
+    "query_name_area",
+    "request_view",
+    "query_bbox",
+    "request_count",
+    "query_count",
+    "request_types",
+    "type_agreement",
+    "query_nwr",
+    "numbers_found",
+    "quoted_found",
+    "request_time",
+    "query_time",
+    "request_user",
+    "query_user",
+    "request_around",
+    "query_around",
+    "consensus_chrf",
+    "consensus_tags",
+    "query_length",
+    "length_ratio",
+    "edits",
+)
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _char_grams(text: str, n: int = 4) -> Counter:
+    text = re.sub(r"\s+", "", text)
+    return Counter(text[i : i + n] for i in range(max(len(text) - n + 1, 1)))
+
+
+def _gram_f(a: Counter, b: Counter) -> float:
+    overlap = sum((a & b).values())
+    total = sum(a.values()) + sum(b.values())
+    return 2 * overlap / total if total else 1.0
+
+
+def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon) -> np.ndarray:
+    """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool."""
+    if not candidates:
+        return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
+    top = max(c.similarity for c in candidates)
+    total_votes = sum(c.votes for c in candidates) or 1.0
+    grams = [_char_grams(c.query) for c in candidates]
+    tagsets = [tag_names(c.query) for c in candidates]
+    weights = np.array([c.similarity for c in candidates], dtype=np.float64) + 1e-6
+    predicted = {t for t, p in lexicon.best_tags(info.words, limit=8) if p >= 0.3}
+    request_time = bool(_TIME_WORDS.search(info.nl) or info.dates)
+    request_user = bool(_USER_WORDS.search(info.nl))
+    request_around = bool(_AROUND_WORDS.search(info.nl))
+    mean_len = float(np.mean([len(c.query) for c in candidates]))
+    rows = []
+    for i, c in enumerate(candidates):
+        q = c.query
+        example_words = content_words(c.example_nl)
+        kv_tags = [t for t in tagsets[i] if "=" in t]
+        supports = [lexicon.support(info.words, t) for t in kv_tags]
+        others = [j for j in range(len(candidates)) if j != i]
+        if others:
+            w = weights[others]
+            consensus_chrf = float(np.dot(w, [_gram_f(grams[i], grams[j]) for j in others]) / w.sum())
+            consensus_tags = float(np.dot(w, [_jaccard(tagsets[i], tagsets[j]) for j in others]) / w.sum())
+        else:
+            consensus_chrf = consensus_tags = 1.0
+        qtypes = {m if m != "rel" else "relation" for m in _TYPE.findall(q)}
+        if "nwr" in qtypes:
+            qtypes |= {"node", "way", "relation"}
+        qnumbers = set(_NUMBER.findall(q))
+        rows.append(
+            [
+                c.similarity,
+                c.rank,
+                top - c.similarity,
+                c.similarity / top if top > 0 else 0.0,
+                c.votes,
+                c.votes / total_votes,
+                _jaccard(info.words, example_words),
+                len(info.words - example_words),
+                len(example_words - info.words),
+                float(np.mean(supports)) if supports else -1.0,
+                min(supports) if supports else -1.0,
+                len(tagsets[i]),
+                len(predicted & tagsets[i]) / len(predicted) if predicted else -1.0,
+                info.area is not None,
+                "{{geocodeArea" in q or "{{nominatimArea" in q or "area(" in q,
+                'area["name' in q or "area[name" in q,
+                info.in_view,
+                "{{bbox}}" in q or "[bbox" in q,
+                info.count,
+                "out count" in q or "::count" in q,
+                len(info.types),
+                _jaccard(info.types, qtypes & {"node", "way", "relation"}) if info.types else -1.0,
+                "nwr" in qtypes,
+                sum(n in qnumbers for n in info.numbers) / len(info.numbers) if info.numbers else -1.0,
+                sum(s in q for s in info.quoted) / len(info.quoted) if info.quoted else -1.0,
+                request_time,
+                "newer" in q or "changed" in q or "{{date" in q,
+                request_user,
+                "user" in q or "uid" in q,
+                request_around,
+                "around" in q,
+                consensus_chrf,
+                consensus_tags,
+                len(q),
+                len(q) / mean_len if mean_len else 1.0,
+                len(c.edits),
+            ]
+        )
+    return np.asarray(rows, dtype=np.float32)

@@ -1,0 +1,198 @@
+"""The trained CPU compiler: neighbours + lexicon + place aliases + selection model.
+
+Saved as one pickle plus a ``manifest.json`` under :func:`default_model_dir`;
+``geoql cpu train`` (``app.cpu.train``) makes it from the training split.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app.cpu.candidates import Candidate, build_pool
+from app.cpu.edits import EditContext, EditOptions
+from app.cpu.features import FEATURE_NAMES, pool_features
+from app.cpu.lexicon import TagLexicon
+from app.cpu.neighbours import CharTfidfNeighbours
+from app.cpu.request import analyse, extract_area
+
+FORMAT_VERSION = 1
+ENV_VAR = "GEOQL_CPU_MODEL_DIR"
+TRAIN_COMMAND = "geoql cpu train"
+MODEL_FILE = "model.pkl"
+MANIFEST = "manifest.json"
+# Used when nothing in the training data fits at all (no neighbour parses).
+FALLBACK_QUERY = "[out:json][timeout:25];nwr({{bbox}});out;"
+
+
+class ModelMissingError(Exception):
+    """No trained CPU model at the expected place; the message names the command."""
+
+
+def default_model_dir() -> Path:
+    """``$GEOQL_CPU_MODEL_DIR`` if set, else a versioned folder in the user data directory."""
+    configured = os.environ.get(ENV_VAR)
+    if configured:
+        return Path(configured).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("geoql")) / "cpu-default" / f"v{FORMAT_VERSION}"
+
+
+@dataclass
+class CpuConfig:
+    """How candidates are made and chosen."""
+
+    k: int = field(default=10, metadata={"help": "neighbours per request (each gives the query as is and edited)"})
+    edits: str = field(default="all", metadata={"help": "edit groups: all, none or e.g. 'area,tags'"})
+    select: bool = field(default=True, metadata={"help": "choose with the trained model (False: nearest neighbour)"})
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.k <= 100:
+            raise ValueError(f"k must be between 1 and 100 (got {self.k}): 10 is a good default")
+        self.edit_options  # validates the spec early
+
+    @property
+    def edit_options(self) -> EditOptions:
+        return EditOptions.parse(self.edits)
+
+
+def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2) -> dict[str, str]:
+    """Place names as the requests write them -> as the queries write them ("Germany" -> "Deutschland").
+
+    >>> learn_aliases(["bars in Germany", "pubs in Germany", "cafes in Bonn"],
+    ...     ['{{geocodeArea:"Deutschland"}}->.a;', '{{geocodeArea:"Deutschland"}}->.a;', '{{geocodeArea:"Bonn"}}->.a;'])
+    {'Germany': 'Deutschland'}
+    """
+    import re
+
+    pattern = re.compile(r"\{\{(?:geocodeArea|nominatimArea):\s*\"?(.*?)\"?\s*\}\}")
+    seen: dict[str, Counter] = defaultdict(Counter)
+    for nl, query in zip(nls, queries):
+        names = pattern.findall(query)
+        span = extract_area(nl)
+        if len(names) == 1 and span:
+            seen[span][names[0]] += 1
+    aliases = {}
+    for span, counts in seen.items():
+        (name, n), = counts.most_common(1)
+        if name != span and n >= min_count and n > counts.get(span, 0):
+            aliases[span] = name
+    return dict(sorted(aliases.items()))
+
+
+@dataclass
+class CpuModel:
+    train_nls: list[str]
+    train_queries: list[str]
+    neighbours: CharTfidfNeighbours
+    lexicon: TagLexicon
+    aliases: dict[str, str]
+    selector: object | None = None  # a fitted scikit-learn regressor over FEATURE_NAMES
+    feature_names: tuple[str, ...] = FEATURE_NAMES
+    config: CpuConfig = field(default_factory=CpuConfig)
+    stats: dict = field(default_factory=dict)
+
+    @classmethod
+    def fit_retrieval(cls, nls: list[str], queries: list[str], config: CpuConfig | None = None) -> "CpuModel":
+        """Everything except the selection model (seconds)."""
+        return cls(
+            train_nls=list(nls),
+            train_queries=list(queries),
+            neighbours=CharTfidfNeighbours(list(nls)),
+            lexicon=TagLexicon.fit(nls, queries),
+            aliases=learn_aliases(nls, queries),
+            config=config or CpuConfig(),
+        )
+
+    # -- inference ------------------------------------------------------------
+    def pool(self, nl: str, *, exclude=frozenset(), config: CpuConfig | None = None,
+             lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None):
+        """The request analysis and its candidate pool (with features)."""
+        config = config or self.config
+        info = analyse(nl)
+        if neighbours is None:
+            neighbours = self.neighbours.search(nl, config.k, exclude)
+        lex = lexicon or self.lexicon
+        al = self.aliases if aliases is None else aliases
+
+        def ctx(example_nl: str) -> EditContext:
+            return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al)
+
+        cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options)
+        return info, cands, pool_features(info, cands, lex)
+
+    def rank(self, cands: list[Candidate], features: np.ndarray, config: CpuConfig | None = None) -> list[int]:
+        """Candidate indices, best first (deterministic: ties keep neighbour order)."""
+        config = config or self.config
+        if not cands:
+            return []
+        if config.select and self.selector is not None:
+            scores = self.selector.predict(features)
+        else:
+            # Nearest neighbour; its edited version first when edits are on.
+            scores = np.array([-c.rank + (0.5 if c.edits else 0.0) for c in cands])
+        return sorted(range(len(cands)), key=lambda i: (-float(scores[i]), cands[i].rank, len(cands[i].edits) == 0, i))
+
+    def compile(self, nl: str, n: int = 1, config: CpuConfig | None = None) -> list[str]:
+        """The best ``n`` queries for a request (at least one, always parseable)."""
+        _, cands, feats = self.pool(nl, config=config)
+        order = self.rank(cands, feats, config)
+        out = [cands[i].query for i in order[:n]]
+        return out or [FALLBACK_QUERY]
+
+    # -- persistence ----------------------------------------------------------
+    def save(self, model_dir: Path) -> Path:
+        """Write atomically: a half-written model never replaces a good one."""
+        model_dir = Path(model_dir)
+        model_dir.mkdir(parents=True, exist_ok=True)
+        for name, payload in ((MODEL_FILE, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)),
+                              (MANIFEST, json.dumps(self.manifest(), indent=2).encode())):
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=model_dir)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(payload)
+                os.replace(tmp, model_dir / name)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        return model_dir
+
+    def manifest(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "feature_names": list(self.feature_names),
+            "config": asdict(self.config),
+            "train_size": len(self.train_nls),
+            "selector": type(self.selector).__name__ if self.selector is not None else None,
+            "stats": self.stats,
+        }
+
+    @classmethod
+    def load(cls, model_dir: Path | None = None) -> "CpuModel":
+        model_dir = Path(model_dir) if model_dir else default_model_dir()
+        hint = f"run `{TRAIN_COMMAND}`" + (f" --out {model_dir}" if model_dir != default_model_dir() else "")
+        path, manifest_path = model_dir / MODEL_FILE, model_dir / MANIFEST
+        if not path.is_file() or not manifest_path.is_file():
+            raise ModelMissingError(f"no trained CPU model in {model_dir}: {hint}")
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelMissingError(f"unreadable {manifest_path} ({exc}): {hint}") from None
+        if manifest.get("format_version") != FORMAT_VERSION or manifest.get("feature_names") != list(FEATURE_NAMES):
+            raise ModelMissingError(f"the CPU model in {model_dir} was made by another GeoQL version: {hint}")
+        try:
+            with open(path, "rb") as f:
+                model = pickle.load(f)
+        except Exception as exc:  # truncated or foreign file
+            raise ModelMissingError(f"could not read {path} ({type(exc).__name__}: {exc}): {hint}") from None
+        if not isinstance(model, cls):
+            raise ModelMissingError(f"{path} is not a GeoQL CPU model: {hint}")
+        return model

@@ -1,0 +1,152 @@
+"""What a request asks for, read from its text with small rules.
+
+Everything here is about the natural-language side only; the query side is
+handled by ``edits``. The rules follow the OverpassNL requests: place names come
+after "in"/"near"/"around" and are written capitalised ("bars in Bonn",
+"Schools in Rio de Janeiro, Brazil"), the visible map is "in current view".
+
+>>> info = analyse("Cafes in Rio de Janeiro, Brazil that have wifi")
+>>> info.area, info.in_view, info.count
+('Rio de Janeiro, Brazil', False, False)
+>>> analyse("How many benches are there in the current view?").in_view
+True
+>>> analyse("How many benches in Bonn").count
+True
+>>> sorted(analyse("nodes and ways with a name").types)
+['node', 'way']
+>>> analyse("Bus stops within 200 m of schools in Paris").numbers
+['200']
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+# Words that may sit inside a place name between capitalised words
+# ("Rio de Janeiro", "Frankfurt am Main", "Stratford upon Avon").
+_CONNECTORS = frozenset(
+    "de do da dos das del della di du des la le les am an im upon on sur en y von van der den of el al bei ob "
+    "unter lès".split()
+)
+# Words between the preposition and the name that are not part of the name.
+_PLACE_NOUNS = frozenset(
+    "the city town village state county country region municipality district province area centre center".split()
+)
+_PREPOSITIONS = frozenset({"in", "near", "around", "of", "at"})
+_VIEW = re.compile(
+    r"\b(?:in|within|on|inside|of)\s+(?:the\s+)?(?:current|this|my)\s+(?:map\s+)?"
+    r"(?:view|map|bbox|bounding\s+box|area|window|screen|extent)\b",
+    re.IGNORECASE,
+)
+_VIEW_ALONE = re.compile(r"\b(?:current\s+view|bbox|bounding\s+box|visible\s+(?:map|area))\b", re.IGNORECASE)
+_COUNT = re.compile(r"\b(?:how\s+many|count|number\s+of|amount\s+of|total\s+of)\b", re.IGNORECASE)
+_TOKEN = re.compile(r'"[^"]+"|[^\s,]+|,')
+_NUMBER = re.compile(r"(?<![\w.:-])\d+(?:\.\d+)?(?![\w:-])")
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}Z)?\b")
+_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
+_TYPE_WORDS = {
+    "node": re.compile(r"\b(?:nodes?|points?)\b", re.IGNORECASE),
+    "way": re.compile(r"\bways?\b", re.IGNORECASE),
+    "relation": re.compile(r"\b(?:relations?|multipolygons?)\b", re.IGNORECASE),
+}
+_TRAILING = ".;:!?)("
+
+
+@dataclass
+class RequestInfo:
+    """The parts of a request that edits and features look at."""
+
+    nl: str
+    area: str | None = None
+    in_view: bool = False
+    count: bool = False
+    types: set[str] = field(default_factory=set)
+    numbers: list[str] = field(default_factory=list)
+    dates: list[str] = field(default_factory=list)
+    quoted: list[str] = field(default_factory=list)
+    words: set[str] = field(default_factory=set)
+
+
+def _is_capitalised(token: str) -> bool:
+    first = token[:1]
+    # Non-Latin scripts (Cyrillic, Greek, CJK...) have no case that would tell.
+    return first.isupper() or first == '"' or (first.isalpha() and not first.isascii() and not first.islower())
+
+
+def extract_area(nl: str) -> str | None:
+    """The place the request is about: the last capitalised span after in/near/around.
+
+    >>> extract_area("Fuel stations in Ukraine selling E10 fuel")
+    'Ukraine'
+    >>> extract_area("Schools in the city of Frankfurt am Main")
+    'Frankfurt am Main'
+    >>> extract_area("Benches in current view") is None
+    True
+    """
+    text = _VIEW.sub(" ", nl)
+    tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    found = None
+    for i, (tok, _, _) in enumerate(tokens):
+        if tok.lower() not in _PREPOSITIONS:
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j][0].lower() in _PLACE_NOUNS:
+            j += 1
+        if j >= len(tokens) or not _is_capitalised(tokens[j][0]):
+            continue
+        end = tokens[j][2]
+        k = j + 1
+        while k < len(tokens):
+            tok2 = tokens[k][0]
+            nxt = tokens[k + 1][0] if k + 1 < len(tokens) else ""
+            if tok2 == "," and nxt and _is_capitalised(nxt):
+                end, k = tokens[k + 1][2], k + 2
+            elif _is_capitalised(tok2):
+                end, k = tokens[k][2], k + 1
+            elif tok2.lower() in _CONNECTORS and nxt and _is_capitalised(nxt):
+                end, k = tokens[k + 1][2], k + 2
+            else:
+                break
+        span = text[tokens[j][1] : end].strip().strip('"').rstrip(_TRAILING).strip()
+        if span:
+            found = span
+    return found
+
+
+def fold(text: str) -> str:
+    """Lower case without accents, for comparing words."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def content_words(text: str) -> set[str]:
+    """Folded words with a crude plural stem, for overlap features."""
+    out = set()
+    for w in _WORD.findall(fold(text)):
+        if len(w) > 3 and w.endswith("ies"):
+            w = w[:-3] + "y"
+        elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+            w = w[:-1]
+        out.add(w)
+    return out
+
+
+def analyse(nl: str) -> RequestInfo:
+    """Read a request once; the result is shared by all candidates."""
+    area = extract_area(nl)
+    return RequestInfo(
+        nl=nl,
+        area=area,
+        in_view=bool(_VIEW.search(nl) or _VIEW_ALONE.search(nl)),
+        count=bool(_COUNT.search(nl)),
+        types={t for t, rx in _TYPE_WORDS.items() if rx.search(nl)},
+        numbers=_NUMBER.findall(_DATE.sub(" ", nl)),
+        dates=_DATE.findall(nl),
+        quoted=[a or b for a, b in _QUOTED.findall(nl)],
+        words=content_words(nl),
+    )

@@ -1,0 +1,137 @@
+"""Training the selection model on the training split, leave-one-out.
+
+For every training request, its nearest *other* training requests give a
+candidate pool exactly as at inference time (the queries as they are and
+edited), and every candidate is scored with the official OQS against the
+request's gold query. A gradient-boosted regressor learns to predict that OQS
+from the candidate's features; at inference the best predicted candidate wins.
+
+The tag lexicon and place aliases used while building a request's pool are
+fitted on the other folds, so a request never sees statistics of its own gold
+query (otherwise the model would learn to trust the lexicon too much).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app.cpu.lexicon import TagLexicon
+from app.cpu.model import CpuConfig, CpuModel, learn_aliases
+
+
+@dataclass
+class TrainConfig:
+    """Options of ``geoql cpu train``."""
+
+    k: int = field(default=10, metadata={"help": "neighbours per request"})
+    edits: str = field(default="all", metadata={"help": "edit groups used in the pools: all, none, or e.g. 'area,tags'"})
+    folds: int = field(default=5, metadata={"help": "folds for the lexicon/aliases seen by the pools"})
+    limit: int | None = field(default=None, metadata={"help": "train the selector on the first N training requests only"})
+    max_iter: int = field(default=300, metadata={"help": "boosting rounds of the selector"})
+    seed: int = field(default=0, metadata={"help": "random seed of the booster (output is deterministic)"})
+
+    def __post_init__(self) -> None:
+        CpuConfig(k=self.k, edits=self.edits)  # same checks as at inference
+        if self.folds < 2:
+            raise ValueError(f"folds must be >= 2 (got {self.folds}): use 5")
+        if self.limit is not None and self.limit < 20:
+            raise ValueError(f"limit must be at least 20 requests (got {self.limit}): or leave it unset for all")
+        if self.max_iter < 1:
+            raise ValueError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
+
+
+def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress: bool = True):
+    """Features, OQS labels and request ids of every leave-one-out candidate."""
+    from tqdm import tqdm
+
+    if scorer is None:
+        from eval.metrics import get_scorer
+
+        scorer = get_scorer()
+    nls, queries = model.train_nls, model.train_queries
+    n = len(nls) if config.limit is None else min(config.limit, len(nls))
+    fold_of = np.arange(len(nls)) % config.folds
+    fold_models = {}
+    for f in range(config.folds):
+        keep = [i for i in range(len(nls)) if fold_of[i] != f]
+        fold_models[f] = (
+            TagLexicon.fit([nls[i] for i in keep], [queries[i] for i in keep]),
+            learn_aliases([nls[i] for i in keep], [queries[i] for i in keep]),
+        )
+    pool_config = CpuConfig(k=config.k, edits=config.edits)
+    neighbours = model.neighbours.search_many(nls[:n], config.k, [{i} for i in range(n)])
+    feats, labels, groups = [], [], []
+    for i in tqdm(range(n), desc="scoring leave-one-out candidates", disable=not progress, unit="req"):
+        lex, aliases = fold_models[int(fold_of[i])]
+        _, cands, f = model.pool(nls[i], config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[i])
+        if not cands:
+            continue
+        feats.append(f)
+        labels.append([scorer.oqs(c.query, queries[i]) for c in cands])
+        groups.append(np.full(len(cands), i))
+    return np.vstack(feats), np.concatenate(labels).astype(np.float32), np.concatenate(groups)
+
+
+def fit_selector(features: np.ndarray, labels: np.ndarray, config: TrainConfig):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    model = HistGradientBoostingRegressor(
+        max_iter=config.max_iter,
+        learning_rate=0.05,
+        max_leaf_nodes=31,
+        min_samples_leaf=40,
+        early_stopping=False,
+        random_state=config.seed,
+    )
+    return model.fit(features, labels)
+
+
+def selection_quality(selector, features, labels, groups) -> dict:
+    """Mean OQS (percent) of the top candidate: first neighbour, the selector's choice, the best possible."""
+    chosen, first, best = [], [], []
+    pred = selector.predict(features) if selector is not None else None
+    for g in np.unique(groups):
+        m = groups == g
+        y = labels[m]
+        first.append(y[np.argmin(features[m, 1] * 2 - (features[m, -1] > 0))])
+        best.append(y.max())
+        if pred is not None:
+            chosen.append(y[np.argmax(pred[m])])
+    out = {"nearest": float(np.mean(first) * 100), "oracle": float(np.mean(best) * 100)}
+    if chosen:
+        out["selected"] = float(np.mean(chosen) * 100)
+    return out
+
+
+def train(nls: list[str], queries: list[str], config: TrainConfig | None = None, *,
+          scorer=None, progress: bool = True) -> CpuModel:
+    """A complete :class:`CpuModel` from training pairs (minutes on a laptop CPU)."""
+    config = config or TrainConfig()
+    start = time.time()
+    model = CpuModel.fit_retrieval(nls, queries, CpuConfig(k=config.k, edits=config.edits))
+    feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
+    model.selector = fit_selector(feats, labels, config)
+    model.stats = {
+        "train_requests": int(len(np.unique(groups))),
+        "train_candidates": int(len(labels)),
+        "train_seconds": round(time.time() - start, 1),
+        "train_fit_oqs": selection_quality(model.selector, feats, labels, groups),
+    }
+    return model
+
+
+def train_and_save(out_dir: Path | None = None, data_dir=None, config: TrainConfig | None = None,
+                   progress: bool = True) -> CpuModel:
+    """Train from the dataset's training split and write the model (atomically)."""
+    from eval.dataset import load_split
+
+    from app.cpu.model import default_model_dir
+
+    examples = load_split("train", data_dir)
+    model = train([e.nl for e in examples], [e.query for e in examples], config, progress=progress)
+    model.save(Path(out_dir) if out_dir else default_model_dir())
+    return model

@@ -1,0 +1,60 @@
+"""``geoql cpu ...``: train and measure the CPU default (the ``retrieval`` backend)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("cpu", help="train and measure the CPU default compiler (no LLM)")
+    sub = parser.add_subparsers(dest="cpu_command", metavar="ACTION")
+
+    train = sub.add_parser("train", help="fit the CPU model on the training split (a few minutes)")
+    train.add_argument("--out", help="model directory (default: $GEOQL_CPU_MODEL_DIR or the user data dir)")
+    train.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
+    train.add_argument("--k", type=int, default=10, help="neighbours per request (default 10)")
+    train.add_argument("--edits", default="all", help="edit groups: all, none or e.g. area,tags (default all)")
+    train.add_argument("--limit", type=int, help="train the selector on the first N training requests")
+    train.set_defaults(handler=_train)
+
+    ablation = sub.add_parser("ablation", help="dev OQS of copy top-1 -> + selection -> + each edit group")
+    ablation.add_argument("--split", default="dev", choices=("dev", "test"))
+    ablation.add_argument("--model-dir", help="trained model directory (default: as for train)")
+    ablation.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
+    ablation.add_argument("--limit", type=int, help="only the first N requests of the split")
+    ablation.set_defaults(handler=_ablation)
+    parser.set_defaults(handler=lambda args: parser.print_help() or 2)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from app.cli import UserError
+    from app.cpu.train import TrainConfig, train_and_save
+    from eval.dataset import DatasetError
+
+    try:
+        config = TrainConfig(k=args.k, edits=args.edits, limit=args.limit)
+        model = train_and_save(args.out, args.data_dir, config)
+    except (ValueError, DatasetError) as exc:
+        raise UserError(str(exc)) from None
+    stats = model.stats
+    print(
+        f"trained on {stats['train_requests']} requests / {stats['train_candidates']} candidates "
+        f"in {stats['train_seconds']} s; leave-one-out OQS {stats['train_fit_oqs']}"
+    )
+    return 0
+
+
+def _ablation(args: argparse.Namespace) -> int:
+    from app.cli import UserError
+    from app.cpu.ablation import run_ablation
+    from app.cpu.model import ModelMissingError
+    from eval.dataset import DatasetError
+
+    try:
+        rows = run_ablation(args.split, model_dir=args.model_dir, data_dir=args.data_dir, limit=args.limit)
+    except (ModelMissingError, DatasetError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    print(f"{'step':<22} {'OQS':>6} {'KVS':>6} {'TreeS':>6} {'chrF':>6} {'EM':>5}")
+    for name, m in rows:
+        print(f"{name:<22} {m['oqs']:6.2f} {m['kvs']:6.2f} {m['tree']:6.2f} {m['chrf']:6.2f} {m['em']:5.1f}")
+    return 0

@@ -1,0 +1,52 @@
+"""``geoql eval``: score a prediction file with the official OverpassNL metrics."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    from eval.report import help_of
+
+    parser = subparsers.add_parser(
+        "eval",
+        help="score predictions (EM, chrF, KVS, TreeS, OQS; optionally EX)",
+        description="Score a prediction file against an OverpassNL split with the official metrics, "
+        "for all examples and the hard subset, with a failure analysis.",
+    )
+    parser.add_argument("--pred", required=True, metavar="FILE", help=help_of("pred"))
+    parser.add_argument("--split", default="dev", choices=("dev", "test"), help=help_of("split"))
+    parser.add_argument("--data-dir", metavar="DIR", help=help_of("data_dir"))
+    parser.add_argument("--json", dest="json_out", metavar="OUT", help=help_of("json_out"))
+    parser.add_argument("--per-example", dest="per_example_out", metavar="OUT.jsonl", help=help_of("per_example_out"))
+    parser.add_argument("--compare", metavar="OTHER_PRED", help=help_of("compare"))
+    parser.add_argument("--execution", action="store_true", help=help_of("execution"))
+    parser.add_argument("--overpass-url", metavar="URL", help=help_of("overpass_url"))
+    parser.add_argument("--cache-dir", metavar="DIR", help=help_of("cache_dir"))
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.cli import UserError
+    from eval.dataset import DatasetError
+    from eval.report import EvalConfig, EvalInputError, evaluate
+
+    try:
+        config = EvalConfig(
+            pred=args.pred,
+            split=args.split,
+            data_dir=args.data_dir,
+            json_out=args.json_out,
+            per_example_out=args.per_example_out,
+            compare=args.compare,
+            execution=args.execution,
+            overpass_url=args.overpass_url,
+            cache_dir=args.cache_dir,
+            progress=args.progress,
+        )
+        result = evaluate(config)
+    except (EvalInputError, DatasetError) as exc:
+        raise UserError(str(exc)) from None
+    print(result.text)
+    return 0

@@ -1,0 +1,511 @@
+"""Overpass API client shared by the demo, the execution metrics and rewards.
+
+One request path for everything that runs a query:
+
+1. ``turbo_expand.expand`` replaces overpass-turbo shortcuts (``{{bbox}}``,
+   ``{{geocodeArea:X}}``, ``{{date:1day}}``, ...) with real values;
+2. :func:`prepare_query` sets the settings the official OverpassNL execution
+   evaluation sets: ``[timeout:300]``, ``maxsize`` capped at 1 GiB and
+   ``[out:json]``;
+3. :class:`OverpassClient` sends the query (HTTP GET ``data=``), retries only
+   where retrying can help (429 rate limiting, 504 gateway timeouts, refused
+   connections), classifies errors the way Overpass reports them (HTML error
+   page for parse/static errors, a ``remark`` for runtime errors) and keeps
+   deterministic answers in an SQLite cache keyed by the final query text.
+
+>>> prepare_query("node[amenity=cafe]({{bbox}});out;")
+'[out:json][timeout:300];node[amenity=cafe]({{bbox}});out;'
+>>> prepare_query("[out:xml][timeout:25][maxsize:2147483648];way;out;")
+'[out:json][timeout:300][maxsize:1073741824];way;out;'
+>>> classify(200, '{"elements": [], "remark": "runtime error: Query timed out in \\\\"query\\\\" at line 1 after 3 seconds."}').kind
+'runtime_timeout'
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_OVERPASS_URL",
+    "EVAL_TIMEOUT_S",
+    "EVAL_MAXSIZE",
+    "OverpassConfig",
+    "OverpassClient",
+    "OverpassError",
+    "OverpassResult",
+    "RawResponse",
+    "SqliteStore",
+    "classify",
+    "prepare_query",
+    "default_cache_dir",
+]
+
+DEFAULT_OVERPASS_URL = "https://overpass-api.de/api/interpreter"
+# The official evaluation rewrites every query to these values "to have
+# consistent evaluation"; results differ with other limits, so we keep them.
+EVAL_TIMEOUT_S = 300
+EVAL_MAXSIZE = 1073741824
+# The official client waits this long for an answer before giving up.
+OFFICIAL_HTTP_TIMEOUT_S = 500
+USER_AGENT = "geoql/0.1 (natural language to OverpassQL; python-requests)"
+
+_OUT_SETTING = re.compile(r"\[out:[^\]]+\]")
+
+
+def default_cache_dir() -> Path:
+    """Where caches live unless told otherwise (``$GEOQL_CACHE_DIR`` or the user cache)."""
+    configured = os.environ.get("GEOQL_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("geoql"))
+
+
+def prepare_query(query: str, *, timeout: int = EVAL_TIMEOUT_S, maxsize: int = EVAL_MAXSIZE) -> str:
+    """Apply the official evaluation's settings: timeout, capped maxsize, JSON output.
+
+    Only the first ``maxsize:``/``timeout:`` value found is rewritten (every
+    textual copy of it), as the official code does; a query without a timeout
+    gets a ``[timeout:N]`` setting in front.
+
+    >>> prepare_query("[out:csv(name)];node(1);out;")
+    '[timeout:300][out:json];node(1);out;'
+    """
+    query = query.strip()
+    found = re.search(r"maxsize:(\d+)", query)
+    if found:
+        current = found.group(1)
+        query = query.replace("maxsize:" + current, "maxsize:" + str(min(int(current), maxsize)))
+    found = re.search(r"timeout:(\d+)", query)
+    if found:
+        query = query.replace("timeout:" + found.group(1), "timeout:" + str(timeout))
+    else:
+        # A settings block must end with ';' before the first statement.
+        if not query.startswith("["):
+            query = ";" + query
+        query = f"[timeout:{timeout}]" + query
+    query = _OUT_SETTING.sub("[out:json]", query)
+    if "[out:json]" not in query:
+        query = "[out:json]" + query
+    return query
+
+
+# ---------------------------------------------------------------- errors
+
+
+@dataclass(eq=False)
+class OverpassError(Exception):
+    """A query that did not produce a usable answer, in words a person understands.
+
+    ``kind`` is one of: ``parse_error``, ``static_error``, ``runtime_timeout``,
+    ``memory``, ``runtime_error``, ``rate_limited``, ``gateway_timeout``,
+    ``timeout`` (no answer in time), ``unreachable``, ``http_error``,
+    ``bad_response``, ``expansion`` (a shortcut could not be expanded).
+    """
+
+    kind: str
+    message: str
+    detail: str = ""
+    status: int = 0
+
+    def __str__(self) -> str:
+        return self.message + (f" Server said: {self.detail}" if self.detail else "")
+
+    @property
+    def retryable(self) -> bool:
+        """Would the same request later plausibly succeed?"""
+        return self.kind in RETRYABLE
+
+
+RETRYABLE = frozenset({"rate_limited", "gateway_timeout", "unreachable"})
+
+_HTML_ERROR = re.compile(r"<strong[^>]*>\s*Error\s*</strong>\s*:?\s*(.*?)</p>", re.S | re.I)
+_XML_REMARK = re.compile(r"<remark>(.*?)</remark>", re.S)
+
+
+def _server_messages(text: str) -> list[str]:
+    """The error lines of an Overpass HTML error page, unescaped and untagged."""
+    lines = [html.unescape(re.sub(r"<[^>]+>", "", m)).strip() for m in _HTML_ERROR.findall(text)]
+    return [line for line in lines if line]
+
+
+def _remark(text: str, data: dict | None) -> str | None:
+    if data is not None:
+        remark = data.get("remark")
+        return str(remark).strip() if remark else None
+    found = _XML_REMARK.search(text)
+    return html.unescape(found.group(1)).strip() if found else None
+
+
+def classify(status: int, text: str, data: dict | None = None) -> OverpassError | None:
+    """Turn one Overpass answer into an :class:`OverpassError`, or ``None`` when it is usable.
+
+    ``data`` is the parsed JSON when the caller already has it.
+    """
+    messages = _server_messages(text) if "<" in text[:2000] or status != 200 else []
+    joined = " ".join(messages)
+    if status == 429 or "rate_limited" in text[:5000]:
+        return OverpassError(
+            "rate_limited",
+            "The Overpass server is limiting requests from this address; wait a minute and try again.",
+            joined,
+            status,
+        )
+    if status == 504 or "Dispatcher_Client::request_read_and_idx::timeout" in text[:5000]:
+        return OverpassError(
+            "gateway_timeout",
+            "The Overpass server is too busy to take the query right now; try again in a moment.",
+            joined,
+            status,
+        )
+    if "parse error:" in joined:
+        return OverpassError(
+            "parse_error", "The query is not valid Overpass QL (syntax error).", joined, status
+        )
+    if "static error:" in joined:
+        return OverpassError(
+            "static_error",
+            "The query is well-formed but Overpass rejects it (wrong setting, value or statement use).",
+            joined,
+            status,
+        )
+    if status != 200:
+        return OverpassError(
+            "http_error", f"The Overpass server answered HTTP {status}.", joined or text[:300].strip(), status
+        )
+    if data is None and text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return OverpassError("bad_response", "The Overpass server sent a broken JSON answer.", text[:200], status)
+    remark = _remark(text, data)
+    if remark and "runtime error" in remark:
+        if "timed out" in remark:
+            return OverpassError(
+                "runtime_timeout",
+                "The query ran out of time on the server; narrow the area or the filters.",
+                remark,
+                status,
+            )
+        if "out of memory" in remark:
+            return OverpassError(
+                "memory",
+                "The query needed more memory than the server allows; narrow the area or the filters.",
+                remark,
+                status,
+            )
+        return OverpassError("runtime_error", "The query failed while running on the server.", remark, status)
+    if messages:
+        return OverpassError("runtime_error", "The Overpass server reported an error.", joined, status)
+    return None
+
+
+# ---------------------------------------------------------------- cache
+
+
+class SqliteStore:
+    """A small key/value table in SQLite, safe for threads and processes.
+
+    One connection per thread (sqlite3 connections must not be shared), WAL
+    journaling so readers never block the writer, and a busy timeout so
+    concurrent writers wait instead of failing. A file that is not a database
+    is moved aside (never deleted) and a fresh one started.
+    """
+
+    def __init__(self, path: str | os.PathLike, table: str):
+        if not re.fullmatch(r"[a-z_]+", table):
+            raise ValueError(f"table name {table!r} must be lowercase letters and '_'")
+        self.path = Path(path)
+        self.table = table
+        self._local = threading.local()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._setup(self._conn())
+        except sqlite3.DatabaseError:
+            self._local.__dict__.clear()
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            os.replace(self.path, aside)
+            self._setup(self._conn())
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout=60000")
+            self._local.conn = conn
+        return conn
+
+    def _setup(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.table} "
+            "(key TEXT PRIMARY KEY, value BLOB NOT NULL, created REAL NOT NULL)"
+        )
+
+    def get(self, key: str) -> bytes | None:
+        row = self._conn().execute(f"SELECT value FROM {self.table} WHERE key=?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put(self, key: str, value: bytes) -> None:
+        self._conn().execute(
+            f"INSERT OR REPLACE INTO {self.table} (key, value, created) VALUES (?, ?, ?)",
+            (key, sqlite3.Binary(value), time.time()),
+        )
+
+    def put_many(self, items: dict[str, bytes], *, replace: bool = False) -> None:
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        now = time.time()
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(
+                f"{verb} INTO {self.table} (key, value, created) VALUES (?, ?, ?)",
+                [(k, sqlite3.Binary(v), now) for k, v in items.items()],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def __len__(self) -> int:
+        return self._conn().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
+
+    def integrity_ok(self) -> bool:
+        return self._conn().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+# ---------------------------------------------------------------- client
+
+
+@dataclass
+class OverpassConfig:
+    url: str = field(default=DEFAULT_OVERPASS_URL, metadata={"help": "Overpass API interpreter endpoint"})
+    query_timeout_s: int = field(
+        default=EVAL_TIMEOUT_S, metadata={"help": "[timeout:N] written into every query (official eval: 300)"}
+    )
+    maxsize: int = field(default=EVAL_MAXSIZE, metadata={"help": "cap for [maxsize:N] (official eval: 1 GiB)"})
+    http_timeout_s: float = field(
+        default=OFFICIAL_HTTP_TIMEOUT_S, metadata={"help": "seconds to wait for the HTTP answer"}
+    )
+    max_retries: int = field(default=3, metadata={"help": "retries after 429/504/connection errors"})
+    backoff_s: float = field(default=2.0, metadata={"help": "first retry delay; doubles each retry"})
+    cache_dir: str | None = field(
+        default=None, metadata={"help": "directory of overpass_cache.sqlite (default: user cache dir)"}
+    )
+    use_cache: bool = field(default=True, metadata={"help": "read and write the result cache"})
+    user_agent: str = field(default=USER_AGENT, metadata={"help": "HTTP User-Agent header"})
+
+    def __post_init__(self) -> None:
+        if not re.match(r"^https?://", self.url or ""):
+            raise ValueError(
+                f"Overpass URL {self.url!r} must start with http:// or https://, "
+                f"e.g. {DEFAULT_OVERPASS_URL}"
+            )
+        if self.query_timeout_s < 1:
+            raise ValueError(f"query_timeout_s must be >= 1 (got {self.query_timeout_s}); the official value is 300")
+        if self.maxsize < 1:
+            raise ValueError(f"maxsize must be >= 1 (got {self.maxsize}); the official cap is {EVAL_MAXSIZE}")
+        if self.http_timeout_s <= 0:
+            raise ValueError(f"http_timeout_s must be > 0 (got {self.http_timeout_s}); e.g. 500")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0 (got {self.max_retries}); use 0 to never retry")
+        if self.backoff_s < 0:
+            raise ValueError(f"backoff_s must be >= 0 (got {self.backoff_s})")
+
+
+@dataclass
+class RawResponse:
+    """What the server sent for one final query (or why nothing came)."""
+
+    query: str
+    status: int  # 0 when no HTTP answer arrived
+    text: str
+    elapsed_s: float = 0.0
+    attempts: int = 0
+    from_cache: bool = False
+    error: OverpassError | None = None
+
+
+@dataclass
+class OverpassResult:
+    """A successful answer: the parsed Overpass JSON and where it came from."""
+
+    query: str
+    data: dict[str, Any]
+    elapsed_s: float
+    from_cache: bool
+    remark: str | None = None
+
+    @property
+    def elements(self) -> list[dict[str, Any]]:
+        return self.data.get("elements") or []
+
+
+class OverpassClient:
+    """Run queries against one Overpass endpoint.
+
+    ``run`` is the high-level call (expand shortcuts, prepare, execute, parse);
+    ``fetch`` sends an already final query text and returns the raw answer.
+    """
+
+    CACHE_FILE = "overpass_cache.sqlite"
+
+    def __init__(self, config: OverpassConfig | None = None, *, geocoder=None, **overrides):
+        if config is None:
+            config = OverpassConfig(**overrides)
+        elif overrides:
+            raise TypeError("pass either config or keyword overrides, not both")
+        self.config = config
+        self._geocoder = geocoder
+        self._store: SqliteStore | None = None
+        self._store_lock = threading.Lock()
+        self._session_local = threading.local()
+
+    # -- plumbing
+    @property
+    def store(self) -> SqliteStore | None:
+        if not self.config.use_cache:
+            return None
+        with self._store_lock:
+            if self._store is None:
+                directory = Path(self.config.cache_dir) if self.config.cache_dir else default_cache_dir()
+                self._store = SqliteStore(directory / self.CACHE_FILE, "results")
+        return self._store
+
+    @property
+    def geocoder(self):
+        if self._geocoder is None:
+            from eval.nominatim import Nominatim, NominatimConfig
+
+            self._geocoder = Nominatim(NominatimConfig(cache_dir=self.config.cache_dir))
+        return self._geocoder
+
+    def _session(self):
+        import requests
+
+        session = getattr(self._session_local, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.headers["User-Agent"] = self.config.user_agent
+            self._session_local.session = session
+        return session
+
+    def _cache_key(self, query: str) -> str:
+        return self.config.url + "\n" + query
+
+    # -- public API
+    def fetch(self, query: str, *, use_cache: bool = True) -> RawResponse:
+        """Send ``query`` exactly as given; retries transient failures with backoff.
+
+        Only answers that will not change on a retry are cached: usable
+        results and parse/static errors. Timeouts, rate limiting and
+        unreachable servers are never cached.
+        """
+        import requests
+
+        store = self.store if use_cache else None
+        key = self._cache_key(query)
+        if store is not None:
+            blob = store.get(key)
+            if blob is not None:
+                status, text = json.loads(zlib.decompress(blob).decode("utf-8"))
+                return RawResponse(query, status, text, 0.0, 0, True, classify(status, text))
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            retry_after = None
+            try:
+                response = self._session().get(
+                    self.config.url, params={"data": query}, timeout=self.config.http_timeout_s
+                )
+                status, text = response.status_code, response.text
+                error = classify(status, text)
+                retry_after = response.headers.get("Retry-After")
+            except requests.Timeout:
+                status, text = 0, ""
+                error = OverpassError(
+                    "timeout",
+                    f"No answer from {self.config.url} within {self.config.http_timeout_s:g} s; "
+                    "the query is too heavy or the server is overloaded.",
+                )
+            except requests.RequestException as exc:
+                status, text = 0, ""
+                error = OverpassError(
+                    "unreachable",
+                    f"Could not reach the Overpass server at {self.config.url}; check the URL and the network.",
+                    type(exc).__name__,
+                )
+            if error is None or not error.retryable or attempt > self.config.max_retries:
+                break
+            time.sleep(self._delay(attempt, retry_after))
+        raw = RawResponse(query, status, text, time.monotonic() - started, attempt, False, error)
+        if store is not None and (error is None or error.kind in ("parse_error", "static_error")):
+            store.put(key, zlib.compress(json.dumps([status, text]).encode("utf-8")))
+        return raw
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after and retry_after.strip().isdigit():
+            return min(float(retry_after), 60.0)
+        return self.config.backoff_s * (2 ** (attempt - 1))
+
+    def prepare(self, query: str, *, bbox: str | None = None, center: str | None = None, expand: bool = True) -> str:
+        """Expanded (real overpass-turbo semantics) and prepared final query text.
+
+        Raises :class:`OverpassError` (kind ``expansion``) when a shortcut cannot be expanded.
+        """
+        from eval.turbo_expand import ExpansionError, expand as expand_shortcuts
+
+        if expand and "{{" in query:
+            try:
+                query = expand_shortcuts(query, geocoder=self.geocoder, bbox=bbox, center=center)
+            except ExpansionError as exc:
+                raise OverpassError("expansion", str(exc)) from None
+        return prepare_query(query, timeout=self.config.query_timeout_s, maxsize=self.config.maxsize)
+
+    def run(
+        self,
+        query: str,
+        *,
+        bbox: str | None = None,
+        center: str | None = None,
+        expand: bool = True,
+        use_cache: bool = True,
+    ) -> OverpassResult:
+        """Expand, prepare and execute ``query``; raise :class:`OverpassError` unless it worked."""
+        if not query or not query.strip():
+            raise OverpassError("parse_error", "The query is empty; write or compile a query first.")
+        final = self.prepare(query, bbox=bbox, center=center, expand=expand)
+        raw = self.fetch(final, use_cache=use_cache)
+        if raw.error is not None:
+            raise raw.error
+        try:
+            data = json.loads(raw.text)
+        except ValueError:
+            raise OverpassError(
+                "bad_response", "The Overpass server did not send JSON.", raw.text[:200], raw.status
+            ) from None
+        if not isinstance(data, dict):
+            raise OverpassError("bad_response", "The Overpass server sent an unexpected JSON answer.", "", raw.status)
+        return OverpassResult(final, data, raw.elapsed_s, raw.from_cache, _remark(raw.text, data))
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()

@@ -1,0 +1,202 @@
+"""Documents → artifacts: JSONL records, FAISS and BM25 indexes, and the manifest.
+
+The directory is assembled next to its destination and renamed into place, so
+a failed or interrupted build leaves the previous index untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from retrieval import artifacts as A
+from retrieval.text import TOKENIZER_VERSION, split_value, tokenize
+
+from .config import IndexConfig, default_cache_dir
+from .documents import ExampleDocument, TagCollection, TagDocument, add_schema, add_training, tag_counts
+
+
+def tag_surfaces(doc: TagDocument) -> list[tuple[str, str]]:
+    """(kind, text) strings that name a tag; each is embedded on its own and matched by max-sim."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def add(kind: str, text: str) -> None:
+        text = " ".join(text.split())
+        if text and text.lower() not in seen:
+            seen.add(text.lower())
+            out.append((kind, text))
+
+    for name in doc.names:
+        add("name", name)
+    for term in doc.terms:
+        add("term", term)
+    value_words = split_value(doc.value) if doc.value != "*" else ""
+    add("tag", f"{split_value(doc.key)} {value_words}".strip())
+    for phrase in doc.phrases:
+        add("phrase", phrase)
+    return out
+
+
+def tag_bm25_tokens(doc: TagDocument) -> list[str]:
+    """Lexical document of a tag: its names, synonyms and the words of key and value.
+
+    Training phrases stay out: they are full requests full of place names, which
+    would make every popular tag match every town.
+    """
+    parts = doc.names + doc.terms + [split_value(doc.key), split_value(doc.value) if doc.value != "*" else ""]
+    parts.append(doc.description)
+    return tokenize(" ".join(parts)) or ["__empty__"]
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _bm25(path: Path, corpus_tokens: list[list[str]]) -> None:
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(corpus_tokens, show_progress=False)
+    retriever.save(str(path), show_progress=False)
+
+
+def _faiss(path: Path, vectors) -> None:
+    import faiss
+
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    faiss.write_index(index, str(path))
+
+
+def build_index(config: IndexConfig) -> Path:
+    """Build the full artifact directory described by ``config``; return its path."""
+    from tqdm import tqdm
+
+    from eval.dataset import load_split
+    from retrieval.embedding import encode, resolve_model
+
+    from . import schema as schema_source
+    from . import taginfo as taginfo_source
+
+    started = time.time()
+    out_dir = config.out_dir or A.default_index_dir()
+    cache_dir = config.cache_dir or default_cache_dir()
+    steps = tqdm(total=6, desc="index build", unit="step", disable=not config.progress)
+
+    steps.set_postfix_str("id-tagging-schema")
+    schema = schema_source.load_schema(config.registry, config.schema_version, cache_dir)
+    tags = TagCollection()
+    wanted = set(config.preset_ids) if config.preset_ids is not None else None
+    add_schema(tags, schema, preset_filter=(lambda pid, _p: pid in wanted) if wanted is not None else None)
+    steps.update()
+
+    steps.set_postfix_str("OverpassNL train")
+    train = load_split("train", config.data_dir)
+    if config.train_limit is not None:
+        train = train[: config.train_limit]
+    examples: list[ExampleDocument] = add_training(tags, train)
+    steps.update()
+
+    steps.set_postfix_str("taginfo")
+    taginfo_info: dict = {"status": "disabled"}
+    if config.taginfo:
+        keys = sorted({d.key for d in tags.docs.values() if d.value != "*"}, key=lambda k: -sum(
+            d.train_count for d in tags.docs.values() if d.key == k))
+        usage, taginfo_info = taginfo_source.fetch_usage(
+            keys, config.taginfo_url, cache_dir / "taginfo", timeout=config.taginfo_timeout, progress=config.progress
+        )
+        for tid, (count, description) in usage.items():
+            doc = tags.docs.get(tid)
+            if doc is not None:
+                doc.usage_count = count
+                doc.description = doc.description or description
+    steps.update()
+
+    docs = sorted(tags.docs.values(), key=lambda d: d.tag)
+    surfaces = [(i, kind, text) for i, d in enumerate(docs) for kind, text in tag_surfaces(d)]
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))
+    try:
+        _write_jsonl(staging / A.TAGS_JSONL, (d.to_json() for d in docs))
+        _write_jsonl(staging / A.TAG_SURFACES_JSONL, ({"doc": i, "kind": k, "text": t} for i, k, t in surfaces))
+        _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
+
+        steps.set_postfix_str(f"embedding {len(surfaces) + len(examples)} texts")
+        surface_vecs = encode(config.embedding_model, [t for _, _, t in surfaces], batch_size=config.batch_size, progress=config.progress)
+        example_vecs = encode(config.embedding_model, [e.nl for e in examples], batch_size=config.batch_size, progress=config.progress)
+        _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
+        _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
+        steps.update()
+
+        steps.set_postfix_str("BM25")
+        _bm25(staging / A.TAGS_BM25, [tag_bm25_tokens(d) for d in docs])
+        _bm25(staging / A.EXAMPLES_BM25, [tokenize(e.nl) or ["__empty__"] for e in examples])
+        steps.update()
+
+        manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started)
+        (staging / A.MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _swap_into_place(staging, out_dir)
+        steps.update()
+    finally:
+        steps.close()
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
+def _swap_into_place(staging: Path, out_dir: Path) -> None:
+    old = None
+    if out_dir.exists():
+        old = out_dir.with_name(f".{out_dir.name}.old-{int(time.time())}")
+        out_dir.rename(old)
+    staging.rename(out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim, started) -> dict:
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    from retrieval.embedding import resolve_model
+
+    def ver(pkg: str) -> str:
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "unknown"
+
+    train_digest = hashlib.sha256("\n".join(f"{e.nl}\t{e.query}" for e in train).encode()).hexdigest()
+    surface_kinds: dict[str, int] = {}
+    for _, kind, _ in surfaces:
+        surface_kinds[kind] = surface_kinds.get(kind, 0) + 1
+    return {
+        "format_version": A.FORMAT_VERSION,
+        "tokenizer_version": TOKENIZER_VERSION,
+        "geoql_version": ver("geoql"),
+        "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "build_seconds": round(time.time() - started, 1),
+        "sources": {
+            "id-tagging-schema": {
+                "package": "@openstreetmap/id-tagging-schema",
+                "version": schema.version,
+                "integrity": schema.integrity,
+                "tarball": schema.tarball_url,
+                "registry": config.registry,
+                "presets": len(config.preset_ids) if config.preset_ids is not None else len(schema.presets),
+            },
+            "overpassnl-train": {"split": "train", "examples": len(train), "sha256": train_digest},
+            "taginfo": taginfo_info,
+        },
+        "embedding": {"model": config.embedding_model, "resolved": resolve_model(config.embedding_model), "dim": int(dim), "normalized": True},
+        "counts": {**tag_counts(docs), "tag_surfaces": len(surfaces), "surface_kinds": surface_kinds, "examples": len(examples)},
+        "libraries": {p: ver(p) for p in ("faiss-cpu", "bm25s", "sentence-transformers", "torch")},
+    }

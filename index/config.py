@@ -1,0 +1,51 @@
+"""Build configuration of the tag knowledge index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retrieval.embedding import DEFAULT_MODEL
+
+SCHEMA_VERSION = "7.2.0"  # pinned: the registry's unpinned tag serves an old backport
+NPM_REGISTRY = "https://registry.npmjs.org"
+TAGINFO_API = "https://taginfo.openstreetmap.org/api/4"
+
+
+def default_cache_dir() -> Path:
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("geoql")) / "index-sources"
+
+
+@dataclass
+class IndexConfig:
+    out_dir: Path | None = field(default=None, metadata={"help": "artifact directory (default: retrieval.default_index_dir())"})
+    data_dir: Path | None = field(default=None, metadata={"help": "OverpassNL directory (default: $GEOQL_DATA_DIR or the download cache)"})
+    cache_dir: Path | None = field(default=None, metadata={"help": "where fetched sources are cached (default: user cache dir)"})
+    registry: str = field(default=NPM_REGISTRY, metadata={"help": "npm registry that serves id-tagging-schema"})
+    schema_version: str = field(default=SCHEMA_VERSION, metadata={"help": "id-tagging-schema version (pinned)"})
+    embedding_model: str = field(default=DEFAULT_MODEL, metadata={"help": "sentence-transformers model name or local path"})
+    train_limit: int | None = field(default=None, metadata={"help": "use only the first N training examples (tests)"})
+    preset_ids: tuple[str, ...] | None = field(default=None, metadata={"help": "index only these presets (tests); None = all"})
+    taginfo: bool = field(default=True, metadata={"help": "try taginfo usage counts when the internet is reachable"})
+    taginfo_url: str = field(default=TAGINFO_API, metadata={"help": "taginfo API base URL"})
+    taginfo_timeout: float = field(default=3.0, metadata={"help": "seconds before taginfo counts as unreachable"})
+    batch_size: int = field(default=128, metadata={"help": "embedding batch size"})
+    progress: bool = field(default=True, metadata={"help": "show progress bars"})
+
+    def __post_init__(self) -> None:
+        for name in ("out_dir", "data_dir", "cache_dir"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, Path(value).expanduser())
+        if not self.registry.startswith(("http://", "https://")):
+            raise ValueError(f"registry must be an http(s) URL, got {self.registry!r}; pass e.g. --registry {NPM_REGISTRY}")
+        if self.train_limit is not None and self.train_limit < 1:
+            raise ValueError(f"train_limit must be positive, got {self.train_limit}; omit it to use all training data")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {self.batch_size}")
+        if not self.embedding_model.strip():
+            raise ValueError("embedding_model is empty; pass a sentence-transformers name such as all-MiniLM-L6-v2")
+        if self.taginfo_timeout <= 0:
+            raise ValueError("taginfo_timeout must be positive; use taginfo=False to skip taginfo")

@@ -1,0 +1,214 @@
+"""Sources → documents: one ``TagDocument`` per tag, one ``ExampleDocument`` per request.
+
+Every source adds names, synonyms and evidence to the same per-tag record, so a
+tag known to iD *and* used in training ends up as one document listing both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from retrieval.gold import is_free_text_key, query_tags, tag_id
+
+# Schema field types whose values are free text: indexed as key=*.
+FREE_TEXT_FIELD_TYPES = frozenset(
+    "text textarea number integer url tel email localized address wikipedia wikidata date identifier "
+    "roadspeed roadheight schedule colour restrictions".split()
+)
+MAX_PHRASES = 12  # training requests kept per tag: enough for BM25/embedding evidence, small on disk
+_TAGINFO_MARKS = re.compile(r"[\U0001F100-\U0001F1FF]\s*")
+
+
+@dataclass
+class TagDocument:
+    tag: str
+    key: str
+    value: str  # "*" for free-text keys
+    names: list[str] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)
+    description: str = ""
+    geometry: list[str] = field(default_factory=list)
+    train_count: int = 0
+    schema_refs: int = 0  # presets/fields mentioning the tag: a popularity proxy without taginfo
+    usage_count: int = 0  # taginfo usage, when it could be fetched
+    phrases: list[str] = field(default_factory=list)
+    replaced_by: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.names[0] if self.names else self.value.replace("_", " ") if self.value != "*" else self.key
+
+    @property
+    def popularity(self) -> float:
+        """log-scaled blend of training use, schema mentions and taginfo usage (0 = unknown)."""
+        import math
+
+        return math.log1p(self.train_count) + 0.5 * math.log1p(self.schema_refs) + 0.1 * math.log1p(self.usage_count)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["popularity"] = round(self.popularity, 4)
+        return data
+
+
+@dataclass
+class ExampleDocument:
+    index: int
+    nl: str
+    query: str
+    tags: list[str]
+
+
+class TagCollection:
+    """Merges evidence for tags coming from several sources."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, TagDocument] = {}
+
+    def get(self, key: str, value: str | None, source: str) -> TagDocument | None:
+        key = key.strip()
+        if not key or "\n" in key or (value is not None and "\n" in value):
+            return None
+        tid = tag_id(key, value)
+        doc = self.docs.get(tid)
+        if doc is None:
+            k, _, v = tid.partition("=")
+            doc = self.docs[tid] = TagDocument(tag=tid, key=k, value=v)
+        if source not in doc.sources:
+            doc.sources.append(source)
+        return doc
+
+    @staticmethod
+    def add_unique(items: list[str], *new: str) -> None:
+        for item in new:
+            item = (item or "").strip()
+            if item and item.lower() not in (x.lower() for x in items):
+                items.append(item)
+
+
+def _label(entry) -> str:
+    if isinstance(entry, dict):
+        return entry.get("title") or entry.get("label") or ""
+    return entry if isinstance(entry, str) else ""
+
+
+def _as_list(value) -> list[str]:
+    if isinstance(value, str):  # some translation files keep terms as one comma-separated string
+        return [v.strip() for v in re.split(r"[,\n]", value) if v.strip()]
+    return [v for v in value or [] if isinstance(v, str)]
+
+
+def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
+    """id-tagging-schema presets, fields, deprecations and taginfo descriptions."""
+    source = f"id-tagging-schema@{schema.version}"
+    preset_tr = schema.translations.get("presets", {})
+    field_tr = schema.translations.get("fields", {})
+    for pid, preset in schema.presets.items():
+        if pid.startswith("@templates") or (preset_filter and not preset_filter(pid, preset)):
+            continue
+        tr = preset_tr.get(pid, {})
+        names = [tr.get("name") or preset.get("name") or ""]
+        terms = _as_list(tr.get("terms")) + _as_list(tr.get("aliases"))
+        for k, v in (preset.get("tags") or {}).items():
+            doc = tags.get(k, None if v == "*" else v, source)
+            if doc is None:
+                continue
+            doc.schema_refs += 1
+            tags.add_unique(doc.names, *names)
+            tags.add_unique(doc.terms, *terms)
+            tags.add_unique(doc.geometry, *preset.get("geometry", []))
+        for k, v in (preset.get("addTags") or {}).items():
+            doc = tags.get(k, None if v == "*" else v, source)
+            if doc is not None:
+                doc.schema_refs += 1
+    for fid, fdef in schema.fields.items():
+        keys = [fdef["key"]] if fdef.get("key") else list(fdef.get("keys") or [])
+        if not keys:
+            continue
+        tr = field_tr.get(fid, {})
+        label = tr.get("label") or fdef.get("label") or ""
+        terms = _as_list(tr.get("terms"))
+        ftype = fdef.get("type", "")
+        options = dict.fromkeys(fdef.get("options") or [])
+        tr_options = tr.get("options") if isinstance(tr.get("options"), dict) else {}
+        for opt in tr_options:
+            options.setdefault(opt)
+        for key in keys:
+            if "*" in key or key.endswith(":"):
+                continue  # key prefixes such as "name:" are not single tags
+            if ftype in {"check", "defaultCheck", "onewayCheck"}:
+                doc = tags.get(key, "yes", source)
+                if doc is not None:
+                    doc.schema_refs += 1
+                    tags.add_unique(doc.names, label)
+                    tags.add_unique(doc.terms, *terms)
+            if ftype in FREE_TEXT_FIELD_TYPES or is_free_text_key(key) or not options:
+                doc = tags.get(key, None, source)
+                if doc is not None:
+                    doc.schema_refs += 1
+                    tags.add_unique(doc.names, label)
+                    tags.add_unique(doc.terms, *terms)
+                continue
+            for opt in options:
+                if not isinstance(opt, str) or not opt:
+                    continue
+                doc = tags.get(key, opt, source)
+                if doc is None:
+                    continue
+                doc.schema_refs += 1
+                title = _label(tr_options.get(opt)) or opt.replace("_", " ")
+                # "Pizza" alone is ambiguous; "Pizza (Cuisines)" names the key too.
+                tags.add_unique(doc.names, f"{title} ({label})" if label else title)
+    for row in schema.deprecated:
+        old, new = row.get("old") or {}, row.get("replace") or {}
+        replacements = [tag_id(k, None if v == "*" else v) for k, v in new.items() if "$1" not in str(v)]
+        for k, v in old.items():
+            if "*" in k:
+                continue
+            doc = tags.get(k, None if v == "*" else v, f"{source}:deprecated")
+            if doc is None:
+                continue
+            tags.add_unique(doc.replaced_by, *replacements)
+            for rep in replacements:
+                if rep in tags.docs:
+                    tags.add_unique(doc.terms, *tags.docs[rep].names)
+    for row in schema.taginfo.get("tags", []):
+        key, value = row.get("key", ""), row.get("value")
+        if "*" in key or not key:
+            continue
+        tid = tag_id(key, value)
+        if tid not in tags.docs:
+            continue  # taginfo.json lists what the presets and fields already cover
+        doc = tags.docs[tid]
+        if not doc.description:
+            doc.description = _TAGINFO_MARKS.sub("", row.get("description", "")).strip()
+        types = {"node": "point", "way": "line", "area": "area", "relation": "relation"}
+        tags.add_unique(doc.geometry, *(types.get(t, t) for t in row.get("object_types", [])))
+
+
+def add_training(tags: TagCollection, examples) -> list[ExampleDocument]:
+    """OverpassNL training requests: their gold tags, and the requests as phrases of those tags."""
+    docs = []
+    for ex in examples:
+        if getattr(ex, "split", "train") != "train":
+            raise ValueError(f"only the training split may enter the index, got {ex.split!r}")
+        found = []
+        for gold in query_tags(ex.query):
+            doc = tags.get(gold.key, gold.value, "overpassnl-train")
+            if doc is None:
+                continue
+            if doc.tag not in found:
+                found.append(doc.tag)
+                doc.train_count += 1
+                if len(doc.phrases) < MAX_PHRASES:
+                    tags.add_unique(doc.phrases, ex.nl)
+        docs.append(ExampleDocument(ex.index, ex.nl, ex.query, found))
+    return docs
+
+
+def tag_counts(docs: list[TagDocument]) -> dict:
+    by_source = Counter(s.split("@")[0] for d in docs for s in d.sources)
+    return {"tags": len(docs), "by_source": dict(by_source)}

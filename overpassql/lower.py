@@ -1,0 +1,337 @@
+"""Lowering: AST -> the statement tree osm3s_query builds (what --dump-xml prints).
+
+An :class:`Element` is one Overpass statement with its attributes in print order.
+Both serialisers (XML in ``xml.py``, compact/pretty QL in ``ql.py``) read these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import ast as A
+from .errors import Diagnostic, SerializationError
+from .parser import decode_string
+
+# Single-clause queries Overpass runs as the bare clause statement (no <query>).
+_STANDALONE = {
+    "Ids": {"node", "way", "relation"},
+    "Around": {"node"},
+    "BBox": {"node"},
+    "Poly": {"node"},
+}
+_RECURSE_TYPES = {
+    ("r", "node"): "relation-node", ("r", "way"): "relation-way",
+    ("r", "relation"): "relation-relation", ("r", "nwr"): "relation-nwr",
+    ("r", "nw"): "relation-nw", ("r", "wr"): "relation-wr", ("r", "nr"): "relation-nr",
+    ("w", "node"): "way-node", ("way_link", "node"): "way-link", ("way_cnt", "node"): "way-count",
+    ("br", "relation"): "relation-backwards", ("bw", "relation"): "way-relation",
+    ("bn", "way"): "node-way", ("bn", "relation"): "node-relation", ("bn", "wr"): "node-wr",
+}
+_RECURSE_ERRORS = {
+    "r": "A recursion of type 'r' produces nodes, ways, or relations.",
+    "w": "A recursion of type 'w' produces nodes.",
+    "way_link": "A recursion of type 'way_link' produces nodes.",
+    "way_cnt": "A recursion of type 'way_cnt' produces nodes.",
+    "br": "A recursion of type 'br' produces relations.",
+    "bw": "A recursion of type 'bw' produces relations.",
+    "bn": "A recursion of type 'bn' produces ways or relations.",
+}
+_ARROWS = {">": "down", ">>": "down-rel", "<": "up", "<<": "up-rel"}
+_STANDALONE_RECURSE = {"relation-node", "relation-way", "relation-relation", "way-node",
+                       "relation-backwards", "way-relation", "node-way", "node-relation"}
+
+
+@dataclass
+class Element:
+    tag: str
+    attrs: list = field(default_factory=list)
+    children: list = field(default_factory=list)
+    src: object = None  # the AST node (QL dumps need source details)
+
+
+def _sorted(**attrs) -> list:
+    return sorted(attrs.items())
+
+
+class Lowerer:
+    def __init__(self):
+        self.errors: list[Diagnostic] = []
+
+    def lower(self, node) -> Element:
+        method = getattr(self, "_lower_" + type(node).__name__, None)
+        if method is None:
+            raise SerializationError(f"cannot serialise AST node {type(node).__name__}")
+        return method(node)
+
+    # -------------------------------------------------------------------- script
+    def _lower_Script(self, script: A.Script) -> Element:
+        attrs: dict = {}
+        for s in script.settings:
+            key, value = s.key, s.value
+            if key == "out":
+                attrs["output"] = value
+                if s.config is not None:
+                    attrs["output-config"] = s.config
+                elif value in ("xml", "json", "custom", "popup"):
+                    attrs["output-config"] = ""
+                continue
+            if key == "maxsize":
+                key = "element-limit"
+            elif key in ("diff", "adiff"):
+                if key == "adiff":
+                    attrs["augmented"] = "deletions"
+                if s.extra is not None:
+                    attrs["date"] = s.extra
+                key = "from"
+            attrs[key] = value
+        root = Element("osm-script", sorted(attrs.items()), src=script)
+        root.children = [self.lower(st) for st in script.statements]
+        return root
+
+    # --------------------------------------------------------------- statements
+    def _lower_Union_(self, st: A.Union_) -> Element:
+        return Element("union", [("into", st.into)], [self.lower(s) for s in st.body], st)
+
+    def _lower_Difference(self, st: A.Difference) -> Element:
+        return Element("difference", [("into", st.into)], [self.lower(s) for s in st.body], st)
+
+    def _lower_Item(self, st: A.Item) -> Element:
+        return Element("item", [("from", st.set), ("into", st.into)], src=st)
+
+    def _lower_Placeholder(self, st: A.Placeholder) -> Element:
+        raise SerializationError(
+            f"placeholder {st.text} must be replaced first: call replace_turbo_vars()")
+
+    def _lower_Recurse(self, st: A.Recurse) -> Element:
+        return Element("recurse", _sorted(**{"from": st.set or "_", "into": st.into,
+                                             "type": _ARROWS[st.kind]}), src=st)
+
+    def _lower_Out(self, st: A.Out) -> Element:
+        mode, order, limit, geometry, ids = "body", "id", "", "skeleton", "yes"
+        for opt in st.options:
+            if opt in _MODES:
+                mode = _MODES[opt]
+            elif opt == "qt":
+                order = "quadtile"
+            elif opt == "asc":
+                order = "id"
+            elif opt in _GEOMS:
+                geometry = _GEOMS[opt]
+            elif opt == "noids":
+                ids = "no"
+            elif opt[:1].isdigit():
+                limit = opt
+        s = w = n = e = ""
+        if st.bbox is not None:
+            s, w, n, e = st.bbox
+        return Element("print", _sorted(**{
+            "e": e, "from": st.set or "_", "geometry": geometry, "ids": ids, "limit": limit,
+            "mode": mode, "n": n, "order": order, "s": s, "w": w}), src=st)
+
+    def _lower_IsIn(self, st: A.IsIn) -> Element:
+        attrs = {"from": st.set or "_", "into": st.into, "lat": st.lat or "", "lon": st.lon or ""}
+        return Element("coord-query", _sorted(**attrs), src=st)
+
+    def _lower_MapToArea(self, st: A.MapToArea) -> Element:
+        return Element("map-to-area", [("from", st.set or "_"), ("into", st.into)], src=st)
+
+    def _lower_Make(self, st: A.Make) -> Element:
+        attrs = {"into": st.into, "type": st.type}
+        if st.set is not None:
+            attrs["from"] = st.set
+        el = Element(st.keyword, _sorted(**attrs), src=st)
+        from .evaluators import lower_assignment
+        for tree in st.assignments:
+            for item in _split_commas(tree):
+                lowered = lower_assignment(self, item, st.keyword)
+                if lowered is not None:
+                    el.children.append(lowered)
+        return el
+
+    def _lower_Block(self, st: A.Block) -> Element:
+        from .evaluators import lower_expr
+        kw = st.keyword
+        if kw in ("foreach", "for"):
+            el = Element(kw, [("from", st.set or "_"), ("into", st.into)], src=st)
+        elif kw == "complete":
+            maxnum = _leaf_text(st.arg) if st.arg is not None else ""
+            el = Element(kw, [("from", st.set or "_"), ("into", st.into), ("maxnum", maxnum)], src=st)
+        elif kw == "compare":
+            el = Element(kw, [("from", st.set or "_"), ("into", st.into)], src=st)
+        else:
+            el = Element(kw, [], src=st)
+        if st.arg is not None and kw != "complete":
+            lowered = lower_expr(self, st.arg)
+            if lowered is not None:
+                el.children.append(lowered)
+        el.children.extend(self.lower(s) for s in st.body)
+        if st.else_body is not None:
+            # Overpass dumps "else" as a marker followed by the else branch.
+            el.children.append(Element("else", []))
+            el.children.extend(self.lower(s) for s in st.else_body)
+        return el
+
+    # -------------------------------------------------------------------- query
+    def _lower_Query(self, st: A.Query) -> Element:
+        qtype, into = st.type, st.into
+        filters = st.filters
+        sets = [f for f in filters if isinstance(f, A.SetFilter)]
+        tags = [f for f in filters if isinstance(f, A.Tag)]
+        others = [f for f in filters if not isinstance(f, (A.SetFilter, A.Tag))]
+        if len(filters) == 1 and not sets and not tags and not isinstance(filters[0], A.IfFilter):
+            only = filters[0]
+            clause = self._clause(only, qtype, into)
+            if clause is not None and self._standalone(only, qtype, clause):
+                return clause
+            query = Element("query", [("into", into), ("type", qtype)], src=st)
+            if clause is not None:
+                query.children.append(clause)
+            return query
+        query = Element("query", [("into", into), ("type", qtype)], src=st)
+        for f in sets:
+            query.children.append(Element("item", [("from", f.name), ("into", "_")], src=f))
+        from .evaluators import lower_expr
+        for f in tags + others:
+            if isinstance(f, A.IfFilter):
+                flt = Element("filter", [], src=f)
+                if f.expr is not None:
+                    lowered = lower_expr(self, f.expr)
+                    if lowered is not None:
+                        flt.children.append(lowered)
+                query.children.append(flt)
+                continue
+            clause = self._clause(f, qtype, "_" if len(filters) > 1 or sets else into)
+            if clause is not None:
+                query.children.append(clause)
+        return query
+
+    def _standalone(self, flt, qtype: str, clause: Element) -> bool:
+        name = type(flt).__name__
+        if name == "RecurseFilter":
+            return dict(clause.attrs).get("type") in _STANDALONE_RECURSE
+        return qtype in _STANDALONE.get(name, ())
+
+    def _clause(self, f, qtype: str, into: str) -> Optional[Element]:
+        def with_into(attrs: list) -> list:
+            return attrs + ([("into", into)] if into != "_" else [])
+
+        if isinstance(f, A.Tag):
+            attrs = {}
+            attrs["regk" if f.key_regex else "k"] = f.key
+            if f.op in ("=", "!=", "exists"):
+                attrs["v"] = f.value
+            elif f.op == "not_exists":
+                attrs["regv"] = ".*"
+            else:
+                attrs["regv"] = f.value
+            attrs["modv"] = "not" if f.op in ("!=", "!~", "not_exists") else ""
+            if f.case_insensitive:
+                attrs["case"] = "ignore"
+            return Element("has-kv", sorted(attrs.items()), src=f)
+        if isinstance(f, A.BBox):
+            return Element("bbox-query", with_into([("s", f.south), ("w", f.west),
+                                                   ("n", f.north), ("e", f.east)]), src=f)
+        if isinstance(f, A.Ids):
+            attrs = [("type", qtype)]
+            for k, ref in enumerate(f.ids):
+                attrs.append(("ref" if k == 0 else f"ref_{k}", ref))
+            return Element("id-query", with_into(attrs), src=f)
+        if isinstance(f, A.Around):
+            attrs = []
+            if f.set is not None:
+                attrs.append(("from", f.set))
+            attrs.append(("radius", format_double(f.radius)))
+            if len(f.coords) == 2:
+                attrs += [("lat", format_double(f.coords[0])), ("lon", format_double(f.coords[1]))]
+            elif f.coords:
+                attrs.append(("polyline", ",".join(f.coords)))
+            return Element("around", with_into(attrs), src=f)
+        if isinstance(f, A.AreaFilter):
+            attrs = []
+            if f.set is not None and f.set != "_":
+                attrs.append(("from", f.set))
+            if f.ref is not None:
+                attrs.append(("ref", f.ref))
+            return Element("area-query", with_into(attrs), src=f)
+        if isinstance(f, A.Pivot):
+            attrs = [("from", f.set)] if f.set is not None and f.set != "_" else []
+            return Element("pivot", with_into(attrs), src=f)
+        if isinstance(f, A.Poly):
+            return Element("polygon-query", with_into([("bounds", f.bounds)]), src=f)
+        if isinstance(f, A.User):
+            return Element("user", with_into([("type", qtype)] + _numbered("name", f.names)), src=f)
+        if isinstance(f, A.Uid):
+            return Element("user", with_into([("type", qtype)] + _numbered("uid", f.uids)), src=f)
+        if isinstance(f, A.Newer):
+            return Element("newer", [("than", f.date)], src=f)
+        if isinstance(f, A.Changed):
+            attrs = []
+            if f.since is not None:
+                attrs.append(("since", f.since))
+                attrs.append(("until", f.until if f.until is not None else f.since))
+            return Element("changed", with_into(attrs), src=f)
+        if isinstance(f, A.RecurseFilter):
+            attrs = []
+            if f.set is not None and f.set != "_":
+                attrs.append(("from", f.set))
+            if f.kind in _ARROWS:
+                attrs.append(("type", _ARROWS[f.kind]))
+            else:
+                rtype = _RECURSE_TYPES.get((f.kind, qtype))
+                if rtype is None:
+                    self.errors.append(Diagnostic(f.line, 1, _RECURSE_ERRORS[f.kind]))
+                    return None
+                attrs.append(("type", rtype))
+                if f.role is not None:
+                    if f.kind == "r" or qtype == "relation":
+                        if f.role != "":
+                            attrs.append(("role", f.role))
+                        attrs.append(("role-restricted", "yes"))
+                    elif f.kind == "w" or qtype == "way":
+                        attrs.append(("pos", f.role))
+            return Element("recurse", with_into(attrs), src=f)
+        if isinstance(f, A.PlaceholderFilter):
+            raise SerializationError(
+                f"placeholder {f.text} must be replaced first: call replace_turbo_vars()")
+        raise SerializationError(f"cannot serialise filter {type(f).__name__}")
+
+
+def format_double(text: str) -> str:
+    """Overpass stores some numbers as doubles and prints them with C++ defaults."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return "%.14g" % value
+
+
+def _numbered(name: str, values: list[str]) -> list:
+    if len(values) == 1:
+        return [(name, values[0])]
+    return [(f"{name}_{k + 1}", v) for k, v in enumerate(values)]
+
+
+def _split_commas(tree: A.Expr) -> list[A.Expr]:
+    items = []
+    while tree is not None and tree.token == "," and tree.lhs is not None and tree.rhs is not None:
+        items.append(tree.rhs)
+        tree = tree.lhs
+    if tree is not None:
+        items.append(tree)
+    return items[::-1]
+
+
+def _leaf_text(tree: Optional[A.Expr]) -> str:
+    return decode_string(tree.token) if tree is not None else ""
+
+
+_MODES = {"ids": "ids_only", "tags": "tags", "skel": "skeleton", "body": "body", "meta": "meta",
+          "quirks": "quirks", "count": "count"}
+_GEOMS = {"geom": "full", "bb": "bounds", "center": "center"}
+
+
+def lower(script: A.Script) -> tuple[Element, list[Diagnostic]]:
+    lw = Lowerer()
+    root = lw.lower(script)
+    return root, lw.errors

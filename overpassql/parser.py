@@ -1,0 +1,614 @@
+"""Parser: tokens -> AST, recovering from errors the way osm3s_query does.
+
+Overpass never stops at the first error: it reports it, skips tokens up to a
+synchronising token (``clear_until_after``) and goes on, and ``--dump-xml`` still
+prints what it built. The official metric scores that partial output, so this
+parser reproduces the same recovery, message texts and line numbers.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from . import ast as A
+from .errors import Diagnostic, ParseError
+from .tokens import end_line, tokenize
+
+QUERY_TYPES = {"node", "way", "relation", "area", "nwr", "nw", "wr", "nr", "derived"}
+MAX_DEPTH = 1024  # osm3s: "Nesting of statements is limited to 1023 levels"
+BLOCK_KEYWORDS = {"foreach", "for", "complete", "retro", "if", "compare", "timeline", "local"}
+_PRIORITY = {",": 1, "=": 2, "?": 3, ":": 4, "||": 5, "&&": 6, "==": 7, "!=": 7, "<": 8,
+             "<=": 8, ">": 8, ">=": 8, "+": 10, "-": 10, "*": 11, "/": 11, "%": 11, ".": 12,
+             "->": 12, "!": 13, "::": 15}
+
+
+def decode_string(token: str) -> str:
+    """Unquote a string token the way Overpass does (``\\n``, ``\\t``, ``\\uXXXX``)."""
+    if not token or token[0] not in "\"'":
+        return token
+    body = token[1:-1] if len(token) > 1 else ""
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            n = body[i + 1]
+            if n == "n":
+                out.append("\n")
+            elif n == "t":
+                out.append("\t")
+            elif n == "u":
+                j = i + 2
+                while j < min(i + 6, len(body)) and body[j] in "0123456789abcdefABCDEF":
+                    j += 1
+                val = int(body[i + 2:j], 16) if j > i + 2 else 0
+                if val >= 0x20:
+                    out.append(chr(val))
+                i = j
+                continue
+            else:
+                out.append(n)
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+class Parser:
+    """One method ``_parse_<rule>`` per grammar rule; state is a token cursor."""
+
+    def __init__(self, text: str, *, turbo: bool = True, converter: bool = False):
+        if converter:
+            # The reference converter got the query followed by two newlines; they
+            # show up inside unterminated strings and in end-of-input line numbers.
+            text = text + "\n\n"
+        self.text = text
+        self.toks = tokenize(text, turbo=turbo)
+        self.n = len(self.toks)
+        self.i = 0
+        self.errors: list[Diagnostic] = []
+        self.eof_line = end_line(text)
+        self.global_bbox = False
+
+    # ------------------------------------------------------------ cursor helpers
+    @property
+    def good(self) -> bool:
+        return self.i < self.n
+
+    @property
+    def cur(self) -> str:
+        # Past the end Overpass keeps looking at the last token it read.
+        if self.i < self.n:
+            return self.toks[self.i].text
+        return self.toks[-1].text if self.n else ""
+
+    @property
+    def line(self) -> int:
+        return self.toks[self.i].line if self.i < self.n else self.eof_line
+
+    @property
+    def column(self) -> int:
+        return self.toks[self.i].column if self.i < self.n else 1
+
+    def advance(self) -> None:
+        if self.i < self.n:
+            self.i += 1
+
+    def error(self, message: str, line: Optional[int] = None, kind: str = "parse") -> None:
+        self.errors.append(Diagnostic(self.line if line is None else line,
+                                      self.column if line is None else 1, message, kind))
+
+    def text_token(self, what: str) -> str:
+        tok = self.cur
+        kind = self.toks[self.i].kind if self.good else ""
+        if self.good and tok and (kind in ("string", "placeholder") or tok[0].isascii() and (
+                tok[0].isalnum() or tok[0] == "_")
+                or (tok[0] == "-" and len(tok) > 1 and tok[1].isdigit())):
+            self.advance()
+            return decode_string(tok) if kind == "string" else tok
+        self.error(f"{what} expected - '{tok}' found.")
+        return ""
+
+    def ident_token(self, what: str) -> str:
+        tok = self.cur
+        if self.good and tok and tok[0].isascii() and (tok[0].isalpha() or tok[0] == "_"):
+            self.advance()
+            return tok
+        self.error(f"{what} expected - '{tok}' found.")
+        return ""
+
+    def clear_until_after(self, *targets: str, after: bool = True) -> None:
+        if self.cur not in targets:
+            quoted = [f"'{t}'" for t in targets]
+            if len(quoted) == 1:
+                expected = quoted[0] + " expected"
+            elif len(quoted) == 2:
+                expected = f"{quoted[0]} or {quoted[1]} expected"
+            else:
+                expected = ", ".join(quoted[:-1]) + ", or " + quoted[-1] + "  expected"
+            self.error(f"{expected} - '{self.cur}' found.")
+            self.advance()
+        while self.good and self.cur not in targets:
+            self.i += 1
+        if not self.good:
+            self.error("Unexpected end of input.")
+        elif after:
+            self.advance()
+
+    def probe_into(self) -> str:
+        if self.good and self.cur == "->":
+            self.advance()
+            self.clear_until_after(".")
+            if self.good:
+                return self.ident_token("Variable")
+        return "_"
+
+    def probe_from(self) -> Optional[str]:
+        if self.good and self.cur == ".":
+            self.advance()
+            if self.good:
+                return self.ident_token("Variable")
+        return None
+
+    # ------------------------------------------------------------------- script
+    def parse(self) -> A.Script:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20000))
+        try:
+            return self._parse_script()
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def _parse_script(self) -> A.Script:
+        script = A.Script()
+        while self.good and self.cur == "[":
+            setting = self._parse_setting()
+            if setting is not None:
+                script.settings.append(setting)
+        if script.settings:
+            self.clear_until_after(";")
+        while self.good:
+            stmt = self._parse_statement(0)
+            if stmt is not None:
+                script.statements.append(stmt)
+            self._end_statement(stmt)
+        script.errors = self.errors
+        return script
+
+    def _end_statement(self, stmt) -> None:
+        # Blocks end with their closing brace; a ';' after them is optional.
+        if isinstance(stmt, A.Block) and stmt.keyword != "timeline":
+            if self.good and self.cur == ";":
+                self.advance()
+            return
+        self.clear_until_after(";")
+
+    def _parse_setting(self) -> Optional[A.Setting]:
+        line = self.line
+        self.advance()
+        key = self.ident_token("Keyword")
+        self.clear_until_after(":", "]")
+        value = self.text_token("Value")
+        setting = A.Setting(key, value, line=line)
+        if key == "out":
+            if value == "csv":
+                setting.config = self._parse_csv_config()
+            elif value not in ("xml", "json", "custom", "popup"):
+                self.error(f"Unknown output format: {value}")
+            self.clear_until_after("]")
+        elif key in ("diff", "adiff"):
+            self.clear_until_after(",", "]", after=False)
+            if self.cur == ",":
+                self.advance()
+                setting.extra = self.text_token("Value")
+                self.clear_until_after("]")
+            else:
+                self.advance()
+        elif key == "bbox":
+            self.clear_until_after(",", "]", after=False)
+            for last in (False, False, True):
+                if self.cur != ",":
+                    break
+                self.advance()
+                setting.value += "," + self.text_token("Value")
+                if last:
+                    self.clear_until_after("]")
+                else:
+                    self.clear_until_after(",", "]", after=False)
+            self.global_bbox = True
+        else:
+            self.clear_until_after("]")
+        return setting
+
+    def _parse_csv_config(self) -> str:
+        """``csv(field,...[;header[;separator]])`` -> the config text Overpass dumps."""
+        fields: list[str] = []
+        header = separator = None
+        self.clear_until_after("(")
+        while self.good:
+            if self.cur == "::":
+                self.advance()
+                fields.append("::" + self.text_token("Keyword"))
+            else:
+                raw = self.cur
+                text = self.text_token("Key")
+                # The dumped config keeps escapes as written.
+                fields.append('"' + (raw[1:-1] if raw[:1] in "\"'" else text) + '"')
+            self.clear_until_after(",", ";", ")", after=False)
+            if self.cur != ",":
+                break
+            self.advance()
+        if self.good and self.cur == ";":
+            self.advance()
+            header = self.text_token("true or false")
+            self.clear_until_after(";", ")", after=False)
+            if self.good and self.cur == ";":
+                self.advance()
+                separator = self.text_token("Separator")
+                self.clear_until_after(")", after=False)
+        self.advance()
+        config = "(" + ",".join(fields)
+        if header is not None:
+            config += ";" + header
+            if separator is not None:
+                config += ';"' + separator + '"'
+        return config + ")"
+
+    # --------------------------------------------------------------- statements
+    def _parse_statement(self, depth: int):
+        if not self.good:
+            return None
+        if depth >= MAX_DEPTH:
+            self.error("Nesting of statements is limited to 1023 levels")
+            return None
+        tok = self.cur
+        kind = self.toks[self.i].kind
+        if kind == "placeholder":
+            return self._parse_placeholder()
+        if tok == "(":
+            return self._parse_union(depth)
+        if tok in BLOCK_KEYWORDS:
+            return self._parse_block(depth)
+        set_name = None
+        if tok == ".":
+            self.advance()
+            if self.good:
+                set_name = self.cur
+                self.advance()
+        tok = self.cur
+        if self.good:
+            if tok == "out":
+                return self._parse_out(set_name)
+            if tok in ("make", "convert"):
+                return self._parse_make(set_name)
+            if tok in ("<", "<<", ">", ">>"):
+                return self._parse_recurse(set_name)
+            if tok == "is_in":
+                return self._parse_is_in(set_name)
+            if tok == "map_to_area":
+                return self._parse_map_to_area(set_name)
+        qtype = ""
+        if set_name is None:
+            qtype = "relation" if tok == "rel" else tok
+            if qtype not in QUERY_TYPES:
+                self.error(f'Unknown type "{tok}"')
+            self.advance()
+            if self.good and self.cur == ".":
+                self.advance()
+                if self.good:
+                    set_name = self.cur
+                    self.advance()
+        return self._parse_query(qtype, set_name)
+
+    def _parse_placeholder(self) -> A.Placeholder:
+        line = self.line
+        text = self.cur
+        self.advance()
+        return A.Placeholder(text, self.probe_into(), line=line)
+
+    def _collect_body(self, depth: int, open_: str, close: str) -> list:
+        body = []
+        self.clear_until_after(open_)
+        while self.good and self.cur != close:
+            stmt = self._parse_statement(depth + 1)
+            if stmt is not None:
+                body.append(stmt)
+            self._end_statement(stmt)
+        if self.good:
+            self.advance()
+        return body
+
+    def _parse_union(self, depth: int):
+        line = self.line
+        body: list = []
+        is_difference = False
+        self.clear_until_after("(")
+        count = 0
+        while self.good and self.cur != ")":
+            stmt = self._parse_statement(depth + 1)
+            if stmt is not None:
+                body.append(stmt)
+            self._end_statement(stmt)
+            count += 1
+            if count == 1 and self.good and self.cur == "-":
+                is_difference = True
+                self.advance()
+            elif count == 2 and is_difference and self.good and self.cur != ")":
+                self.error("difference always requires two operands")
+                self.clear_until_after(")", after=False)
+        if self.good:
+            self.advance()
+        into = self.probe_into()
+        cls = A.Difference if is_difference else A.Union_
+        return cls(body, into, line=line)
+
+    def _parse_block(self, depth: int) -> A.Block:
+        line = self.line
+        keyword = self.cur
+        self.advance()
+        block = A.Block(keyword, line=line)
+        if keyword in ("foreach", "for", "complete", "compare"):
+            block.set = self.probe_from()
+            block.into = self.probe_into()
+        if keyword in ("for", "retro", "if", "compare", "timeline") or (
+                keyword == "complete" and self.cur == "("):
+            if self.cur == "(":
+                self.advance()
+                block.arg = self._parse_expr_tree(parenthesis_expected=True)
+                self.clear_until_after(")")
+            else:
+                self.clear_until_after("(")
+        if keyword == "timeline":
+            return block
+        if self.cur == "(":
+            block.body = self._collect_body(depth, "(", ")")
+        else:
+            block.body = self._collect_body(depth, "{", "}")
+        if keyword == "if" and self.good and self.cur == "else":
+            self.advance()
+            block.else_body = self._collect_body(depth, "{", "}")
+        return block
+
+    def _parse_out(self, set_name: Optional[str]) -> A.Out:
+        line = self.line
+        self.advance()
+        out = A.Out(set=set_name, line=line)
+        while self.good and self.cur != ";":
+            tok = self.cur
+            if tok == "(":
+                self.advance()
+                s = self.text_token("Number")
+                self.clear_until_after(",")
+                w = self.text_token("Number")
+                self.clear_until_after(",")
+                n = self.text_token("Number")
+                self.clear_until_after(",")
+                e = self.text_token("Number")
+                self.clear_until_after(")", after=False)
+                out.bbox = (s, w, n, e)
+            else:
+                out.options.append(tok)
+                if tok not in OUT_OPTIONS and not tok[:1].isdigit():
+                    self.error(f'Invalid parameter for print: "{tok}"')
+            self.advance()
+        return out
+
+    def _parse_make(self, set_name: Optional[str]) -> A.Make:
+        line = self.line
+        keyword = self.cur
+        self.advance()
+        make = A.Make(keyword, set=set_name, line=line)
+        if self.cur != ";":
+            make.type = self.ident_token("Element class name")
+        while self.good and self.cur not in (";", "->"):
+            if self.cur == ",":
+                self.advance()
+            if self.good:
+                tree = self._parse_expr_tree(parenthesis_expected=False)
+                if tree is not None:
+                    make.assignments.append(tree)
+        make.into = self.probe_into()
+        return make
+
+    def _parse_recurse(self, set_name: Optional[str]) -> A.Recurse:
+        line = self.line
+        kind = self.cur
+        self.advance()
+        return A.Recurse(kind, set_name, self.probe_into(), line=line)
+
+    def _parse_is_in(self, set_name: Optional[str]) -> A.IsIn:
+        line = self.line
+        self.advance()
+        stmt = A.IsIn(set=set_name, line=line)
+        if self.cur == "(":
+            self.advance()
+            stmt.lat = self.text_token("Number")
+            self.clear_until_after(",", ")", after=False)
+            if self.cur == ",":
+                self.advance()
+                stmt.lon = self.text_token("Number")
+                self.clear_until_after(")", after=False)
+            self.advance()
+        stmt.into = self.probe_into()
+        return stmt
+
+    def _parse_map_to_area(self, set_name: Optional[str]) -> A.MapToArea:
+        line = self.line
+        self.advance()
+        return A.MapToArea(set_name, self.probe_into(), line=line)
+
+    # ------------------------------------------------------------------- query
+    def _parse_query(self, qtype: str, set_name: Optional[str]):
+        line = self.line
+        filters: list = []
+        if set_name is not None:
+            filters.append(A.SetFilter(set_name, line=line))
+        while self.good and self.cur in ("[", "(", "."):
+            if self.cur == "[":
+                tag = self._parse_tag()
+                if tag is not None:
+                    filters.append(tag)
+            elif self.cur == "(":
+                flt = self._parse_clause(qtype)
+                if flt is not None:
+                    filters.append(flt)
+            else:
+                fline = self.line
+                name = self.probe_from()
+                filters.append(A.SetFilter(name if name is not None else "_", line=fline))
+        into = self.probe_into()
+        if not filters or (set_name is not None and len(filters) == 1 and qtype == ""):
+            if set_name is not None:
+                if qtype == "":
+                    return A.Item(set_name, into, line=line)
+                return A.Query(qtype, filters, into, line=line)
+            self.error("An empty query is not allowed")
+            return None
+        return A.Query(qtype, filters, into, line=line)
+
+    def _parse_tag(self) -> Optional[A.Tag]:
+        self.advance()
+        key_regex = self.cur == "~"
+        if key_regex:
+            self.advance()
+        if self.cur == "!":
+            self.advance()
+            key = self.text_token("Key")
+            self.clear_until_after("]")
+            return A.Tag(key, "", "not_exists", line=self.line)
+        key = self.text_token("Key")
+        self.clear_until_after("!", "~", "=", "!=", "]", after=False)
+        straight = True
+        if self.cur == "!":
+            straight = False
+            self.advance()
+            self.clear_until_after("~", "=", "]", after=False)
+        if self.cur == "]":
+            if key_regex:
+                self.error("A regular expression for a key can only be combined with a "
+                           "regular expression as value criterion")
+            tag = A.Tag(key, "", "exists" if straight else "not_exists", line=self.line)
+            self.advance()
+            return tag
+        if self.cur in ("=", "!="):
+            if key_regex:
+                self.error("A regular expression for a key can only be combined with a "
+                           "regular expression as value criterion")
+            straight = self.cur == "="
+            self.advance()
+            if self.good and self.cur == "]":
+                self.advance()
+                return None
+            line = self.line
+            value = self.text_token("Value")
+            tag = A.Tag(key, value, "=" if straight else "!=", line=line) if value != "" else None
+            self.clear_until_after("]")
+            return tag
+        # "~"
+        self.advance()
+        line = self.line
+        value = self.text_token("Value")
+        tag = A.Tag(key, value, "~" if straight else "!~", key_regex=key_regex, line=line)
+        self.clear_until_after(",", "]", after=False)
+        if self.cur == ",":
+            tag.case_insensitive = True
+            self.advance()
+            self.clear_until_after("i")
+            self.clear_until_after("]", after=False)
+        self.advance()
+        return tag
+
+    def _parse_clause(self, qtype: str):
+        self.advance()
+        if not self.good:
+            self.error("':' or '.' expected.")
+            return None
+        line = self.line
+        if self.cur == "if":
+            self.advance()
+            expr = None
+            if self.cur == ":":
+                self.advance()
+                expr = self._parse_expr_tree(parenthesis_expected=True)
+            self.clear_until_after(")")
+            return A.IfFilter(expr, line=line)
+        tree = self._parse_expr_tree(parenthesis_expected=True)
+        flt = self._criterion(tree, qtype, line)
+        self.clear_until_after(")")
+        return flt
+
+    def _criterion(self, tree: Optional[A.Expr], qtype: str, line: int):
+        from .criteria import make_criterion
+        return make_criterion(self, tree, qtype, line)
+
+    # ------------------------------------------------------------- expressions
+    def _parse_expr_tree(self, *, parenthesis_expected: bool) -> Optional[A.Expr]:
+        """Overpass' operator-precedence tree builder (stops at ``;``, ``->`` or an
+        unmatched closing bracket)."""
+        root = A.Expr("")
+        stack: list[A.Expr] = [root]
+        while self.good and self.cur not in (";", "->"):
+            tok = self.cur
+            line = self.line
+            if tok in ("(", "[", "{"):
+                node = A.Expr(tok, lhs=stack[-1].rhs, line=line)
+                stack[-1].rhs = node
+                stack.append(node)
+            elif tok in (")", "]", "}"):
+                pos = len(stack) - 1
+                while pos >= 0 and stack[pos].token not in ("(", "[", "{"):
+                    pos -= 1
+                if pos < 0:
+                    if parenthesis_expected:
+                        return root.rhs
+                    self.error(f"Unmatched {tok}")
+                else:
+                    del stack[pos:]
+            else:
+                prio = _PRIORITY.get(tok, 0)
+                unary_minus = False
+                if len(tok) >= 2 and tok[0] == "-" and stack[-1].rhs is not None:
+                    prio, unary_minus = 10, True
+                if prio > 0:
+                    pos = len(stack) - 1
+                    while pos > 0 and _PRIORITY.get(stack[pos].token, 0) >= prio:
+                        pos -= 1
+                    del stack[pos + 1:]
+                    node = A.Expr("-" if unary_minus else tok, lhs=stack[-1].rhs, line=line)
+                    stack[-1].rhs = node
+                    stack.append(node)
+                    if unary_minus:
+                        node.rhs = A.Expr(tok[1:], line=line)
+                elif stack[-1].rhs is None:
+                    stack[-1].rhs = A.Expr(tok, line=line)
+                else:
+                    self.error(f'Operator expected, but "{tok}"found.')
+            self.i += 1
+        pos = len(stack) - 1
+        while pos >= 0 and stack[pos].token not in ("(", "[", "{"):
+            pos -= 1
+        if pos > 0:
+            self.error(f"Left {stack[pos].token} not closed.")
+        return root.rhs
+
+
+OUT_OPTIONS = {"ids", "tags", "skel", "body", "meta", "quirks", "count", "qt", "asc", "geom",
+               "bb", "center", "noids"}
+
+
+def parse(text: str, *, collect_errors: bool = False, turbo: bool = True) -> A.Script:
+    """Parse OverpassQL into a :class:`Script`.
+
+    Raises :class:`ParseError` on any diagnostic unless ``collect_errors`` is true, in
+    which case the partial script (what Overpass itself would run) is returned with
+    ``script.errors`` filled. ``turbo`` makes ``{{...}}`` placeholders single tokens.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse() needs a str, got {type(text).__name__}")
+    script = Parser(text, turbo=turbo).parse()
+    if script.errors and not collect_errors:
+        raise ParseError(script.errors, script)
+    return script

@@ -1,0 +1,31 @@
+"""XML serialiser: the statement tree -> the text of ``osm3s_query --dump-xml --concise``."""
+
+from __future__ import annotations
+
+from .lower import Element
+
+_ESCAPES = {"&": "&amp;", '"': "&quot;", "<": "&lt;", ">": "&gt;"}
+_ESCAPES.update({chr(c): f"&#x{c:02x};" for c in range(0x20)})
+_ESCAPES = str.maketrans(_ESCAPES)
+
+
+def escape(value: str) -> str:
+    return value.translate(_ESCAPES)
+
+
+def element_to_xml(el: Element, indent: int = 0) -> str:
+    lines: list[str] = []
+    _emit(el, indent, lines)
+    return "\n".join(lines)
+
+
+def _emit(el: Element, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    attrs = "".join(f' {k}="{escape(v)}"' for k, v in el.attrs)
+    if not el.children:
+        lines.append(f"{pad}<{el.tag}{attrs}/>")
+        return
+    lines.append(f"{pad}<{el.tag}{attrs}>")
+    for child in el.children:
+        _emit(child, indent + 2, lines)
+    lines.append(f"{pad}</{el.tag}>")

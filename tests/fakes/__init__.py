@@ -1,0 +1,1 @@
+"""Loopback stand-ins for public internet services (Overpass, Nominatim) used by the tests."""

@@ -1,0 +1,245 @@
+"""Trainer callbacks: stop when GRPO's learning signal collapses, score dev, keep a log.
+
+* :class:`RewardSignalEarlyStopping` — GRPO learns only from prompt groups whose
+  rewards differ. When ``frac_reward_zero_std`` (share of groups with identical
+  rewards) stays high or ``reward_std`` stays near zero for ``patience`` logging
+  steps, further steps only add noise (the published Qwen3-4B run went on for 300
+  steps after that point); the callback stops the run and writes the reason.
+* :class:`DevEvalCallback` — exact dev OQS of the model being trained, decoded
+  through the app's compile path (greedy and, for GRPO, at the rollout
+  temperature too, to see the gap the published run ignored).
+* :class:`JsonlLogCallback` — every log entry as one JSON line in
+  ``<output_dir>/metrics.jsonl`` (survives a crash; plots need no TensorBoard).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from training.config import DevEvalConfig, EarlyStopConfig
+
+STOP_FILE = "early_stop.json"
+METRICS_FILE = "metrics.jsonl"
+
+
+def write_json_atomic(path: str | os.PathLike, payload) -> None:
+    """Write JSON via a temporary file + rename, so readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _lookup(logs: dict, name: str):
+    # TRL logs train metrics bare and eval metrics with an "eval_" prefix.
+    value = logs.get(name)
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+class RewardSignalEarlyStopping(TrainerCallback):
+    """Stop GRPO when the reward variance across each group has collapsed.
+
+    >>> from transformers import TrainerControl, TrainerState
+    >>> cb = RewardSignalEarlyStopping(EarlyStopConfig(patience=2))
+    >>> state, control = TrainerState(), TrainerControl()
+    >>> for step in (1, 2):
+    ...     state.global_step = step
+    ...     _ = cb.on_log(None, state, control, logs={"frac_reward_zero_std": 1.0, "reward_std": 0.0})
+    >>> control.should_training_stop, cb.stopped_at
+    (True, 2)
+    """
+
+    def __init__(self, config: EarlyStopConfig, output_dir: str | os.PathLike | None = None):
+        self.config = config
+        self.output_dir = Path(output_dir) if output_dir else None
+        self.bad_logs = 0
+        self.stopped_at: int | None = None
+        self.reason: str | None = None
+
+    def check(self, logs: dict) -> str | None:
+        """The reason this log entry shows a collapsed signal, or ``None``."""
+        frac = _lookup(logs, "frac_reward_zero_std")
+        std = _lookup(logs, "reward_std")
+        if frac is not None and frac >= self.config.max_frac_reward_zero_std:
+            return f"frac_reward_zero_std {frac:.3f} >= {self.config.max_frac_reward_zero_std}"
+        if std is not None and std <= self.config.min_reward_std:
+            return f"reward_std {std:.4f} <= {self.config.min_reward_std}"
+        return None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not self.config.enabled or not logs or self.stopped_at is not None:
+            return control
+        if "frac_reward_zero_std" not in logs and "reward_std" not in logs:
+            return control  # an eval or dev log line, not a training step
+        reason = self.check(logs)
+        self.bad_logs = self.bad_logs + 1 if reason else 0
+        if reason and self.bad_logs >= self.config.patience and state.global_step >= self.config.min_steps:
+            self.stopped_at = state.global_step
+            self.reason = f"{reason} for {self.bad_logs} consecutive logs"
+            control.should_training_stop = True
+            if self.output_dir is not None:
+                write_json_atomic(self.output_dir / STOP_FILE, {"step": state.global_step, "reason": self.reason})
+        return control
+
+
+class JsonlLogCallback(TrainerCallback):
+    """Append each log entry (with its step) to ``<output_dir>/metrics.jsonl``."""
+
+    def __init__(self, output_dir: str | os.PathLike):
+        self.path = Path(output_dir) / METRICS_FILE
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and state.is_world_process_zero:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            entry = {"step": state.global_step}
+            for k, v in logs.items():
+                if isinstance(v, (int, float, str, bool)) or v is None:
+                    entry[k] = v
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+        return control
+
+
+def read_metrics(output_dir: str | os.PathLike) -> list[dict]:
+    path = Path(output_dir) / METRICS_FILE
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def dev_subset(examples: list, size: int | None, seed: int) -> list:
+    """A fixed seeded subset of dev (the same one for every checkpoint and run)."""
+    import random
+
+    if size is None or size >= len(examples):
+        return list(examples)
+    picked = sorted(random.Random(seed).sample(range(len(examples)), size))
+    return [examples[i] for i in picked]
+
+
+class DevEvalCallback(TrainerCallback):
+    """Score dev with the exact OQS at checkpoint saves or every ``every_steps`` steps.
+
+    ``evaluate(model, tokenizer, step) -> dict`` does the decoding and scoring
+    (training.evaluation.DevEvaluator); results go into the trainer's log history
+    (``dev/oqs@greedy``, ``dev/oqs@t0.7``, ...) and ``<output_dir>/dev_eval.jsonl``.
+    """
+
+    def __init__(self, evaluate, config: DevEvalConfig, output_dir: str | os.PathLike):
+        self.evaluate = evaluate
+        self.config = config
+        self.path = Path(output_dir) / "dev_eval.jsonl"
+        self.history: list[dict] = []
+        self._last_step = -1
+
+    def _run(self, state, model, tokenizer):
+        if state.global_step == self._last_step or not state.is_world_process_zero:
+            return
+        self._last_step = state.global_step
+        was_training = model.training
+        model.eval()
+        try:
+            result = self.evaluate(model, tokenizer, state.global_step)
+        finally:
+            if was_training:
+                model.train()
+        entry = {"step": state.global_step, **result}
+        self.history.append(entry)
+        state.log_history.append(dict(entry))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        every = self.config.every_steps
+        if self.config.enabled and every and state.global_step % every == 0 and model is not None:
+            self._run(state, model, processing_class)
+        return control
+
+    def on_save(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self.config.enabled and not self.config.every_steps and model is not None:
+            self._run(state, model, processing_class)
+        return control
+
+    def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        # The final model is always scored, whatever the step count.
+        if self.config.enabled and model is not None:
+            self._run(state, model, processing_class)
+        return control
+
+
+def temperature_label(t: float) -> str:
+    """``greedy`` for 0, else ``t0.7``.
+
+    >>> temperature_label(0.0), temperature_label(0.7)
+    ('greedy', 't0.7')
+    """
+    return "greedy" if t == 0 else f"t{t:g}"
+
+
+def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, retrievers=None):
+    """``evaluate(model, tokenizer, step) -> {"dev/oqs@greedy": ..., ...}`` on a fixed dev subset.
+
+    Decoding goes through the app's compile path (``app.compile`` with the
+    ``transformers`` backend wrapping the model in memory), so the figure is
+    the one ``geoql eval`` would report for this checkpoint, computed with the
+    exact metric in ``eval.metrics``.
+    """
+    from eval.dataset import load_split
+
+    examples = dev_subset(load_split("dev", data_cfg.data_dir), cfg.subset_size, cfg.seed)
+    temps = sorted(set(float(t) for t in temperatures))
+
+    def evaluate(model, tokenizer, step) -> dict:
+        from tqdm import tqdm
+
+        from eval.metrics import corpus
+
+        compile_one = compile_function(model, tokenizer, data_cfg)
+        result: dict = {"dev/n": len(examples)}
+        for t in temps:
+            preds = []
+            for ex in tqdm(examples, desc=f"dev @ step {step}, {temperature_label(t)}", leave=False):
+                preds.append(compile_one(ex.nl, temperature=t, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed))
+            scores = corpus(preds, [ex.query for ex in examples])
+            label = temperature_label(t)
+            for metric in ("oqs", "kvs", "tree", "chrf", "em"):
+                result[f"dev/{metric}@{label}"] = round(scores[metric], 4)
+        return result
+
+    return evaluate
+
+
+def compile_function(model, tokenizer, data_cfg):
+    """``compile_one(nl, **options) -> query text`` through ``app.compile`` and the transformers backend."""
+    import app
+    from app.backends import get_backend
+
+    backend = get_backend("transformers", model=model, tokenizer=tokenizer)
+
+    def compile_one(nl: str, **options) -> str:
+        compilation = app.compile(nl, backend=backend, **options)
+        return getattr(compilation, "query", None) or ""
+
+    return compile_one

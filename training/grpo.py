@@ -1,0 +1,347 @@
+"""GRPO on top of the SFT model: TRL ``GRPOTrainer`` with separately logged rewards.
+
+Guards against the failure modes of the published Qwen3-4B attempt:
+
+* the completion cap is checked against the longest gold query in tokens and
+  truncated completions are masked out of the loss (config + here);
+* each reward is its own function, so ``rewards/<name>/mean`` shows which one
+  moves; weights come from the recipe;
+* dev OQS is measured every N steps both greedy and at the rollout
+  temperature (callbacks.DevEvalCallback);
+* the run stops when ``frac_reward_zero_std`` / ``reward_std`` show the
+  learning signal has collapsed (callbacks.RewardSignalEarlyStopping);
+* optionally only prompts where the starting model's sampled answers differ
+  in quality are kept (:func:`pass_rate_filter`);
+* one run per seed, summarised as mean and spread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from training.config import ConfigError, GRPORecipe, PassRateFilterConfig, to_dict
+from training.sft import (
+    check_lora_targets,
+    completion_token_lengths,
+    last_checkpoint,
+    load_model,
+    load_tokenizer,
+    peft_config,
+    preflight_data,
+    prepare_output_dir,
+    save_outputs,
+    training_args_common,
+    use_bf16,
+    write_summary,
+)
+
+
+@dataclass
+class SeedRun:
+    seed: int
+    output_dir: str
+    steps: int
+    stopped_early: str | None
+    reward_means: dict = field(default_factory=dict)  # reward name -> mean over the run's logs
+    dev_eval: list = field(default_factory=list)
+    adapter_dir: str | None = None
+    merged_dir: str | None = None
+
+
+@dataclass
+class GRPOResult:
+    output_dir: str
+    runs: list[SeedRun]
+    prompts: int
+    prompts_filtered_out: int = 0
+    dev_summary: dict = field(default_factory=dict)  # metric -> {"mean", "std", "values"}
+
+
+def check_completion_cap(tokenizer, golds: list[str], max_completion_length: int) -> int:
+    """Longest gold query in tokens; a cap below it is a configuration error."""
+    lengths = completion_token_lengths(tokenizer, golds)
+    longest = max(lengths, default=0)
+    if longest > max_completion_length:
+        raise ConfigError(
+            f"max_completion_length is {max_completion_length} but the longest gold query is {longest} tokens; "
+            f"set max_completion_length >= {longest} (truncated queries never parse)"
+        )
+    return longest
+
+
+# ---------------------------------------------------------------- pass-rate filter
+
+
+def pass_rate_filter(
+    rows: list[dict],
+    sample,
+    cfg: PassRateFilterConfig,
+    cache_file: str | os.PathLike,
+    *,
+    progress: bool = True,
+) -> tuple[list[dict], list[dict]]:
+    """Keep the rows where the starting model's sampled answers vary in quality.
+
+    ``sample(messages, n) -> list[str]`` draws ``n`` completions at the rollout
+    temperature. Each prompt's OQS mean and std are appended to ``cache_file`` as
+    they are computed, so an interrupted filter resumes where it stopped.
+    Returns (kept rows, score records).
+    """
+    from tqdm import tqdm
+
+    from eval.metrics import oqs
+    from training.rewards import completion_text
+
+    cache_path = Path(cache_file)
+    known: dict[int, dict] = {}
+    if cache_path.is_file():
+        with open(cache_path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by a crash
+                if record.get("samples") == cfg.samples:
+                    known[int(record["index"])] = record
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    records = []
+    with open(cache_path, "a", encoding="utf-8") as cache:
+        for row in tqdm(rows, desc="pass-rate filter", disable=not progress):
+            record = known.get(int(row["index"]))
+            if record is None:
+                texts = sample(row["prompt"], cfg.samples)
+                scores = [oqs(completion_text(t), row["gold"]) for t in texts]
+                record = {
+                    "index": int(row["index"]),
+                    "samples": cfg.samples,
+                    "mean": statistics.fmean(scores),
+                    "std": statistics.pstdev(scores),
+                }
+                cache.write(json.dumps(record) + "\n")
+                cache.flush()
+            records.append(record)
+    kept = [
+        row
+        for row, r in zip(rows, records)
+        if cfg.min_mean_oqs <= r["mean"] <= cfg.max_mean_oqs and r["std"] >= cfg.min_std
+    ]
+    return kept, records
+
+
+def hf_sampler(model, tokenizer, temperature: float, top_p: float, max_new_tokens: int, seed: int):
+    """``sample(messages, n)`` with the policy in memory (what the rollouts will do)."""
+    import torch
+
+    def sample(messages, n):
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        ids = {k: v.to(model.device) for k, v in ids.items()}
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            out = model.generate(
+                **ids,
+                do_sample=True,
+                temperature=temperature,
+                top_p=top_p,
+                max_new_tokens=max_new_tokens,
+                num_return_sequences=n,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        start = ids["input_ids"].shape[1]
+        return tokenizer.batch_decode(out[:, start:], skip_special_tokens=True)
+
+    return sample
+
+
+# ---------------------------------------------------------------- run
+
+
+def _reward_means(log_history: list[dict]) -> dict:
+    sums: dict[str, list[float]] = {}
+    for entry in log_history:
+        for key, value in entry.items():
+            if key.startswith("rewards/") and key.endswith("/mean") and isinstance(value, (int, float)):
+                sums.setdefault(key.split("/")[1], []).append(float(value))
+    return {k: statistics.fmean(v) for k, v in sums.items()}
+
+
+def _summarise(runs: list[SeedRun]) -> dict:
+    """Mean and spread of each dev metric over seeds (the last evaluation of each run)."""
+    finals: dict[str, list[float]] = {}
+    for run in runs:
+        if not run.dev_eval:
+            continue
+        for key, value in run.dev_eval[-1].items():
+            if key != "step" and isinstance(value, (int, float)):
+                finals.setdefault(key, []).append(float(value))
+    return {
+        k: {"mean": statistics.fmean(v), "std": statistics.stdev(v) if len(v) > 1 else 0.0, "values": v}
+        for k, v in finals.items()
+    }
+
+
+def run_grpo(
+    recipe: GRPORecipe,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    retrievers=None,
+    progress: bool = True,
+    element_ids=None,
+    extra_callbacks: list | None = None,
+) -> GRPOResult:
+    """One GRPO run per seed in ``recipe.seeds``; every check runs before the first model loads."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from training.callbacks import (
+        DevEvalCallback,
+        JsonlLogCallback,
+        RewardSignalEarlyStopping,
+        make_dev_evaluator,
+    )
+    from training.data import load_or_build
+    from training.rewards import build_rewards
+
+    bf16 = use_bf16(recipe.train.bf16)
+    if recipe.use_vllm:
+        try:
+            import vllm  # noqa: F401
+        except ImportError:
+            raise ConfigError("use_vllm is true but vLLM is not installed; pip install 'geoql[vllm]' or set use_vllm: false") from None
+    preflight_data(recipe.data)
+    out = prepare_output_dir(recipe.train.output_dir, resume=resume, overwrite=overwrite)
+    tokenizer = load_tokenizer(recipe.model)
+    _, rows, stats = load_or_build(recipe.data, retrievers, progress=progress)
+    if not rows:
+        raise ConfigError("the GRPO prompt set is empty; check data.limit and the dataset directory")
+    check_completion_cap(tokenizer, [r["gold"] for r in rows], recipe.max_completion_length)
+    reward_funcs, weights = build_rewards(
+        recipe.rewards,
+        overpass_url=recipe.overpass_url,
+        overpass_cache_dir=recipe.overpass_cache_dir,
+        element_ids=element_ids,
+    )
+    temperatures = sorted(set(recipe.dev_eval.temperatures) | {0.0, recipe.temperature})
+    evaluator = make_dev_evaluator(recipe.dev_eval, temperatures, recipe.data) if recipe.dev_eval.enabled else None
+
+    filtered_out = 0
+    if recipe.pass_rate_filter.enabled:
+        policy = load_model(recipe.model, bf16, recipe.attn_implementation)
+        if _cuda_available():
+            policy = policy.to("cuda")
+        sample = hf_sampler(policy, tokenizer, recipe.temperature, recipe.top_p, recipe.max_completion_length, recipe.seeds[0])
+        cache = recipe.pass_rate_filter.cache_file or (out / "pass_rates.jsonl")
+        kept, _ = pass_rate_filter(rows, sample, recipe.pass_rate_filter, cache, progress=progress)
+        del policy
+        filtered_out = len(rows) - len(kept)
+        if len(kept) < recipe.num_generations:
+            raise ConfigError(
+                f"the pass-rate filter kept {len(kept)} of {len(rows)} prompts; widen "
+                "pass_rate_filter.min_mean_oqs / max_mean_oqs or disable it"
+            )
+        rows = kept
+
+    columns = ("prompt", "gold", "bbox", "index", "nl")
+    dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
+    runs: list[SeedRun] = []
+    for seed in recipe.seeds:
+        seed_out = out / f"seed{seed}"
+        seed_out.mkdir(parents=True, exist_ok=True)
+        if (seed_out / "summary.json").is_file() and resume:
+            runs.append(SeedRun(**json.loads((seed_out / "summary.json").read_text())["result"]))
+            continue
+        model = load_model(recipe.model, bf16, recipe.attn_implementation)
+        check_lora_targets(model, recipe.lora)
+        common = training_args_common(recipe.train, seed_out, bf16)
+        common["seed"] = common["data_seed"] = seed
+        extra = {}
+        if recipe.use_vllm:
+            extra = dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=recipe.vllm_gpu_memory_utilization)
+        args = GRPOConfig(
+            **common,
+            num_generations=recipe.num_generations,
+            max_completion_length=recipe.max_completion_length,
+            mask_truncated_completions=recipe.mask_truncated_completions,
+            temperature=recipe.temperature,
+            top_p=recipe.top_p,
+            beta=recipe.beta,
+            loss_type=recipe.loss_type,
+            scale_rewards=recipe.scale_rewards,
+            reward_weights=weights,
+            log_completions=False,
+            **extra,
+        )
+        early = RewardSignalEarlyStopping(recipe.early_stop, seed_out)
+        callbacks = [JsonlLogCallback(seed_out), early]
+        dev_cb = None
+        if evaluator is not None:
+            dev_cb = DevEvalCallback(evaluator, recipe.dev_eval, seed_out)
+            callbacks.append(dev_cb)
+        callbacks += list(extra_callbacks or [])
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            peft_config=peft_config(recipe.lora),
+            callbacks=callbacks,
+        )
+        if not progress:
+            from transformers.trainer_callback import ProgressCallback
+
+            trainer.remove_callback(ProgressCallback)
+        trainer.train(resume_from_checkpoint=last_checkpoint(seed_out) if resume else None)
+        adapter_dir, merged_dir = save_outputs(
+            trainer.model, tokenizer, seed_out, lora_enabled=recipe.lora.enabled, export_merged=True
+        )
+        run = SeedRun(
+            seed=seed,
+            output_dir=str(seed_out),
+            steps=trainer.state.global_step,
+            stopped_early=early.reason,
+            reward_means=_reward_means(trainer.state.log_history),
+            dev_eval=dev_cb.history if dev_cb else [],
+            adapter_dir=adapter_dir,
+            merged_dir=merged_dir,
+        )
+        write_summary(seed_out, {"kind": "grpo-seed", "result": asdict(run)})
+        runs.append(run)
+        del trainer, model
+        _free_memory()
+
+    result = GRPOResult(output_dir=str(out), runs=runs, prompts=len(rows), prompts_filtered_out=filtered_out,
+                        dev_summary=_summarise(runs))
+    write_summary(out, {"kind": "grpo", "result": asdict(result), "recipe": to_dict(recipe), "data_stats": stats})
+    return result
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _free_memory() -> None:
+    import gc
+
+    gc.collect()
+    if _cuda_available():
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def result_lines(result: GRPOResult) -> str:
+    lines = [f"prompts: {result.prompts} (filtered out: {result.prompts_filtered_out})"]
+    for run in result.runs:
+        means = ", ".join(f"{k}={v:.3f}" for k, v in sorted(run.reward_means.items()))
+        stop = f", stopped early: {run.stopped_early}" if run.stopped_early else ""
+        lines.append(f"seed {run.seed}: {run.steps} steps{stop}; reward means {means}")
+    for metric, s in sorted(result.dev_summary.items()):
+        lines.append(f"{metric}: {s['mean']:.2f} ± {s['std']:.2f} over {len(s['values'])} seed(s)")
+    return "\n".join(lines)

@@ -1,0 +1,340 @@
+"""Supervised fine-tuning: TRL ``SFTTrainer`` on the retrieval-augmented prompts.
+
+The loss covers the completion (the gold query) only; the prompt is the one
+``retrieval.build_prompt`` makes at inference. LoRA (PEFT) or full fine-tuning;
+outputs in ``train.output_dir``:
+
+* ``adapter/`` — the LoRA adapter (``adapter_config.json`` +
+  ``adapter_model.safetensors``), loadable by PEFT, our ``transformers`` backend
+  and ``vllm serve BASE --enable-lora --lora-modules geoql=adapter/``;
+* ``merged/`` — the adapter folded into the base weights (or the fully
+  fine-tuned model), a plain Hugging Face model directory;
+* ``metrics.jsonl``, ``dev_eval.jsonl``, ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from training.config import ConfigError, DataConfig, LoraConfig, SFTRecipe, TrainConfig
+
+ADAPTER_DIR = "adapter"
+MERGED_DIR = "merged"
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass
+class SFTResult:
+    output_dir: str
+    steps: int
+    first_loss: float | None
+    last_loss: float | None
+    adapter_dir: str | None
+    merged_dir: str | None
+    dev_eval: list = field(default_factory=list)
+    data_stats: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def use_bf16(setting: bool | None) -> bool:
+    """The recipe's bf16 flag, with ``None`` meaning "when the GPU supports it"."""
+    import torch
+
+    available = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if setting is None:
+        return available
+    if setting and not available:
+        raise ConfigError("train.bf16 is true but no bf16-capable GPU is present; set train.bf16: false (or leave it empty) on CPU")
+    return setting
+
+
+def prepare_output_dir(path: str | os.PathLike, *, resume: bool, overwrite: bool) -> Path:
+    """Refuse to mix two runs in one directory; a finished or started run is never clobbered silently."""
+    out = Path(path)
+    started = out.is_dir() and any(p.name.startswith("checkpoint-") or p.name in (SUMMARY_FILE, ADAPTER_DIR, MERGED_DIR)
+                                   for p in out.iterdir())
+    if started and not (resume or overwrite):
+        raise ConfigError(
+            f"{out} already holds a training run; pass --resume to continue it, --overwrite to replace it, "
+            "or set train.output_dir to a new directory"
+        )
+    if started and overwrite and not resume:
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def last_checkpoint(out: Path) -> str | None:
+    checkpoints = sorted((p for p in out.glob("checkpoint-*") if p.is_dir()), key=lambda p: int(p.name.split("-")[-1]))
+    return str(checkpoints[-1]) if checkpoints else None
+
+
+def load_tokenizer(model: str):
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot load the tokenizer of {model!r} ({str(exc).splitlines()[0]}); set model to a Hugging Face id "
+            "you can download (huggingface-cli login for gated ones) or a local model directory"
+        ) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(model: str, bf16: bool, attn_implementation: str | None = None):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs = {"dtype": torch.bfloat16 if bf16 else torch.float32}
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    return AutoModelForCausalLM.from_pretrained(model, **kwargs)
+
+
+def peft_config(lora: LoraConfig):
+    if not lora.enabled:
+        return None
+    from peft import LoraConfig as PeftLoraConfig
+
+    return PeftLoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=list(lora.target_modules),
+        task_type="CAUSAL_LM",
+        bias="none",
+    )
+
+
+def check_lora_targets(model, lora: LoraConfig) -> None:
+    if not lora.enabled:
+        return
+    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    missing = [t for t in lora.target_modules if t not in names]
+    if missing:
+        raise ConfigError(
+            f"lora.target_modules {', '.join(missing)} do not exist in this model; choose from e.g. "
+            + ", ".join(sorted(n for n in names if n.endswith("proj"))[:10])
+        )
+
+
+def completion_token_lengths(tokenizer, texts: list[str]) -> list[int]:
+    # +1: the end-of-turn token the model must also produce.
+    return [len(ids) + 1 for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+
+def sequence_token_lengths(tokenizer, rows: list[dict]) -> list[int]:
+    """Tokens of prompt + completion as the chat template renders them."""
+    lengths = []
+    for row in rows:
+        ids = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True)
+        if isinstance(ids, dict) or hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        lengths.append(len(ids))
+    return lengths
+
+
+def _atomic_dir(out: Path, write) -> Path:
+    """Write a directory beside ``out`` and swap it in only when complete."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        write(staging)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.rename(out, old / "x")
+            os.rename(staging, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def save_outputs(model, tokenizer, out: Path, *, lora_enabled: bool, export_merged: bool) -> tuple[str | None, str | None]:
+    """Write ``adapter/`` (LoRA) and ``merged/``; return their paths."""
+    adapter_dir = merged_dir = None
+    if lora_enabled:
+        def write_adapter(d: Path):
+            model.save_pretrained(d, safe_serialization=True)
+            tokenizer.save_pretrained(d)
+
+        adapter_dir = str(_atomic_dir(out / ADAPTER_DIR, write_adapter))
+    if export_merged or not lora_enabled:
+        def write_merged(d: Path):
+            merged = model.merge_and_unload() if lora_enabled else model
+            merged.save_pretrained(d, safe_serialization=True)
+            tokenizer.save_pretrained(d)
+
+        # merge_and_unload folds the adapter into the base in place, so it runs only
+        # after the adapter is safely on disk; the caller must not train further.
+        merged_dir = str(_atomic_dir(out / MERGED_DIR, write_merged))
+    return adapter_dir, merged_dir
+
+
+def write_summary(out: Path, payload: dict) -> None:
+    from training.callbacks import write_json_atomic
+
+    write_json_atomic(out / SUMMARY_FILE, payload)
+
+
+def losses(log_history: list[dict]) -> list[float]:
+    return [float(e["loss"]) for e in log_history if "loss" in e]
+
+
+def preflight_data(data: DataConfig) -> None:
+    """Fail before any model loads when the dataset or the index is missing."""
+    from eval.dataset import DatasetError, resolve_data_dir
+
+    if data.dataset_dir:
+        return
+    try:
+        resolve_data_dir(data.data_dir, download=False)
+    except DatasetError as exc:
+        raise ConfigError(f"OverpassNL not found: {exc} (or set data.data_dir in the recipe)") from None
+    try:
+        from retrieval import load_manifest
+
+        load_manifest(data.index_dir)
+    except ImportError:
+        pass  # an older retrieval package without manifests: the loaders below still check
+    except Exception as exc:
+        raise ConfigError(f"{exc} (or set data.index_dir in the recipe)") from None
+
+
+def training_args_common(train: TrainConfig, out: Path, bf16: bool) -> dict:
+    return dict(
+        output_dir=str(out),
+        learning_rate=train.learning_rate,
+        num_train_epochs=train.num_train_epochs,
+        max_steps=train.max_steps,
+        per_device_train_batch_size=train.per_device_train_batch_size,
+        gradient_accumulation_steps=train.gradient_accumulation_steps,
+        # transformers 5 reads a float below 1 as a ratio of the total steps.
+        warmup_steps=float(train.warmup_ratio),
+        lr_scheduler_type=train.lr_scheduler_type,
+        weight_decay=train.weight_decay,
+        max_grad_norm=train.max_grad_norm,
+        bf16=bf16,
+        gradient_checkpointing=train.gradient_checkpointing,
+        logging_steps=train.logging_steps,
+        save_strategy="steps",
+        save_steps=train.save_steps,
+        save_total_limit=train.save_total_limit,
+        seed=train.seed,
+        data_seed=train.seed,
+        report_to=list(train.report_to) or "none",
+        use_cpu=not _cuda(),
+    )
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# ---------------------------------------------------------------- SFT
+
+
+def run_sft(
+    recipe: SFTRecipe,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    retrievers=None,
+    progress: bool = True,
+    extra_callbacks: list | None = None,
+) -> SFTResult:
+    """Train ``recipe`` end to end; every check that can fail runs before the model loads."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from training.callbacks import DevEvalCallback, JsonlLogCallback, make_dev_evaluator
+    from training.data import load_or_build
+
+    bf16 = use_bf16(recipe.train.bf16)
+    preflight_data(recipe.data)
+    out = prepare_output_dir(recipe.train.output_dir, resume=resume, overwrite=overwrite)
+    tokenizer = load_tokenizer(recipe.model)
+    rows, _, stats = load_or_build(recipe.data, retrievers, progress=progress)
+    if not rows:
+        raise ConfigError("the training set is empty; check data.limit and the dataset directory")
+    lengths = sequence_token_lengths(tokenizer, rows)
+    if max(lengths) > recipe.train.max_length:
+        raise ConfigError(
+            f"the longest prompt + query is {max(lengths)} tokens but train.max_length is {recipe.train.max_length}; "
+            f"raise train.max_length to >= {max(lengths)} (truncation would cut gold queries) or lower data.k_examples"
+        )
+    evaluator = make_dev_evaluator(recipe.dev_eval, recipe.dev_eval.temperatures, recipe.data) if recipe.dev_eval.enabled else None
+
+    model = load_model(recipe.model, bf16, recipe.attn_implementation)
+    check_lora_targets(model, recipe.lora)
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    args = SFTConfig(
+        **training_args_common(recipe.train, out, bf16),
+        completion_only_loss=True,
+        max_length=recipe.train.max_length,
+        packing=False,
+        dataset_num_proc=None,
+    )
+    callbacks = [JsonlLogCallback(out)]
+    dev_cb = None
+    if evaluator is not None:
+        dev_cb = DevEvalCallback(evaluator, recipe.dev_eval, out)
+        callbacks.append(dev_cb)
+    callbacks += list(extra_callbacks or [])
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(recipe.lora),
+        callbacks=callbacks,
+    )
+    if not progress:
+        from transformers.trainer_callback import ProgressCallback
+
+        trainer.remove_callback(ProgressCallback)
+    trainer.train(resume_from_checkpoint=last_checkpoint(out) if resume else None)
+    adapter_dir, merged_dir = save_outputs(
+        trainer.model, tokenizer, out, lora_enabled=recipe.lora.enabled, export_merged=recipe.export_merged
+    )
+    history = losses(trainer.state.log_history)
+    result = SFTResult(
+        output_dir=str(out),
+        steps=trainer.state.global_step,
+        first_loss=history[0] if history else None,
+        last_loss=history[-1] if history else None,
+        adapter_dir=adapter_dir,
+        merged_dir=merged_dir,
+        dev_eval=dev_cb.history if dev_cb else [],
+        data_stats=stats,
+    )
+    from training.config import to_dict
+
+    write_summary(out, {"kind": "sft", "result": asdict(result), "recipe": to_dict(recipe)})
+    return result
+
+
+def result_lines(result: SFTResult) -> str:
+    lines = [f"steps: {result.steps}", f"loss: {result.first_loss} -> {result.last_loss}"]
+    if result.adapter_dir:
+        lines.append(f"adapter: {result.adapter_dir}")
+    if result.merged_dir:
+        lines.append(f"merged model: {result.merged_dir}")
+    for entry in result.dev_eval:
+        lines.append("dev @ step {step}: ".format(**entry) + json.dumps({k: v for k, v in entry.items() if k != "step"}))
+    return "\n".join(lines)
