@@ -32,6 +32,7 @@ others (MBR decoding, n² calls) costs a few set and dict look-ups per pair.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import xml.etree.ElementTree as ET
@@ -54,6 +55,7 @@ __all__ = [
     "normalize_for_em",
     "default_xml_source",
     "get_scorer",
+    "aggregate",
 ]
 
 # query -> converter XML, or (XML, converter error messages)
@@ -93,6 +95,7 @@ class QueryFeatures:
     kv: frozenset
     subtrees: dict  # subtree signature id -> how many elements have it
     n_elements: int
+    epoch: int = 0  # the intern-table generation the ids belong to
 
 
 def normalize_for_em(query: str) -> str:
@@ -124,27 +127,29 @@ def default_xml_source(query: str) -> tuple[str, list[str]]:
     except overpassql.ParseError as exc:
         # No partial output to score: same as unparsable converter output.
         return "", [str(e) for e in exc.errors] or [str(exc)]
+    except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        # A converter bug must not abort a whole evaluation: score the query
+        # like unparsable output and say so in the failure analysis.
+        return "", [f"converter failed: {type(exc).__name__}: {exc}"]
 
 
-def _char_ngrams(text: str, ids: dict) -> tuple[frozenset, ...]:
-    """Character n-grams of orders 1..6 as sets of interned (gram, occurrence) ids.
+def _char_ngrams(text: str) -> tuple[frozenset, ...]:
+    """Character n-grams of orders 1..6, one set per order.
 
-    Numbering repeated grams turns the clipped match count sum(min(h, r)) into
-    the size of a set intersection, which runs in C, and interning them as
-    ints makes that intersection cheap: this is what makes n² chrF calls fast.
+    A gram's first occurrence is the gram itself, its k-th one ``(gram, k)``:
+    that turns the clipped match count sum(min(h, r)) into the size of a set
+    intersection, which runs in C; this is what makes n² chrF calls cheap.
     """
     text = "".join(text.split())
+    length = len(text)
     orders = []
     for n in range(1, CHAR_ORDER + 1):
-        seen: dict = {}
-        items = []
-        for i in range(len(text) - n + 1):
-            gram = text[i : i + n]
-            k = seen.get(gram, 0) + 1
-            seen[gram] = k
-            key = (gram, k)
-            items.append(ids.setdefault(key, len(ids)))
-        orders.append(frozenset(items))
+        grams = [text[i : i + n] for i in range(length - n + 1)]
+        counts = Counter(grams)
+        if len(counts) != len(grams):
+            grams = list(counts)
+            grams += [(g, k) for g, m in counts.items() if m > 1 for k in range(2, m + 1)]
+        orders.append(frozenset(grams))
     return tuple(orders)
 
 
@@ -195,6 +200,13 @@ class _LRU:
                 self._data.popitem(last=False)
         return value
 
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            if len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
@@ -206,22 +218,38 @@ class _LRU:
 class Scorer:
     """Scores queries with a given converter and caches everything per query string.
 
-    ``xml_source(query) -> str`` turns a raw dataset query into the converter's
-    XML (default: :func:`default_xml_source`).  ``cache_size`` bounds the number
-    of distinct query strings kept.
+    ``xml_source(query)`` turns a raw dataset query into the converter's XML,
+    or ``(xml, error messages)`` (default: :func:`default_xml_source`).
+    ``cache_size`` bounds the number of queries whose XML features are kept
+    (about 3 KB each), ``ngram_cache_size`` those whose chrF n-grams are kept
+    (about 100 KB each); ``max_interned`` bounds the table that maps subtree
+    signatures to ints.
     """
 
-    def __init__(self, xml_source: XmlSource | None = None, cache_size: int = 200_000):
-        if cache_size < 1:
-            raise ValueError("cache_size must be at least 1; pass e.g. cache_size=100_000")
+    def __init__(
+        self,
+        xml_source: XmlSource | None = None,
+        cache_size: int = 50_000,
+        ngram_cache_size: int = 4096,
+        max_interned: int = 5_000_000,
+    ):
+        if cache_size < 1 or ngram_cache_size < 1:
+            raise ValueError("cache_size and ngram_cache_size must be at least 1; pass e.g. cache_size=50_000")
+        if max_interned < 1:
+            raise ValueError("max_interned must be at least 1; pass e.g. max_interned=1_000_000")
         self.xml_source = xml_source or default_xml_source
+        self.max_interned = max_interned
         self._xml_cache = _LRU(cache_size)
-        self._ngram_cache = _LRU(cache_size)
+        self._ngram_cache = _LRU(ngram_cache_size)
         self._em_cache = _LRU(cache_size)
-        # Subtree signatures are interned to small ints so that comparing two
-        # queries hashes ints, not nested tuples.
-        self._intern: dict = {}
-        self._gram_ids: dict = {}
+        # Subtree signatures are interned to ints so that comparing two
+        # queries looks up ints, not nested tuples.  Ids come from one counter
+        # that is never reset, so ids of different epochs never collide; an
+        # epoch ends when the table grows past max_interned (long training
+        # runs see endless new queries), and older features are recomputed.
+        self._ids = itertools.count()
+        self._subtree_ids: dict = {}
+        self._epoch = 0
         self._intern_lock = threading.Lock()
 
     # -- per-query features -------------------------------------------------
@@ -229,11 +257,23 @@ class Scorer:
         return self._xml_cache.get(_check_query(query), self._compute_features)
 
     def ngrams(self, query: str) -> tuple[frozenset, ...]:
-        return self._ngram_cache.get(_check_query(query), self._compute_ngrams)
+        return self._ngram_cache.get(_check_query(query), _char_ngrams)
 
-    def _compute_ngrams(self, query: str) -> tuple[frozenset, ...]:
-        with self._intern_lock:
-            return _char_ngrams(query, self._gram_ids)
+    def _current(self, cache: _LRU, compute, query: str):
+        entry = cache.get(_check_query(query), compute)
+        if entry.epoch != self._epoch:
+            entry = compute(query)
+            cache.put(query, entry)
+        return entry
+
+    def _new_epoch_if_full(self) -> None:
+        # Only called at the start of a comparison, never between computing
+        # its two sides, so a single thread always sees one epoch per pair.
+        if len(self._subtree_ids) > self.max_interned:
+            with self._intern_lock:
+                if len(self._subtree_ids) > self.max_interned:
+                    self._subtree_ids.clear()
+                    self._epoch += 1
 
     def _em_form(self, query: str) -> str:
         return self._em_cache.get(_check_query(query), normalize_for_em)
@@ -253,23 +293,34 @@ class Scorer:
         subtrees: Counter = Counter()
         with self._intern_lock:
             self._collect_subtrees(root, subtrees)
-        return QueryFeatures(xml_ok, errors, frozenset(kv), dict(subtrees), sum(subtrees.values()))
+            epoch = self._epoch
+        return QueryFeatures(xml_ok, errors, frozenset(kv), dict(subtrees), sum(subtrees.values()), epoch)
 
-    def _collect_subtrees(self, node: ET.Element, out: Counter) -> int:
-        """Add the signatures of ``node`` and its descendants; return its shape id."""
-        intern = self._intern
-        attrib = tuple((k, v) for k, v in node.attrib.items() if k not in TREE_IGNORED_ATTRIBUTES)
-        children = tuple(self._collect_subtrees(child, out) for child in node)
-        # Shape: what the official element comparison looks at (attributes as
-        # a dict, so unordered; no text).
-        shape_key = (node.tag, tuple(sorted(attrib)), children)
-        shape = intern.setdefault(shape_key, len(intern))
-        # Signature: the official candidate key (tag + attribute dict in
-        # insertion order + text) together with the shape.
-        signature_key = (node.tag, attrib, node.text, shape)
-        signature = intern.setdefault(signature_key, len(intern))
-        out[signature] += 1
-        return shape
+    def _collect_subtrees(self, root: ET.Element, out: Counter) -> None:
+        """Count the signatures of ``root`` and all its descendants (caller holds the lock).
+
+        Iterative post-order, so that absurdly deep predictions cannot hit the
+        recursion limit.
+        """
+        intern, ids = self._subtree_ids.setdefault, self._ids
+        shape_of: dict = {}
+        stack = [(root, False)]
+        while stack:
+            node, children_done = stack.pop()
+            if not children_done:
+                stack.append((node, True))
+                stack.extend((child, False) for child in node)
+                continue
+            attrib = tuple((k, v) for k, v in node.attrib.items() if k not in TREE_IGNORED_ATTRIBUTES)
+            children = tuple(shape_of.pop(id(child)) for child in node)
+            # Shape: what the official element comparison looks at (attributes
+            # as a dict, so unordered; children in order; no text).
+            shape = intern((node.tag, tuple(sorted(attrib)), children), next(ids))
+            # Signature: the official candidate key (tag + attribute dict in
+            # insertion order + text) together with the shape.
+            signature = intern((node.tag, attrib, node.text, shape), next(ids))
+            out[signature] += 1
+            shape_of[id(node)] = shape
 
     # -- metrics ------------------------------------------------------------
     def kvs(self, pred: str, gold: str) -> float:
@@ -283,8 +334,13 @@ class Scorer:
         return overlap / largest
 
     def tree(self, pred: str, gold: str) -> float:
-        pred_subtrees = self.features(pred).subtrees
-        ref = self.features(gold)
+        self._new_epoch_if_full()
+        while True:
+            out = self._current(self._xml_cache, self._compute_features, pred)
+            ref = self._current(self._xml_cache, self._compute_features, gold)
+            if out.epoch == ref.epoch:
+                break  # else another thread began a new epoch in between
+        pred_subtrees = out.subtrees
         matched = sum(count for sig, count in ref.subtrees.items() if sig in pred_subtrees)
         return matched / ref.n_elements
 
@@ -317,12 +373,12 @@ class Scorer:
         return aggregate(self.score_many(preds, golds))
 
     def clear_cache(self) -> None:
-        self._xml_cache.clear()
-        self._ngram_cache.clear()
-        self._em_cache.clear()
         with self._intern_lock:
-            self._intern.clear()
-            self._gram_ids.clear()
+            self._xml_cache.clear()
+            self._ngram_cache.clear()
+            self._em_cache.clear()
+            self._subtree_ids.clear()
+            self._epoch += 1
 
 
 def _check_query(query) -> str:

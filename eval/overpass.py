@@ -190,6 +190,8 @@ def classify(status: int, text: str, data: dict | None = None) -> OverpassError 
         except ValueError:
             return OverpassError("bad_response", "The Overpass server sent a broken JSON answer.", text[:200], status)
     remark = _remark(text, data)
+    if not (remark and "runtime error" in remark) and "runtime error" in joined:
+        remark = joined  # the HTML page form of a runtime error
     if remark and "runtime error" in remark:
         if "timed out" in remark:
             return OverpassError(
@@ -243,6 +245,8 @@ class SqliteStore:
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             conn.execute("PRAGMA busy_timeout=60000")
+            # With WAL, NORMAL never corrupts the file; a power cut may drop the last answers.
+            conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
 

@@ -3,27 +3,62 @@ anything but :class:`ParseError` (and only ``parse`` raises that)."""
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Union
 
 from . import ast as A
-from .errors import Diagnostic
+from .errors import Diagnostic, SerializationError
 from .lower import lower
 from .parser import Parser, parse
 from .xml import element_to_xml
 
 
-@lru_cache(maxsize=65536)
-def _convert(text: str):
-    script = Parser(text, turbo=False, converter=True).parse()
-    root, static = lower(script)
+# Statements nest up to 1023 levels (Overpass' own limit); a few Python frames each.
+RECURSION_LIMIT = 20000
+_CACHEABLE = 20000  # characters; bigger inputs are not worth keeping in memory
+
+
+@contextmanager
+def deep_recursion():
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _convert_uncached(text: str):
+    if not isinstance(text, str):
+        raise TypeError(f"expected a str query, got {type(text).__name__}")
+    with deep_recursion():
+        script = Parser(text, turbo=False, converter=True).parse()
+        try:
+            root, static = lower(script)
+        except RecursionError:
+            # An operator chain deeper than Python can walk: keep what is printable.
+            script.errors.append(Diagnostic(1, 1, "Expression nested too deeply to convert"))
+            script.statements = []
+            root, static = lower(script)
     return script, root, tuple(script.errors) + tuple(static)
+
+
+_convert_cached = lru_cache(maxsize=32768)(_convert_uncached)
+
+
+def _convert(text: str):
+    if isinstance(text, str) and len(text) <= _CACHEABLE:
+        return _convert_cached(text)
+    return _convert_uncached(text)
 
 
 def to_xml_with_errors(text: str) -> tuple[str, list[Diagnostic]]:
     """``(xml, diagnostics)`` as ``osm3s_query --dump-xml`` prints them (stdout, stderr)."""
     _, root, errors = _convert(text)
-    return element_to_xml(root), list(errors)
+    with deep_recursion():
+        return element_to_xml(root), list(errors)
 
 
 def to_xml(text: str) -> str:
@@ -36,13 +71,21 @@ def to_ql(text: str, pretty: bool = False) -> str:
     """``--dump-compact-ql`` (or ``--dump-pretty-ql``) of ``text``."""
     from .ql import element_to_ql
     _, root, _ = _convert(text)
-    return element_to_ql(root, pretty=pretty)
+    with deep_recursion():
+        try:
+            return element_to_ql(root, pretty=pretty)
+        except RecursionError:
+            return ""
 
 
 def dump(script: A.Script) -> str:
     """AST -> one-line QL in the dataset's style; placeholders are kept."""
     from .ql import dump_script
-    return dump_script(script)
+    with deep_recursion():
+        try:
+            return dump_script(script)
+        except RecursionError:
+            raise SerializationError("the script is nested too deeply to dump") from None
 
 
 def tag_filters(text_or_script: Union[str, A.Script]) -> list[A.Tag]:

@@ -142,9 +142,11 @@ class IfFilter:
 
 @dataclass
 class SetFilter:
-    """``node.a`` / ``node.a.b``: intersect with a named set."""
+    """``node.a`` / ``node.a.b``: intersect with a named set (``prefix``: right after
+    the type, where Overpass puts it first)."""
 
     name: str
+    prefix: bool = False
     line: int = 0
 
 

@@ -3,6 +3,7 @@ then asks each clause kind whether the tree is its shape; so does this module.""
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from . import ast as A
@@ -21,6 +22,13 @@ def _flatten_commas(tree: A.Expr) -> list[A.Expr]:
     return items[::-1]
 
 
+def _comma_leaves(tree: Optional[A.Expr]) -> list[Optional[A.Expr]]:
+    """All operands of a comma chain, ``None`` where one is missing (``1,,2``)."""
+    if tree is None or tree.token != ",":
+        return [tree]
+    return _comma_leaves(tree.lhs) + _comma_leaves(tree.rhs)
+
+
 def _leaf(node: Optional[A.Expr]) -> str:
     return decode_string(node.token) if node is not None else ""
 
@@ -32,8 +40,8 @@ def _is_number(tok: str) -> bool:
 
 def _head(node: A.Expr) -> tuple[str, Optional[str]]:
     """``name`` or ``name.set`` -> (name, set)."""
-    if node.token == "." and node.lhs is not None and node.rhs is not None:
-        return node.lhs.token, node.rhs.token
+    if node.token == "." and node.lhs is not None:
+        return node.lhs.token, node.rhs.token if node.rhs is not None else None
     return node.token, None
 
 
@@ -46,8 +54,13 @@ def make_criterion(parser, tree: Optional[A.Expr], qtype: str, line: int):
     rest = [_leaf(x) for x in items[1:]]
 
     if first.token == ":" and first.lhs is not None:
-        name, set_name = _head(first.lhs)
+        compound = False
+        while first.lhs is not None and first.lhs.token == ":":  # "a:b:c" from a broken value
+            first, compound = first.lhs, True
+        name, set_name = _head(first.lhs) if first.lhs is not None else ("", None)
         value = _leaf(first.rhs)
+        compound = compound or (first.rhs is not None
+                                and (first.rhs.lhs is not None or first.rhs.rhs is not None))
         args = [value] + rest
         if name == "around":
             return A.Around(args[0], args[1:], set_name, line=line)
@@ -61,8 +74,10 @@ def make_criterion(parser, tree: Optional[A.Expr], qtype: str, line: int):
             if name == "id":
                 return A.Ids(args, line=line)
             if name == "newer":
-                return A.Newer(value, line=line)
+                return A.Newer("" if compound else value, line=line)
             if name == "changed":
+                if compound:  # Overpass drops a "since" it could not read as one token
+                    return A.Changed("", rest[0] if rest else None, line=line)
                 return A.Changed(value, rest[0] if rest else None, line=line)
             if name == "area":
                 return A.AreaFilter(None, value, line=line)
@@ -70,7 +85,7 @@ def make_criterion(parser, tree: Optional[A.Expr], qtype: str, line: int):
             return A.RecurseFilter(name, set_name, ",".join(args), line=line)
     elif len(items) == 1:
         name, set_name = _head(first)
-        if first.lhs is None and first.rhs is None or set_name is not None:
+        if first.lhs is None and first.rhs is None or set_name is not None or first.token == ".":
             tok = name
             if set_name is None and parser_is_placeholder(tok):
                 return A.PlaceholderFilter(tok, line=line)
@@ -86,7 +101,17 @@ def make_criterion(parser, tree: Optional[A.Expr], qtype: str, line: int):
                 return A.Changed(None, None, line=line)
         elif first.token in RECURSE_ARROWS and first.lhs is None and first.rhs is None:
             return A.RecurseFilter(first.token, None, None, line=line)
-    elif _is_number(first.token) or parser_is_placeholder(first.token):
+    if tree.token == ",":
+        leaves = _comma_leaves(tree)
+        lead = leaves[0]
+        if lead is not None and (_is_number(lead.token) or parser_is_placeholder(lead.token)):
+            values = [x.token if x is not None else "" for x in leaves]
+            if len(values) != 4 or any(x is None or x.lhs is not None or x.rhs is not None
+                                       for x in leaves):
+                parser.error("bbox requires four arguments", line)
+                return None
+            return A.BBox(*values, line=line)
+    if len(items) > 1 and (_is_number(first.token) or parser_is_placeholder(first.token)):
         values = [first.token] + [x.token for x in items[1:]]
         if len(values) != 4:
             parser.error("bbox requires four arguments", line)
@@ -98,3 +123,47 @@ def make_criterion(parser, tree: Optional[A.Expr], qtype: str, line: int):
 
 def parser_is_placeholder(tok: str) -> bool:
     return tok.startswith("{{") and tok.endswith("}}")
+
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+ZERO_DATE = "0000-00-00T00:00:00Z"
+_RECURSE_ALLOWED = ('"relation-relation", "relation-backwards","relation-way", "relation-node", '
+                    '"way-node", "way-relation","node-relation", "node-way", "down", "down-rel", '
+                    '"up", or "up-rel"')
+_ROLE_ALLOWED = ('"relation-relation", "relation-backwards","relation-way", "relation-node", '
+                 '"way-relation",or "node-relation"')
+
+
+def valid_timestamp(value: str, *, turbo: bool = False) -> bool:
+    # Overpass reads the fields at fixed offsets and ignores anything after the "Z".
+    if turbo and value.startswith("{{"):  # a turbo date, replaced before conversion
+        return True
+    return bool(_TIMESTAMP.match(value))
+
+
+def static_checks(parser, flt, qtype: str, line: int) -> None:
+    """The checks Overpass runs when it creates the clause's statement, in its order."""
+    from .lower import recurse_type
+    turbo = parser.turbo
+    if isinstance(flt, A.Newer) and not valid_timestamp(flt.date, turbo=turbo):
+        parser.error('The attribute "than" must contain a timestamp exactly in the form '
+                     'yyyy-mm-ddThh:mm:ssZ.', line, kind="static")
+    elif isinstance(flt, A.Changed) and flt.since is not None:
+        for name, value in (("since", flt.since), ("until", flt.until or flt.since)):
+            if not valid_timestamp(value, turbo=turbo):
+                parser.error(f'The attribute "{name}" must contain a timestamp exactly in the '
+                             'form "yyyy-mm-ddThh:mm:ssZ".', line, kind="static")
+    elif isinstance(flt, A.Poly):
+        from .lower import poly_values
+        if len(poly_values(flt.bounds)) % 2:
+            parser.error('For the attribute "bounds" of the element "polygon-query" an even '
+                         'number of float values must be provided.', line, kind="static")
+    elif isinstance(flt, A.RecurseFilter) and flt.kind not in RECURSE_ARROWS:
+        if recurse_type(flt.kind, qtype) is None:
+            from .lower import RECURSE_ERRORS
+            parser.error(RECURSE_ERRORS[flt.kind], line)
+            parser.error('For the attribute "type" of the element "recurse" the only allowed '
+                         f'values are {_RECURSE_ALLOWED}.', line, kind="static")
+            if flt.role is not None:
+                parser.error(f'A role can only be specified for values {_ROLE_ALLOWED}.', line,
+                             kind="static")

@@ -119,3 +119,30 @@ def lower_assignment(lw, node: A.Expr, keyword: str) -> Optional[Element]:
         return Element("set-prop", [("keytype", "tag"), ("k", decode_string(key.token))], value,
                        src=node)
     return None
+
+
+KNOWN_FUNCTIONS = set(ELEMENT_FUNCS) | set(PROP_COUNT) | {"is_tag", "count", "t"}
+
+
+def check_expr(parser, node: Optional[A.Expr]) -> bool:
+    """Report what Overpass reports when it builds evaluators; True if ``node`` is usable."""
+    if node is None:
+        return False
+    tok = node.token
+    if tok == "(" and node.lhs is not None:
+        name = node.lhs.token
+        if name[:1].isalpha() and name not in KNOWN_FUNCTIONS:
+            parser.error(f'Function "{name}" not known', node.line)
+            return False
+        return True
+    if tok in BINARY and not (tok == "-" and node.lhs is None):
+        left = check_expr(parser, node.lhs)
+        if not left:
+            parser.error(f'Operator "{tok}" needs a left-hand-side argument', node.line)
+        right = check_expr(parser, node.rhs)
+        if not right:
+            parser.error(f'Operator "{tok}" needs a right-hand-side argument', node.line)
+        return left and right
+    if tok in ("!", "-") and node.lhs is None:
+        return check_expr(parser, node.rhs)
+    return True

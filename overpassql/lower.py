@@ -6,6 +6,7 @@ Both serialisers (XML in ``xml.py``, compact/pretty QL in ``ql.py``) read these.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -28,7 +29,7 @@ _RECURSE_TYPES = {
     ("br", "relation"): "relation-backwards", ("bw", "relation"): "way-relation",
     ("bn", "way"): "node-way", ("bn", "relation"): "node-relation", ("bn", "wr"): "node-wr",
 }
-_RECURSE_ERRORS = {
+RECURSE_ERRORS = {
     "r": "A recursion of type 'r' produces nodes, ways, or relations.",
     "w": "A recursion of type 'w' produces nodes.",
     "way_link": "A recursion of type 'way_link' produces nodes.",
@@ -176,9 +177,10 @@ class Lowerer:
     def _lower_Query(self, st: A.Query) -> Element:
         qtype, into = st.type, st.into
         filters = st.filters
-        sets = [f for f in filters if isinstance(f, A.SetFilter)]
-        tags = [f for f in filters if isinstance(f, A.Tag)]
-        others = [f for f in filters if not isinstance(f, (A.SetFilter, A.Tag))]
+        # Overpass evaluates [tag] and .set clauses first, then the (...) clauses.
+        sets = [f for f in filters if isinstance(f, A.SetFilter) and f.prefix]
+        tags = [f for f in filters if isinstance(f, (A.Tag, A.SetFilter)) and not any(f is x for x in sets)]
+        others = [f for f in filters if not isinstance(f, (A.Tag, A.SetFilter))]
         if len(filters) == 1 and not sets and not tags and not isinstance(filters[0], A.IfFilter):
             only = filters[0]
             clause = self._clause(only, qtype, into)
@@ -209,13 +211,15 @@ class Lowerer:
     def _standalone(self, flt, qtype: str, clause: Element) -> bool:
         name = type(flt).__name__
         if name == "RecurseFilter":
-            return dict(clause.attrs).get("type") in _STANDALONE_RECURSE
+            return dict(clause.attrs).get("type") in _STANDALONE_RECURSE | {"void"}
         return qtype in _STANDALONE.get(name, ())
 
     def _clause(self, f, qtype: str, into: str) -> Optional[Element]:
         def with_into(attrs: list) -> list:
             return attrs + ([("into", into)] if into != "_" else [])
 
+        if isinstance(f, A.SetFilter):
+            return Element("item", [("from", f.name), ("into", "_")], src=f)
         if isinstance(f, A.Tag):
             attrs = {}
             attrs["regk" if f.key_regex else "k"] = f.key
@@ -234,7 +238,7 @@ class Lowerer:
                                                    ("n", f.north), ("e", f.east)]), src=f)
         if isinstance(f, A.Ids):
             attrs = [("type", qtype)]
-            for k, ref in enumerate(f.ids):
+            for k, ref in enumerate(sorted(f.ids, key=_id_order)):
                 attrs.append(("ref" if k == 0 else f"ref_{k}", ref))
             return Element("id-query", with_into(attrs), src=f)
         if isinstance(f, A.Around):
@@ -258,18 +262,22 @@ class Lowerer:
             attrs = [("from", f.set)] if f.set is not None and f.set != "_" else []
             return Element("pivot", with_into(attrs), src=f)
         if isinstance(f, A.Poly):
-            return Element("polygon-query", with_into([("bounds", f.bounds)]), src=f)
+            return Element("polygon-query", with_into([("bounds", poly_bounds(f.bounds))]), src=f)
         if isinstance(f, A.User):
             return Element("user", with_into([("type", qtype)] + _numbered("name", f.names)), src=f)
         if isinstance(f, A.Uid):
             return Element("user", with_into([("type", qtype)] + _numbered("uid", f.uids)), src=f)
         if isinstance(f, A.Newer):
-            return Element("newer", [("than", f.date)], src=f)
+            return Element("newer", [("than", _date(f.date))], src=f)
         if isinstance(f, A.Changed):
             attrs = []
             if f.since is not None:
-                attrs.append(("since", f.since))
-                attrs.append(("until", f.until if f.until is not None else f.since))
+                since = _date(f.since)
+                until = _date(f.until if f.until is not None else f.since)
+                if f.since == "" and f.until is not None:
+                    attrs = [("until", until)]
+                elif (since, until) != (ZERO_DATE, ZERO_DATE):
+                    attrs = [("since", since), ("until", until)]
             return Element("changed", with_into(attrs), src=f)
         if isinstance(f, A.RecurseFilter):
             attrs = []
@@ -278,12 +286,9 @@ class Lowerer:
             if f.kind in _ARROWS:
                 attrs.append(("type", _ARROWS[f.kind]))
             else:
-                rtype = _RECURSE_TYPES.get((f.kind, qtype))
-                if rtype is None:
-                    self.errors.append(Diagnostic(f.line, 1, _RECURSE_ERRORS[f.kind]))
-                    return None
-                attrs.append(("type", rtype))
-                if f.role is not None:
+                rtype = recurse_type(f.kind, qtype)
+                attrs.append(("type", rtype or "void"))
+                if f.role is not None and rtype is not None:
                     if f.kind == "r" or qtype == "relation":
                         if f.role != "":
                             attrs.append(("role", f.role))
@@ -295,6 +300,40 @@ class Lowerer:
             raise SerializationError(
                 f"placeholder {f.text} must be replaced first: call replace_turbo_vars()")
         raise SerializationError(f"cannot serialise filter {type(f).__name__}")
+
+
+def recurse_type(kind: str, qtype: str) -> Optional[str]:
+    return _RECURSE_TYPES.get((kind, qtype))
+
+
+def _date(value: str) -> str:
+    from .criteria import ZERO_DATE, valid_timestamp
+    return value[:20] if valid_timestamp(value) else ZERO_DATE
+
+
+ZERO_DATE = "0000-00-00T00:00:00Z"
+
+
+def _id_order(ref: str):
+    # Overpass keeps ids in a sorted container.
+    try:
+        return (0, int(ref), ref)
+    except ValueError:
+        return (1, 0, ref)
+
+
+_FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def poly_values(bounds: str) -> list[str]:
+    """The numbers Overpass reads from a poly string (strtod after strtod)."""
+    return [format_double(v) for v in _FLOAT.findall(bounds)]
+
+
+def poly_bounds(bounds: str) -> str:
+    values = poly_values(bounds)
+    pairs = [values[i] + " " + values[i + 1] for i in range(0, len(values) - 1, 2)]
+    return "  ".join(pairs)
 
 
 def format_double(text: str) -> str:

@@ -13,7 +13,9 @@ from typing import Optional
 
 from . import ast as A
 from .errors import Diagnostic, ParseError
-from .tokens import end_line, tokenize
+from bisect import bisect_right
+
+from .tokens import end_line, kind_of, line_starts, scan
 
 QUERY_TYPES = {"node", "way", "relation", "area", "nwr", "nw", "wr", "nr", "derived"}
 MAX_DEPTH = 1024  # osm3s: "Nesting of statements is limited to 1023 levels"
@@ -57,6 +59,22 @@ def decode_string(token: str) -> str:
     return "".join(out)
 
 
+def _json_escape(text: str) -> str:
+    return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            .replace("\t", "\\t"))
+
+
+def _comma_items(tree: A.Expr) -> list[A.Expr]:
+    items = []
+    while tree is not None and tree.token == "," and tree.lhs is not None:
+        if tree.rhs is not None:
+            items.append(tree.rhs)
+        tree = tree.lhs
+    if tree is not None:
+        items.append(tree)
+    return items[::-1]
+
+
 class Parser:
     """One method ``_parse_<rule>`` per grammar rule; state is a token cursor."""
 
@@ -66,44 +84,57 @@ class Parser:
             # show up inside unterminated strings and in end-of-input line numbers.
             text = text + "\n\n"
         self.text = text
-        self.toks = tokenize(text, turbo=turbo)
-        self.n = len(self.toks)
+        self.turbo = turbo
+        self.texts, self.starts = scan(text, turbo=turbo)
+        self.n = len(self.texts)
         self.i = 0
+        self.good = self.n > 0
+        self.cur = self.texts[0] if self.n else ""
         self.errors: list[Diagnostic] = []
         self.eof_line = end_line(text)
-        self.global_bbox = False
+        self._line_starts: Optional[list[int]] = None
 
     # ------------------------------------------------------------ cursor helpers
-    @property
-    def good(self) -> bool:
-        return self.i < self.n
+    def advance(self) -> None:
+        # Past the end Overpass keeps looking at the last token it read (cur stays).
+        if self.i < self.n:
+            self.i += 1
+            if self.i < self.n:
+                self.cur = self.texts[self.i]
+            else:
+                self.good = False
 
     @property
-    def cur(self) -> str:
-        # Past the end Overpass keeps looking at the last token it read.
-        if self.i < self.n:
-            return self.toks[self.i].text
-        return self.toks[-1].text if self.n else ""
+    def kind(self) -> str:
+        return kind_of(self.cur, self.turbo) if self.good else ""
+
+    def _position(self) -> tuple[int, int]:
+        if not self.good:
+            return self.eof_line, 1
+        if self.eof_line == 1:  # one-line query: only the column needs computing
+            return 1, self.starts[self.i] + 1
+        if self._line_starts is None:
+            self._line_starts = line_starts(self.text)
+        pos = self.starts[self.i]
+        line = bisect_right(self._line_starts, pos)
+        return line, pos - self._line_starts[line - 1] + 1
 
     @property
     def line(self) -> int:
-        return self.toks[self.i].line if self.i < self.n else self.eof_line
+        return self._position()[0]
 
     @property
     def column(self) -> int:
-        return self.toks[self.i].column if self.i < self.n else 1
-
-    def advance(self) -> None:
-        if self.i < self.n:
-            self.i += 1
+        return self._position()[1]
 
     def error(self, message: str, line: Optional[int] = None, kind: str = "parse") -> None:
-        self.errors.append(Diagnostic(self.line if line is None else line,
-                                      self.column if line is None else 1, message, kind))
+        here_line, here_column = self._position()
+        self.errors.append(Diagnostic(here_line if line is None else line,
+                                      here_column if line is None else 1, message, kind))
 
     def text_token(self, what: str) -> str:
         tok = self.cur
-        kind = self.toks[self.i].kind if self.good else ""
+        kind = self.kind
         if self.good and tok and (kind in ("string", "placeholder") or tok[0].isascii() and (
                 tok[0].isalnum() or tok[0] == "_")
                 or (tok[0] == "-" and len(tok) > 1 and tok[1].isdigit())):
@@ -132,7 +163,7 @@ class Parser:
             self.error(f"{expected} - '{self.cur}' found.")
             self.advance()
         while self.good and self.cur not in targets:
-            self.i += 1
+            self.advance()
         if not self.good:
             self.error("Unexpected end of input.")
         elif after:
@@ -190,7 +221,7 @@ class Parser:
         line = self.line
         self.advance()
         key = self.ident_token("Keyword")
-        self.clear_until_after(":", "]")
+        self.clear_until_after(":")
         value = self.text_token("Value")
         setting = A.Setting(key, value, line=line)
         if key == "out":
@@ -219,6 +250,12 @@ class Parser:
                 else:
                     self.clear_until_after(",", "]", after=False)
             self.global_bbox = True
+        elif key in ("timeout", "maxsize"):
+            # Overpass keeps every token up to the "]" as part of the value.
+            while self.good and self.cur != "]":
+                setting.value += " " + self.cur
+                self.advance()
+            self.clear_until_after("]")
         else:
             self.clear_until_after("]")
         return setting
@@ -233,10 +270,9 @@ class Parser:
                 self.advance()
                 fields.append("::" + self.text_token("Keyword"))
             else:
-                raw = self.cur
-                text = self.text_token("Key")
-                # The dumped config keeps escapes as written.
-                fields.append('"' + (raw[1:-1] if raw[:1] in "\"'" else text) + '"')
+                text = self.text_token("CSV format specification")
+                # The dumped config re-escapes the field like a JSON string.
+                fields.append('"' + _json_escape(text) + '"')
             self.clear_until_after(",", ";", ")", after=False)
             if self.cur != ",":
                 break
@@ -247,11 +283,10 @@ class Parser:
             self.clear_until_after(";", ")", after=False)
             if self.good and self.cur == ";":
                 self.advance()
-                separator = self.text_token("Separator")
-                self.clear_until_after(")", after=False)
-        self.advance()
+                separator = _json_escape(self.text_token("Separator"))
+        self.clear_until_after(")")
         config = "(" + ",".join(fields)
-        if header is not None:
+        if header in ("true", "false"):
             config += ";" + header
             if separator is not None:
                 config += ';"' + separator + '"'
@@ -265,8 +300,7 @@ class Parser:
             self.error("Nesting of statements is limited to 1023 levels")
             return None
         tok = self.cur
-        kind = self.toks[self.i].kind
-        if kind == "placeholder":
+        if self.turbo and self.kind == "placeholder":
             return self._parse_placeholder()
         if tok == "(":
             return self._parse_union(depth)
@@ -336,7 +370,7 @@ class Parser:
             if count == 1 and self.good and self.cur == "-":
                 is_difference = True
                 self.advance()
-            elif count == 2 and is_difference and self.good and self.cur != ")":
+            elif count == 2 and is_difference and self.cur != ")":
                 self.error("difference always requires two operands")
                 self.clear_until_after(")", after=False)
         if self.good:
@@ -410,6 +444,11 @@ class Parser:
                 tree = self._parse_expr_tree(parenthesis_expected=False)
                 if tree is not None:
                     make.assignments.append(tree)
+                    for item in _comma_items(tree):
+                        if item.token == "=" and item.lhs is None:
+                            self.error("To set a property it must have a name to the left of "
+                                       "the equal sign", line)
+                            self.error('"=" cannot be used as unary operator', line)
         make.into = self.probe_into()
         return make
 
@@ -445,7 +484,7 @@ class Parser:
         line = self.line
         filters: list = []
         if set_name is not None:
-            filters.append(A.SetFilter(set_name, line=line))
+            filters.append(A.SetFilter(set_name, prefix=True, line=line))
         while self.good and self.cur in ("[", "(", "."):
             if self.cur == "[":
                 tag = self._parse_tag()
@@ -534,10 +573,19 @@ class Parser:
                 self.advance()
                 expr = self._parse_expr_tree(parenthesis_expected=True)
             self.clear_until_after(")")
+            if expr is not None:
+                from .evaluators import check_expr
+                try:
+                    check_expr(self, expr)
+                except RecursionError:
+                    self.error("Expression nested too deeply", line)
             return A.IfFilter(expr, line=line)
         tree = self._parse_expr_tree(parenthesis_expected=True)
-        flt = self._criterion(tree, qtype, line)
         self.clear_until_after(")")
+        flt = self._criterion(tree, qtype, line)
+        if flt is not None:
+            from .criteria import static_checks
+            static_checks(self, flt, qtype, line)
         return flt
 
     def _criterion(self, tree: Optional[A.Expr], qtype: str, line: int):
@@ -586,7 +634,7 @@ class Parser:
                     stack[-1].rhs = A.Expr(tok, line=line)
                 else:
                     self.error(f'Operator expected, but "{tok}"found.')
-            self.i += 1
+            self.advance()
         pos = len(stack) - 1
         while pos >= 0 and stack[pos].token not in ("(", "[", "{"):
             pos -= 1

@@ -112,9 +112,9 @@ class Dumper:
         return text
 
     def _dump_Query(self, st: A.Query) -> str:
-        sets = [f for f in st.filters if isinstance(f, A.SetFilter)]
-        tags = [f for f in st.filters if isinstance(f, A.Tag)]
-        others = [f for f in st.filters if not isinstance(f, (A.SetFilter, A.Tag))]
+        sets = [f for f in st.filters if isinstance(f, A.SetFilter) and f.prefix]
+        tags = [f for f in st.filters if isinstance(f, (A.Tag, A.SetFilter)) and not any(f is x for x in sets)]
+        others = [f for f in st.filters if not isinstance(f, (A.Tag, A.SetFilter))]
         return st.type + "".join(self.dump(f) for f in sets + tags + others) + self._into(st.into)
 
     # --------------------------------------------------------------- filters

@@ -24,6 +24,42 @@ _PIECES = [
 ]
 _PLAIN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _PIECES))
 _TURBO = re.compile(r"(?P<placeholder>\{\{[\s\S]*?\}\})|" + _PLAIN.pattern)
+# The parser's fast path: skip blanks and comments, capture one token.
+_SKIP = r"(?:\s+|//[^\n]*\n?|/\*[\s\S]*?(?:\*/|\Z))*+"  # possessive: never give back
+_TOKEN = "|".join(rx for name, rx in _PIECES if name not in ("space", "comment"))
+_FAST_PLAIN = re.compile(_SKIP + "(" + _TOKEN + ")")
+_FAST_TURBO = re.compile(_SKIP + r"(\{\{[\s\S]*?\}\}|" + _TOKEN + ")")
+
+
+def scan(text: str, *, turbo: bool = False) -> tuple[list[str], list[int]]:
+    """Token texts and start offsets (the parser's representation)."""
+    match = (_FAST_TURBO if turbo else _FAST_PLAIN).match
+    texts, starts = [], []
+    pos = 0
+    # match() at the previous end, never a search: trailing blanks/comments end the scan.
+    m = match(text, pos)
+    while m is not None:
+        texts.append(m.group(1))
+        starts.append(m.start(1))
+        m = match(text, m.end())
+    return texts, starts
+
+
+def kind_of(tok: str, turbo: bool = False) -> str:
+    c = tok[:1]
+    if c in ("\"", "'"):
+        return "string"
+    if turbo and tok.startswith("{{") and tok.endswith("}}") and len(tok) >= 4:
+        return "placeholder"
+    if c.isdigit() or (c == "-" and len(tok) > 1 and tok != "->"):
+        return "number"
+    if c.isascii() and (c.isalpha() or c == "_"):
+        return "word"
+    return "op" if len(tok) == 2 else "char"
+
+
+def line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", text)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .lower import Element
 
 _ESCAPES = {"&": "&amp;", '"': "&quot;", "<": "&lt;", ">": "&gt;"}
@@ -9,8 +11,11 @@ _ESCAPES.update({chr(c): f"&#x{c:02x};" for c in range(0x20)})
 _ESCAPES = str.maketrans(_ESCAPES)
 
 
+_SPECIAL = re.compile(r'[&"<>\x00-\x1f]')
+
+
 def escape(value: str) -> str:
-    return value.translate(_ESCAPES)
+    return value.translate(_ESCAPES) if _SPECIAL.search(value) else value
 
 
 def element_to_xml(el: Element, indent: int = 0) -> str:

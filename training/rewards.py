@@ -249,7 +249,9 @@ def _safe_ids(element_ids, query: str, bbox: str):
     return None if ids is None else set(ids)
 
 
-def overpass_element_ids(overpass_url: str, cache_dir: str | None = None) -> Callable[[str, str], set | None]:
+def overpass_element_ids(
+    overpass_url: str, cache_dir: str | None = None, **client_options
+) -> Callable[[str, str], set | None]:
     """``element_ids`` for :func:`make_execution_reward` through ``eval.overpass`` (cached).
 
     Returns ``None`` for a query the server could not answer (parse error,
@@ -257,7 +259,7 @@ def overpass_element_ids(overpass_url: str, cache_dir: str | None = None) -> Cal
     """
     from eval.overpass import OverpassClient, OverpassError
 
-    client = OverpassClient(url=overpass_url, cache_dir=cache_dir)
+    client = OverpassClient(url=overpass_url, cache_dir=cache_dir, **client_options)
 
     def element_ids(query: str, bbox: str) -> set | None:
         box = None if not bbox or bbox.strip().lower() == "none" else bbox

@@ -66,7 +66,7 @@ class RequestInfo:
     numbers: list[str] = field(default_factory=list)
     dates: list[str] = field(default_factory=list)
     quoted: list[str] = field(default_factory=list)
-    words: set[str] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)  # content words, without the place name's
 
 
 def _is_capitalised(token: str) -> bool:
@@ -122,12 +122,19 @@ def fold(text: str) -> str:
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Function words: they occur in every request and would tie every tag to every other.
+_STOPWORDS = frozenset(
+    """a an and are as at be by for from in into is it of on or that the their there these this those to with
+    all any me my show find give list get where which what who whose please i we you""".split()
+)
 
 
 def content_words(text: str) -> set[str]:
     """Folded words with a crude plural stem, for overlap features."""
     out = set()
     for w in _WORD.findall(fold(text)):
+        if w in _STOPWORDS:
+            continue
         if len(w) > 3 and w.endswith("ies"):
             w = w[:-3] + "y"
         elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
@@ -148,5 +155,6 @@ def analyse(nl: str) -> RequestInfo:
         numbers=_NUMBER.findall(_DATE.sub(" ", nl)),
         dates=_DATE.findall(nl),
         quoted=[a or b for a, b in _QUOTED.findall(nl)],
-        words=content_words(nl),
+        # Place names say nothing about tags ("Bonn" would vote for whatever was asked in Bonn).
+        words=content_words(nl) - (content_words(area) if area else set()),
     )

@@ -10,7 +10,7 @@ import pytest
 from app.cli import main
 from eval.metrics import Scorer
 from eval.report import EvalConfig, evaluate, read_predictions
-from tests.conftest import reference_rows
+from conftest import reference_rows
 
 KNN_ROWS = reference_rows("knn_dev.official_scores.jsonl")
 
@@ -188,7 +188,7 @@ def bbox_only_data(tmp_path):
 
 
 def test_execution_metrics_through_the_command(capsys, tmp_path, bbox_only_data):
-    from tests.fakes.servers import FakeOverpass, json_reply
+    from fakes.servers import FakeOverpass, json_reply
 
     preds = tmp_path / "p.pred"
     preds.write_text("\n".join([GOLD] * 600 + [OTHER] * 400) + "\n", encoding="utf-8")

@@ -16,7 +16,7 @@ from sacrebleu.metrics import CHRF
 
 from eval import metrics
 from eval.metrics import EMPTY_SCRIPT_XML, Scorer, Scores
-from tests.conftest import data_dir, reference_rows
+from conftest import data_dir, reference_rows
 
 OFFICIAL_CORPUS = {"oqs": 54.2869, "kvs": 41.6644, "tree": 61.0197, "chrf": 60.1767, "em": 0.1}
 KNN_ROWS = reference_rows("knn_dev.official_scores.jsonl")
@@ -252,9 +252,13 @@ def test_mismatched_lengths_are_a_clear_error(recorded_scorer):
         recorded_scorer.score_many(["node;out;"], [])
 
 
-def test_invalid_cache_size():
-    with pytest.raises(ValueError, match="cache_size"):
-        Scorer(cache_size=0)
+@pytest.mark.parametrize(
+    "option,match",
+    [({"cache_size": 0}, "cache_size"), ({"ngram_cache_size": 0}, "cache_size"), ({"max_interned": 0}, "max_interned")],
+)
+def test_invalid_cache_sizes(option, match):
+    with pytest.raises(ValueError, match=match):
+        Scorer(**option)
 
 
 def test_corpus_of_nothing_is_zero():
@@ -264,3 +268,31 @@ def test_corpus_of_nothing_is_zero():
 def test_scores_serialise():
     s = Scores(0.5, 0.25, 0.75, 0.5, 0.0)
     assert json.loads(json.dumps(s.as_dict())) == {"oqs": 0.5, "kvs": 0.25, "tree": 0.75, "chrf": 0.5, "em": 0.0}
+
+
+def test_small_intern_table_starts_new_epochs_without_changing_scores():
+    scorer = Scorer(xml_source=RECORDED.__getitem__, max_interned=40)
+    for row in KNN_ROWS[:200]:
+        _assert_scores(scorer.score(row["pred"], DEV_GOLDS[row["index"]]), row)
+    assert scorer._epoch > 10
+
+
+def test_clear_cache_keeps_scores():
+    scorer = Scorer(xml_source=RECORDED.__getitem__)
+    row = KNN_ROWS[1]
+    before = scorer.score(row["pred"], DEV_GOLDS[1])
+    scorer.features(row["pred"])
+    scorer.clear_cache()
+    assert scorer.score(row["pred"], DEV_GOLDS[1]) == before
+
+
+@pytest.mark.parametrize(
+    "pred",
+    ["", "   ", "(" * 3000, "{{", "node[" * 500, "\x00\x01", "node;out;" * 2000, "<osm-script/>", "🙂 café"],
+    ids=["empty", "blank", "deep-parens", "open-placeholder", "open-brackets", "control", "long", "xml", "unicode"],
+)
+def test_garbage_predictions_get_valid_scores(pred):
+    s = metrics.score(pred, DEV_GOLDS[0])
+    for value in (s.oqs, s.kvs, s.tree, s.chrf, s.em):
+        assert 0.0 <= value <= 1.0
+    assert s.em == 0.0

@@ -99,6 +99,7 @@ class _Server:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once, as from a real server
 
             def log_message(self, *args):  # keep test output clean
                 pass

@@ -1,0 +1,52 @@
+"""``geoql ui``: start the Gradio demo."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("ui", help="open the demo: plain words -> OverpassQL -> results on a map")
+    parser.add_argument("--backend", help="compiler backend (default: the CPU default, 'retrieval')")
+    parser.add_argument("--port", type=int, default=7860, help="port to serve on (default 7860)")
+    parser.add_argument(
+        "--host",
+        nargs="?",
+        const="0.0.0.0",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; --host alone: all interfaces)",
+    )
+    parser.add_argument("--overpass-url", help="Overpass API interpreter (default: the public overpass-api.de)")
+    parser.add_argument("--nominatim-url", help="Nominatim /search endpoint (default: nominatim.openstreetmap.org)")
+    parser.add_argument("--cache-dir", help="result and geocoder caches (default: $GEOQL_CACHE_DIR or the user cache)")
+    parser.add_argument(
+        "--no-warm-up", action="store_true", help="load the backend on the first request, not at start"
+    )
+    parser.set_defaults(handler=_ui)
+
+
+def _ui(args: argparse.Namespace) -> int:
+    from app.backends import BackendError, backend_class
+    from app.cli import UserError
+    from app.ui import DemoConfig, DemoService, launch
+
+    if not 0 < args.port < 65536:
+        raise UserError(f"--port {args.port} is not a TCP port: use 1-65535, e.g. 7860")
+    options = {"backend": args.backend, "cache_dir": args.cache_dir}
+    if args.overpass_url:
+        options["overpass_url"] = args.overpass_url
+    if args.nominatim_url:
+        options["nominatim_url"] = args.nominatim_url
+    try:
+        config = DemoConfig(**options)
+        backend_class(config.backend or "retrieval")  # an unknown name fails now, not on the first request
+    except (ValueError, BackendError) as exc:
+        raise UserError(str(exc)) from None
+    service = DemoService(config)
+    if not args.no_warm_up:
+        service.warm_up_in_background()
+    try:
+        launch(service, host=args.host, port=args.port)
+    except OSError as exc:
+        raise UserError(f"cannot serve on {args.host}:{args.port} ({exc}): pass another --port") from None
+    return 0

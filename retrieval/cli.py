@@ -1,0 +1,59 @@
+"""``geoql retrieval-eval``: recall@k of gold tags, coverage and latency on a split."""
+
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("retrieval-eval", help="measure tag retrieval (recall@k, coverage, latency)")
+    parser.add_argument("--split", choices=("dev", "test"), default="dev", help="evaluation split (tune on dev only)")
+    parser.add_argument("--k", type=str, default="5,10,20", help="comma-separated cut-offs, e.g. 5,10,20")
+    parser.add_argument("--json", type=str, default=None, metavar="OUT", help="also write the figures to this JSON file")
+    parser.add_argument("--index-dir", type=str, default=None, help="index directory (default: the built default index)")
+    parser.add_argument("--data-dir", type=str, default=None, help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N examples")
+    parser.set_defaults(handler=_retrieval_eval)
+
+
+def parse_ks(text: str) -> list[int]:
+    """``"5,10,20"`` → [5, 10, 20]; raises ValueError naming the fix.
+
+    >>> parse_ks("20, 5,10")
+    [5, 10, 20]
+    """
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise ValueError(f"--k must be comma-separated positive integers such as 5,10,20, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise ValueError(f"--k must be comma-separated positive integers such as 5,10,20, got {text!r}")
+    return ks
+
+
+def _retrieval_eval(args) -> int:
+    import json
+    from pathlib import Path
+
+    from app.cli import UserError
+    from eval.dataset import DatasetError, load_split
+
+    from . import IndexMissingError, TagRetriever
+    from .evaluate import evaluate
+
+    try:
+        ks = parse_ks(args.k)
+        examples = load_split(args.split, args.data_dir)
+        retriever = TagRetriever.load(args.index_dir)
+    except (ValueError, DatasetError, IndexMissingError) as exc:
+        raise UserError(str(exc)) from None
+    if args.limit is not None:
+        examples = examples[: max(0, args.limit)]
+    figures = evaluate(retriever, examples, ks).as_json()
+    for name, value in figures.items():
+        print(f"{name:>16}: {value}")
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(out)
+    return 0

@@ -1,0 +1,94 @@
+"""``geoql retrieval-eval``: how well the tag retriever grounds requests.
+
+Recall is defined over *occurrences*: every (example, distinct controlled
+``key=value`` pair of its gold query) counts once, so a tag used by 300 dev
+queries weighs 300 times. Key recall uses the keys of all positive filters.
+Coverage is the share of those pair occurrences that exist anywhere in the
+index — the ceiling of any recall@k.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .gold import controlled_pairs, query_keys
+
+
+@dataclass
+class RetrievalReport:
+    split: str
+    n_examples: int
+    n_pairs: int
+    n_keys: int
+    recall: dict[int, float]
+    key_recall: dict[int, float]
+    coverage: float
+    p50_ms: float
+    p95_ms: float
+    misses: list[tuple[int, str]] = field(default_factory=list)  # (example index, pair) missed at max k
+
+    def as_json(self) -> dict:
+        out = {f"recall@{k}": round(v, 4) for k, v in sorted(self.recall.items())}
+        out.update({f"key_recall@{k}": round(v, 4) for k, v in sorted(self.key_recall.items())})
+        out.update(coverage=round(self.coverage, 4), p50_ms=round(self.p50_ms, 2), p95_ms=round(self.p95_ms, 2),
+                   split=self.split, n_examples=self.n_examples, n_pairs=self.n_pairs, n_keys=self.n_keys,
+                   recall_definition="micro-average over (example, distinct controlled key=value pair) occurrences")
+        return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100).
+
+    >>> percentile([1, 2, 3, 4], 50), percentile([5.0], 95)
+    (2, 5.0)
+    """
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), -(-len(ordered) * q // 100)))
+    return ordered[int(rank) - 1]
+
+
+def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> RetrievalReport:
+    """Run ``retriever.search`` once per example at ``max(ks)`` and score every k from that list."""
+    from tqdm import tqdm
+
+    ks = sorted(set(ks))
+    kmax = ks[-1]
+    hits = {k: 0 for k in ks}
+    key_hits = {k: 0 for k in ks}
+    n_pairs = n_keys = covered = 0
+    latencies: list[float] = []
+    misses: list[tuple[int, str]] = []
+    if examples:
+        retriever.search(examples[0].nl, kmax)  # first call pays one-off costs (lazy init, allocators)
+    for ex in tqdm(examples, desc="retrieval-eval", disable=not progress):
+        pairs = controlled_pairs(ex.query)
+        keys = query_keys(ex.query)
+        started = time.perf_counter()
+        result = retriever.search(ex.nl, kmax)
+        latencies.append((time.perf_counter() - started) * 1000)
+        ranked = [h.tag for h in result]
+        ranked_keys = [h.key for h in result]
+        n_pairs += len(pairs)
+        n_keys += len(keys)
+        covered += sum(1 for p in pairs if p in retriever)
+        for k in ks:
+            top = set(ranked[:k])
+            hits[k] += sum(1 for p in pairs if p in top)
+            top_keys = set(ranked_keys[:k])
+            key_hits[k] += sum(1 for key in keys if key in top_keys)
+        misses.extend((ex.index, p) for p in pairs if p not in ranked)
+    return RetrievalReport(
+        split=examples[0].split if examples else "",
+        n_examples=len(examples),
+        n_pairs=n_pairs,
+        n_keys=n_keys,
+        recall={k: hits[k] / n_pairs if n_pairs else 0.0 for k in ks},
+        key_recall={k: key_hits[k] / n_keys if n_keys else 0.0 for k in ks},
+        coverage=covered / n_pairs if n_pairs else 0.0,
+        p50_ms=percentile(latencies, 50),
+        p95_ms=percentile(latencies, 95),
+        misses=misses,
+    )

@@ -1,0 +1,110 @@
+"""Each edit on hand-written cases: the edited query parses and says what the request asks."""
+
+from __future__ import annotations
+
+import pytest
+
+import overpassql
+from app.cpu.edits import EditContext, EditOptions, apply_edits, area_names
+from app.cpu.lexicon import TagLexicon
+from app.cpu.request import analyse
+
+LEXICON = TagLexicon.fit(
+    ["castles in Bonn", "castles in Rome", "springs in Bonn", "springs in Paris", "cafes in Bonn", "cafes in Rome"],
+    [
+        'node["historic"="castle"](area.a);out;',
+        'way["historic"="castle"](area.a);out;',
+        'node["natural"="spring"](area.a);out;',
+        'node["natural"="spring"](area.a);out;',
+        'node["amenity"="cafe"](area.a);out;',
+        'node["amenity"="cafe"](area.a);out;',
+    ],
+    min_count=1,
+)
+AREA_QUERY = '[out:json][timeout:25];{{geocodeArea:"Bonn"}}->.searchArea;(node["natural"="spring"](area.searchArea););out;'
+
+
+def edit(query: str, nl: str, groups: str, example_nl: str = "springs in Paris", aliases=None):
+    ctx = EditContext(info=analyse(nl), example_nl=example_nl, lexicon=LEXICON, aliases=aliases or {})
+    result = apply_edits(query, ctx, EditOptions.parse(groups))
+    assert result is not None
+    text, applied = result
+    overpassql.parse(text)  # every edited query parses
+    return text, applied
+
+
+@pytest.mark.parametrize(
+    ("query", "nl", "expected"),
+    [
+        (AREA_QUERY, "springs in Rio de Janeiro", '{{geocodeArea:"Rio de Janeiro"}}->.searchArea'),
+        ('{{nominatimArea:Bonn}}->.a;node["natural"="spring"](area.a);out;', "springs in Köln", "{{nominatimArea:Köln}}"),
+        ('area["name"="Bonn"]->.a;node["natural"="spring"](area.a);out;', "springs in Köln", 'area["name"="Köln"]'),
+    ],
+)
+def test_area_rename(query, nl, expected):
+    text, applied = edit(query, nl, "area")
+    assert expected in text and applied == ("area",)
+
+
+def test_area_alias_uses_the_dataset_spelling():
+    text, _ = edit(AREA_QUERY, "springs in Germany", "area", aliases={"Germany": "Deutschland"})
+    assert area_names(overpassql.parse(text)) == ["Deutschland"]
+
+
+def test_area_to_view_and_back():
+    text, _ = edit(AREA_QUERY, "springs in the current view", "area")
+    assert "{{bbox}}" in text and "geocodeArea" not in text
+    back, _ = edit(text, "springs in Paris", "area")
+    assert '{{geocodeArea:"Paris"}}->.searchArea' in back and "(area.searchArea)" in back
+
+
+def test_area_untouched_when_request_names_no_place():
+    text, applied = edit(AREA_QUERY, "all springs", "area")
+    assert text == AREA_QUERY and applied == ()
+
+
+def test_tag_replaced_by_the_one_the_request_asks_for():
+    text, applied = edit(AREA_QUERY, "castles in Bonn", "tags")
+    assert '["historic"="castle"]' in text and "spring" not in text and applied == ("tags",)
+
+
+def test_tag_kept_when_the_request_asks_for_it():
+    text, applied = edit(AREA_QUERY, "springs in Bonn", "tags")
+    assert text == AREA_QUERY and applied == ()
+
+
+def test_types_follow_the_request():
+    text, _ = edit(AREA_QUERY, "nodes and ways of springs in Bonn", "types")
+    assert 'node["natural"="spring"](area.searchArea);way["natural"="spring"](area.searchArea);' in text
+    text, _ = edit(text, "ways of springs in Bonn", "types")
+    assert 'node["natural"' not in text and 'way["natural"="spring"]' in text
+
+
+def test_count_and_list():
+    listing = AREA_QUERY[:-len("out;")] + "out;>;out skel qt;"
+    text, _ = edit(listing, "How many springs are in Bonn?", "output")
+    assert text.endswith("out count;") and "skel" not in text
+    back, _ = edit(text, "springs in Bonn", "output")
+    assert back.endswith("out;")
+
+
+def test_numbers_distance_date_user_uid():
+    query = (
+        '[out:json];node["amenity"="cafe"](around:100,50.7,7.1)(newer:"2019-01-01T00:00:00Z")(user:"alice");'
+        "way(uid:42);out;"
+    )
+    nl = 'cafes within 2 km edited since 2020-05-06 by user "bob" and ways of uid 7'
+    text, applied = edit(query, nl, "numbers")
+    assert "around:2000" in text and "2020-05-06T00:00:00Z" in text and '"bob"' in text and "uid:7" in text
+    assert applied == ("numbers",)
+
+
+def test_unparsable_query_is_no_candidate():
+    ctx = EditContext(info=analyse("cafes"), example_nl="x", lexicon=LEXICON)
+    assert apply_edits('node["amenity"="cafe"', ctx, EditOptions()) is None
+
+
+def test_edit_options_spec_round_trip():
+    assert EditOptions.parse("tags,area").spec() == "area,tags"
+    assert EditOptions.parse("all").spec() == "area,tags,types,output,numbers"
+    assert not EditOptions.parse("none").any

@@ -1,0 +1,89 @@
+"""Overpass JSON -> GeoJSON, table, summary and the offline Leaflet map page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+from fakes.servers import payload
+
+from app.geo import element_rows, map_html, summarize, to_geojson, write_geojson
+
+CAFES = json.loads(payload("heidelberg_cafes.json"))
+
+
+def embedded_geojson(fragment: str) -> dict:
+    """The GeoJSON the map page draws, read back out of the iframe's srcdoc."""
+    srcdoc = html.unescape(re.search(r'srcdoc="(.*)"', fragment, re.S).group(1))
+    return json.loads(re.search(r"var data = (.*?);\nvar map", srcdoc, re.S).group(1).replace("<\\/", "</"))
+
+
+def test_ways_and_multipolygons_are_assembled():
+    features = to_geojson(CAFES)["features"]
+    by_id = {(f["properties"]["type"], f["properties"]["id"]): f["geometry"] for f in features}
+    assert set(by_id) == {("node", 240109189), ("node", 268113427), ("way", 48251337), ("relation", 1613720)}
+    assert by_id[("way", 48251337)]["type"] == "Polygon"
+    assert len(by_id[("way", 48251337)]["coordinates"][0]) == 5
+    outer_and_hole = by_id[("relation", 1613720)]
+    assert outer_and_hole["type"] == "MultiPolygon" and len(outer_and_hole["coordinates"][0]) == 2
+    assert by_id[("node", 240109189)]["coordinates"] == [8.7060043, 49.4106512]
+
+
+@pytest.mark.parametrize(
+    "data, n",
+    [
+        ({"elements": []}, 0),
+        ({"elements": [{"type": "count", "id": 0, "tags": {"total": "3"}}]}, 0),
+        ({"elements": [{"type": "way", "id": 5, "center": {"lat": 1.0, "lon": 2.0}, "tags": {}}]}, 1),
+        ({"elements": [{"type": "way", "id": 6, "nodes": [1, 2]}]}, 0),  # nodes missing: nothing to draw
+    ],
+)
+def test_geometry_edge_cases(data, n):
+    assert len(to_geojson(data)["features"]) == n
+
+
+def test_table_puts_tagged_elements_first():
+    rows = element_rows(CAFES)
+    assert [r[2] for r in rows[:4]] == ["Café Frisch", "Café Knösel", "Schlosscafé", "Café im Marstallhof"]
+    assert rows[0][3] == "amenity=cafe; outdoor_seating=yes; cuisine=coffee_shop"
+    assert len(rows) == 17 and len(element_rows(CAFES, limit=3)) == 3
+
+
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("heidelberg_cafes.json", "17 elements (13 node, 3 way, 1 relation) · 4 on the map"),
+        ("count.json", "count: total 15 (nodes 12, ways 3, relations 0)"),
+        ("empty.json", "matched nothing"),
+    ],
+)
+def test_summary(name, words):
+    assert words in summarize(json.loads(payload(name)))
+
+
+def test_map_page_is_self_contained_and_carries_the_features():
+    geojson = to_geojson(CAFES)
+    fragment = map_html(geojson)
+    assert 'data-features="4"' in fragment
+    assert embedded_geojson(fragment) == geojson
+    srcdoc = html.unescape(fragment)
+    # Leaflet itself is inlined: the map draws without internet; only tiles are remote.
+    assert "unpkg.com" not in srcdoc and "L.geoJSON" in srcdoc and "Leaflet" in srcdoc
+    assert re.findall(r"https?://[^\s'\"]+", srcdoc.split("var data")[1]) == ["https://tile.openstreetmap.org/{z}/{x}/{y}.png"]
+
+
+def test_script_breaking_tag_values_are_escaped():
+    data = {"elements": [{"type": "node", "id": 1, "lat": 1.0, "lon": 2.0, "tags": {"name": "</script><b>x"}}]}
+    fragment = map_html(to_geojson(data))
+    assert "</script><b>" not in html.unescape(fragment).split("var data")[1].split(";\nvar map")[0]
+    assert embedded_geojson(fragment)["features"][0]["properties"]["tags"]["name"] == "</script><b>x"
+
+
+def test_write_geojson_is_atomic_and_readable(tmp_path):
+    geojson = to_geojson(CAFES)
+    first, second = write_geojson(geojson, tmp_path), write_geojson(geojson, tmp_path)
+    assert first != second  # concurrent downloads never overwrite each other
+    assert json.loads(first.read_text(encoding="utf-8")) == geojson
+    assert not list(tmp_path.glob(".geojson-*"))  # no temporary files left behind

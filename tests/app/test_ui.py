@@ -1,0 +1,197 @@
+"""The demo: DemoService logic, and the Gradio app launched for real and driven with gradio_client."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+
+import pytest
+from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
+from fakes.servers import FakeNominatim, FakeOverpass, json_reply, parse_error, payload
+from test_geo import embedded_geojson
+
+from app.backends.base import Backend, BackendError, GenerationRequest
+from app.geo import to_geojson
+from app.ui import DemoConfig, DemoService, build_app, launch
+from eval.dataset import load_split
+
+# Real dev requests whose gold queries use {{bbox}}: the map box decides what runs.
+DEV = [e for e in load_split("dev") if "{{bbox}}" in e.query and "{{bbox=" not in e.query][:5]
+CAFES = json.loads(payload("heidelberg_cafes.json"))
+
+
+class LookupBackend(Backend):
+    """A backend without a model: answers requests it knows with their gold query."""
+
+    name = "lookup"
+    needs_prompt = False
+
+    def __init__(self, table: dict[str, str]):
+        self.table = table
+        self.calls = 0
+
+    def generate(self, request: GenerationRequest) -> list[str]:
+        self.calls += 1
+        if request.nl not in self.table:
+            raise BackendError(f"no query known for {request.nl!r}: add it to the table")
+        return [self.table[request.nl]]
+
+
+def make_service(overpass, nominatim, tmp_path, backend=None) -> DemoService:
+    config = DemoConfig(overpass_url=overpass.url, nominatim_url=nominatim.url, cache_dir=str(tmp_path))
+    return DemoService(config, backend=backend or LookupBackend({e.nl: e.query for e in DEV}))
+
+
+# ---------------------------------------------------------------- DemoService
+
+
+def test_compile_shows_query_tags_examples_backend_and_timings(fake_overpass, fake_nominatim, tmp_path):
+    view = make_service(fake_overpass, fake_nominatim, tmp_path).compile(DEV[0].nl)
+    assert view.query and "{{bbox}}" in view.query
+    assert "backend:" in view.info and "timings:" in view.info
+    assert view.status.startswith("Compiled")
+
+
+@pytest.mark.parametrize(
+    "request_text, words",
+    [("", "Type a request first"), ("   ", "Type a request first"), ("something unknown", "Could not compile")],
+)
+def test_compile_failures_are_sentences(fake_overpass, fake_nominatim, tmp_path, request_text, words):
+    view = make_service(fake_overpass, fake_nominatim, tmp_path).compile(request_text)
+    assert words in view.status and "Traceback" not in view.status
+    assert view.query is None  # the code box keeps what it had
+
+
+@pytest.mark.parametrize(
+    "query, bbox, words",
+    [
+        ("", None, "no query to run"),
+        ("nod(1);out;", None, "not valid Overpass QL"),
+        ("node({{bbox}});out;", "1,2,3", "map box"),
+        ("{{geocodeArea:Atlantis}}->.a;node(area.a);out;", None, "no place named 'Atlantis'"),
+    ],
+)
+def test_run_failures_are_sentences(fake_overpass, fake_nominatim, tmp_path, query, bbox, words):
+    fake_overpass.add("nod(", parse_error())
+    view = make_service(fake_overpass, fake_nominatim, tmp_path).run(query, bbox)
+    assert words in view.status and "Traceback" not in view.status
+    assert view.rows == [] and view.geojson_path is None
+
+
+def test_run_draws_result(fake_overpass, fake_nominatim, tmp_path):
+    fake_overpass.default = json_reply("heidelberg_cafes.json")
+    view = make_service(fake_overpass, fake_nominatim, tmp_path).run("node[amenity=cafe]({{bbox}});out;", "49.4,8.6,49.5,8.8")
+    assert embedded_geojson(view.map) == to_geojson(CAFES)
+    assert json.loads(Path(view.geojson_path).read_text(encoding="utf-8")) == to_geojson(CAFES)
+    assert "17 elements" in view.summary and len(view.rows) == 17
+    assert fake_overpass.queries() == ["[out:json][timeout:300];node[amenity=cafe](49.4,8.6,49.5,8.8);out;"]
+
+
+# ---------------------------------------------------------------- the app over HTTP
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def running_app(tmp_path_factory):
+    """The real Gradio app on 127.0.0.1 with loopback Overpass/Nominatim behind it."""
+    from gradio_client import Client
+
+    overpass, nominatim = FakeOverpass().start(), FakeNominatim().start()
+    overpass.default = json_reply("heidelberg_cafes.json", delay_s=0.2)  # slow enough that requests overlap
+    overpass.add("nod(", parse_error())
+    service = make_service(overpass, nominatim, tmp_path_factory.mktemp("ui-cache"))
+    port = free_port()
+    demo = launch(service, port=port, block=False)
+    try:
+        yield {"client": Client(f"http://127.0.0.1:{port}/", verbose=False), "service": service,
+               "overpass": overpass, "demo": demo, "url": f"http://127.0.0.1:{port}/"}
+    finally:
+        demo.close()
+        overpass.stop()
+        nominatim.stop()
+
+
+def test_compile_and_run_over_http(running_app):
+    client, overpass = running_app["client"], running_app["overpass"]
+    query, tags, examples, info, map_fragment, table, summary, geojson_file, status = client.predict(
+        DEV[0].nl, "49.40,8.68,49.41,8.69", api_name="/compile_and_run"
+    )
+    assert "{{bbox}}" in query
+    assert embedded_geojson(map_fragment) == to_geojson(CAFES)
+    assert table["headers"] == ["type", "id", "name", "tags"] and len(table["data"]) == 17
+    assert "17 elements" in summary and "4 on the map" in summary
+    assert json.loads(Path(geojson_file).read_text(encoding="utf-8"))["features"] == to_geojson(CAFES)["features"]
+    assert "49.40,8.68,49.41,8.69" in overpass.queries()[-1]
+    assert "Compiled" in status and "Ran on" in status
+
+
+def test_edit_and_rerun_over_http(running_app):
+    client, overpass = running_app["client"], running_app["overpass"]
+    compiled = client.predict(DEV[1].nl, api_name="/compile")
+    edited = compiled[0] + " // edited by hand"
+    map_fragment, table, summary, geojson_file, status = client.predict(edited, "49.40,8.68,49.41,8.70", api_name="/run")
+    assert overpass.queries()[-1].endswith("// edited by hand")
+    assert embedded_geojson(map_fragment)["features"]
+    bad = client.predict("nod(1);out;", "49.40,8.68,49.41,8.70", api_name="/run")
+    assert "not valid Overpass QL" in bad[-1] and 'Unknown type "nod"' in bad[-1]
+    assert bad[1]["data"] == [] and bad[3] is None
+
+
+def test_request_is_never_an_output(running_app):
+    # A failing call can never clear what the user typed: only picking an example writes the request box.
+    demo = running_app["demo"]
+    request_id = next(c["id"] for c in demo.config["components"] if c.get("props", {}).get("elem_id") == "request")
+    writers = {dep["api_name"] for dep in demo.config["dependencies"] if request_id in dep["outputs"]}
+    assert writers == {"load_example"}
+
+
+def test_twenty_simultaneous_requests_all_answer(running_app):
+    client, overpass, service = running_app["client"], running_app["overpass"], running_app["service"]
+    before = len(overpass.queries())
+    boxes = [f"49.{i:02d},8.60,49.{i + 1:02d},8.70" for i in range(20)]
+    jobs = [client.submit(DEV[i % len(DEV)].nl, box, api_name="/compile_and_run") for i, box in enumerate(boxes)]
+    try:
+        results = [job.result(timeout=180) for job in jobs]
+    except FutureTimeout:  # pragma: no cover - reported as a failure with context
+        pytest.fail(f"only {sum(j.done() for j in jobs)} of 20 requests answered in time")
+    for box, result in zip(boxes, results):
+        summary, status = result[6], result[8]
+        assert "17 elements" in summary, status
+        assert len(embedded_geojson(result[4])["features"]) == 4
+    received = overpass.queries()[before:]
+    assert len(received) == 20 and all(any(b in q for q in received) for b in boxes)
+    cache = Path(service.client.config.cache_dir) / "overpass_cache.sqlite"
+    with sqlite3.connect(cache) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        keys = [k for (k,) in conn.execute("SELECT key FROM results")]
+    assert sum(any(b in k for k in keys) for b in boxes) == 20
+
+
+def test_bad_config_names_the_fix():
+    with pytest.raises(ValueError, match="must start with http"):
+        DemoConfig(overpass_url="localhost:12346/api/interpreter")
+    with pytest.raises(ValueError, match="south,west,north,east"):
+        DemoConfig(default_bbox="Heidelberg")
+
+
+def test_missing_backend_is_reported_in_words(fake_overpass, fake_nominatim, tmp_path):
+    class Broken(LookupBackend):
+        def generate(self, request):
+            raise BackendError("model directory /nowhere is missing: run `geoql cpu train`")
+
+    view = make_service(fake_overpass, fake_nominatim, tmp_path, backend=Broken({})).compile("bars")
+    assert "geoql cpu train" in view.status
+
+
+def test_build_app_does_not_need_a_server(fake_overpass, fake_nominatim, tmp_path):
+    demo = build_app(make_service(fake_overpass, fake_nominatim, tmp_path))
+    names = {dep.get("api_name") for dep in demo.config["dependencies"]}
+    assert {"compile", "run", "compile_and_run"} <= names
