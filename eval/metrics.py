@@ -136,7 +136,8 @@ def default_xml_source(query: str) -> tuple[str, list[str]]:
 def _char_ngrams(text: str) -> tuple[frozenset, ...]:
     """Character n-grams of orders 1..6, one set per order.
 
-    A gram's first occurrence is the gram itself, its k-th one ``(gram, k)``:
+    A gram's first occurrence is the gram itself, its k-th one ``gram + "\\x00" + str(k)``
+    (longer than any order-n gram, so no key of one kind equals one of the other):
     that turns the clipped match count sum(min(h, r)) into the size of a set
     intersection, which runs in C; this is what makes n² chrF calls cheap.
     """
@@ -148,7 +149,9 @@ def _char_ngrams(text: str) -> tuple[frozenset, ...]:
         counts = Counter(grams)
         if len(counts) != len(grams):
             grams = list(counts)
-            grams += [(g, k) for g, m in counts.items() if m > 1 for k in range(2, m + 1)]
+            # str keys, not (gram, k) tuples: tuples are GC-tracked, and the
+            # collector's passes over them cost more than building them
+            grams += [f"{g}\x00{k}" for g, m in counts.items() if m > 1 for k in range(2, m + 1)]
         orders.append(frozenset(grams))
     return tuple(orders)
 

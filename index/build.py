@@ -81,7 +81,7 @@ def build_index(config: IndexConfig) -> Path:
     from tqdm import tqdm
 
     from eval.dataset import load_split
-    from retrieval.embedding import encode, resolve_model
+    from retrieval.embedding import encode
 
     from . import schema as schema_source
     from . import taginfo as taginfo_source
@@ -130,8 +130,8 @@ def build_index(config: IndexConfig) -> Path:
         _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
 
         steps.set_postfix_str(f"embedding {len(surfaces) + len(examples)} texts")
-        surface_vecs = encode(config.embedding_model, [t for _, _, t in surfaces], batch_size=config.batch_size, progress=config.progress)
         example_vecs = encode(config.embedding_model, [e.nl for e in examples], batch_size=config.batch_size, progress=config.progress)
+        surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs)
         _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
         _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
         steps.update()
@@ -150,6 +150,22 @@ def build_index(config: IndexConfig) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):
+    """Embed the tag surfaces; training phrases reuse their example's vector (a third of the work)."""
+    import numpy as np
+
+    from retrieval.embedding import encode
+
+    row_of = {e.nl: i for i, e in enumerate(examples)}
+    todo = sorted({t for _, _, t in surfaces if t not in row_of})
+    fresh = encode(config.embedding_model, todo, batch_size=config.batch_size, progress=config.progress)
+    fresh_of = {t: i for i, t in enumerate(todo)}
+    out = np.empty((len(surfaces), example_vecs.shape[1]), dtype="float32")
+    for j, (_, _, text) in enumerate(surfaces):
+        out[j] = example_vecs[row_of[text]] if text in row_of else fresh[fresh_of[text]]
+    return out
 
 
 def _swap_into_place(staging: Path, out_dir: Path) -> None:

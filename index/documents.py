@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from retrieval.gold import is_free_text_key, query_tags, tag_id
+from retrieval.text import split_value
 
 # Schema field types whose values are free text: indexed as key=*.
 FREE_TEXT_FIELD_TYPES = frozenset(
@@ -159,9 +160,10 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
                 if doc is None:
                     continue
                 doc.schema_refs += 1
-                title = _label(tr_options.get(opt)) or opt.replace("_", " ")
-                # "Pizza" alone is ambiguous; "Pizza (Cuisines)" names the key too.
-                tags.add_unique(doc.names, f"{title} ({label})" if label else title)
+                title = _label(tr_options.get(opt)) or split_value(opt)
+                # "Pizza" alone is ambiguous and field labels are often just "Type":
+                # "Pizza (cuisine)" names the key.
+                tags.add_unique(doc.names, f"{title} ({split_value(key)})")
     for row in schema.deprecated:
         old, new = row.get("old") or {}, row.get("replace") or {}
         replacements = [tag_id(k, None if v == "*" else v) for k, v in new.items() if "$1" not in str(v)]

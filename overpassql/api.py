@@ -91,6 +91,8 @@ def dump(script: A.Script) -> str:
 def tag_filters(text_or_script: Union[str, A.Script]) -> list[A.Tag]:
     """The tag filters of the query statements, in source order (not ``if:`` tags)."""
     script = text_or_script
+    if not isinstance(script, (str, A.Script)):
+        raise TypeError(f"tag_filters() needs a str or Script, got {type(script).__name__}")
     if isinstance(script, str):
         script = parse(script, collect_errors=True)
     return [node for node in A.walk(script) if isinstance(node, A.Tag)]

@@ -261,11 +261,13 @@ class Block:
 
 @dataclass
 class Placeholder:
-    """An overpass-turbo placeholder used as a statement (``{{geocodeArea:X}}->.a``)."""
+    """An overpass-turbo placeholder used as a statement (``{{geocodeArea:X}}->.a``);
+    ``definition`` marks a user shortcut ``{{name=value}}`` (no ``;`` after it)."""
 
     text: str
     into: str = "_"
     line: int = 0
+    definition: bool = False
 
 
 @dataclass

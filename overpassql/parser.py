@@ -8,13 +8,13 @@ parser reproduces the same recovery, message texts and line numbers.
 
 from __future__ import annotations
 
+import re
 import sys
+from bisect import bisect_right
 from typing import Optional
 
 from . import ast as A
 from .errors import Diagnostic, ParseError
-from bisect import bisect_right
-
 from .tokens import end_line, kind_of, line_starts, scan
 
 QUERY_TYPES = {"node", "way", "relation", "area", "nwr", "nw", "wr", "nr", "derived"}
@@ -59,6 +59,9 @@ def decode_string(token: str) -> str:
     return "".join(out)
 
 
+_DEFINITION = re.compile(r"\{\{[^}:]+?=[\s\S]*\}\}")
+
+
 def _json_escape(text: str) -> str:
     return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
             .replace("\t", "\\t"))
@@ -85,6 +88,7 @@ class Parser:
             text = text + "\n\n"
         self.text = text
         self.turbo = turbo
+        self.converter = converter
         self.texts, self.starts = scan(text, turbo=turbo)
         self.n = len(self.texts)
         self.i = 0
@@ -210,8 +214,10 @@ class Parser:
         return script
 
     def _end_statement(self, stmt) -> None:
-        # Blocks end with their closing brace; a ';' after them is optional.
-        if isinstance(stmt, A.Block) and stmt.keyword != "timeline":
+        # Blocks end with their closing brace, turbo definitions stand alone; a ';'
+        # after them is optional.
+        if (isinstance(stmt, A.Block) and stmt.keyword != "timeline") or (
+                isinstance(stmt, A.Placeholder) and stmt.definition):
             if self.good and self.cur == ";":
                 self.advance()
             return
@@ -238,6 +244,8 @@ class Parser:
                 self.clear_until_after("]")
             else:
                 self.advance()
+        elif key == "bbox" and self.turbo and value.startswith("{{"):
+            self.clear_until_after("]")
         elif key == "bbox":
             self.clear_until_after(",", "]", after=False)
             for last in (False, False, True):
@@ -264,6 +272,7 @@ class Parser:
         """``csv(field,...[;header[;separator]])`` -> the config text Overpass dumps."""
         fields: list[str] = []
         header = separator = None
+        start = self.i
         self.clear_until_after("(")
         while self.good:
             if self.cur == "::":
@@ -285,6 +294,9 @@ class Parser:
                 self.advance()
                 separator = _json_escape(self.text_token("Separator"))
         self.clear_until_after(")")
+        if not self.converter:
+            # parse() keeps the field list as written, so dump() gives it back unchanged
+            return "".join(self.texts[start:self.i])
         config = "(" + ",".join(fields)
         if header in ("true", "false"):
             config += ";" + header
@@ -341,6 +353,8 @@ class Parser:
         line = self.line
         text = self.cur
         self.advance()
+        if _DEFINITION.fullmatch(text):
+            return A.Placeholder(text, line=line, definition=True)
         return A.Placeholder(text, self.probe_into(), line=line)
 
     def _collect_body(self, depth: int, open_: str, close: str) -> list:
@@ -412,7 +426,13 @@ class Parser:
         out = A.Out(set=set_name, line=line)
         while self.good and self.cur != ";":
             tok = self.cur
-            if tok == "(":
+            if tok == "(" and self.turbo and self.i + 1 < self.n and \
+                    kind_of(self.texts[self.i + 1], True) == "placeholder":
+                self.advance()
+                out.bbox = (self.cur,)
+                self.advance()
+                self.clear_until_after(")", after=False)
+            elif tok == "(":
                 self.advance()
                 s = self.text_token("Number")
                 self.clear_until_after(",")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from . import ast as A
 from .errors import SerializationError
+
+
+_NON_ASCII_RANGE = re.compile(r"\[[^\]]*(?:[^\x00-\x7f]-|-[^\x00-\x7f\]])")
 
 
 def quote(value: str) -> str:
@@ -30,20 +34,34 @@ class Dumper:
 
     # ---------------------------------------------------------------- script
     def _dump_Script(self, script: A.Script) -> str:
-        head = "".join(self.dump(s) for s in script.settings)
+        self.global_bbox = any(s.key == "bbox" for s in script.settings)
+        settings = script.settings
+        if self.converter:
+            # The converter prints the settings in the order of their XML attributes.
+            order = {"bbox": 0, "maxsize": 1, "out": 2, "timeout": 3, "date": 4}
+
+            def rank(s: A.Setting) -> int:
+                if s.key == "out" and s.value not in ("xml", "json", "csv", "custom", "popup"):
+                    return 6  # an unknown output format is printed last
+                return order.get(s.key, 5)
+            settings = sorted(settings, key=rank)
+        head = "".join(self.dump(s) for s in settings)
         parts = [head + ";"] if script.settings else []
         for st in script.statements:
             text = self.dump(st)
-            parts.append(text if isinstance(st, A.Block) else text + ";")
+            if isinstance(st, A.Placeholder) and st.definition:
+                parts.append(" " + text)  # the dataset writes "...; {{bbox=...}}"
+            else:
+                parts.append(text if isinstance(st, A.Block) else text + ";")
         return "".join(parts)
 
     def _dump_Setting(self, s: A.Setting) -> str:
         if s.key == "out" and s.config is not None:
             return f"[out:{s.value}{s.config}]"
         if s.key in ("date", "diff", "adiff"):
-            value = _maybe_placeholder(s.value)
+            value = quote(s.value)
             if s.extra is not None:
-                value += "," + _maybe_placeholder(s.extra)
+                value += "," + quote(s.extra)
             return f"[{s.key}:{value}]"
         return f"[{s.key}:{s.value}]"
 
@@ -52,9 +70,10 @@ class Dumper:
     def _into(into: str) -> str:
         return "" if into == "_" else "->." + into
 
-    @staticmethod
-    def _from(set_name: Optional[str]) -> str:
-        return "" if set_name is None else "." + set_name + " "
+    def _from(self, set_name: Optional[str]) -> str:
+        if set_name is None or (self.converter and set_name == "_"):
+            return ""
+        return "." + set_name + " "
 
     def __init__(self, converter: bool = False):
         # converter=True: reproduce --dump-compact-ql (its canonical order and quirks).
@@ -68,7 +87,10 @@ class Dumper:
 
     def _dump_Difference(self, st: A.Difference) -> str:
         first, rest = st.body[:1], st.body[1:]
-        return ("(" + self._body(first) + "-" + self._body(rest) + ")" + self._into(st.into))
+        tail = self._body(rest)
+        # "-." would read back as one token (a number), so dump() keeps them apart
+        minus = "- " if tail.startswith(".") and not self.converter else "-"
+        return "(" + self._body(first) + minus + tail + ")" + self._into(st.into)
 
     def _dump_Item(self, st: A.Item) -> str:
         return "." + st.set + self._into(st.into)
@@ -83,7 +105,7 @@ class Dumper:
         words = ["out"] + (_canonical_out(st.options) if self.converter else list(st.options))
         text = " ".join(words)
         if st.bbox is not None:
-            text += ("" if self.converter else " ") + "(" + ",".join(st.bbox) + ")"
+            text += "(" + ",".join(st.bbox) + ")"
         return self._from(st.set) + text
 
     def _dump_IsIn(self, st: A.IsIn) -> str:
@@ -106,7 +128,12 @@ class Dumper:
         text += self._into(st.into)
         if st.arg is not None:
             text += "(" + expr_to_ql(st.arg, self.converter) + ")"
-        text += "{" + self._body(st.body) + "}"
+        if self.converter and st.keyword == "if":
+            # --dump-compact-ql ends each statement of an if branch with ";;"
+            text += "{" + "".join(self.dump(b) + ("" if isinstance(b, A.Block) else ";;")
+                                  for b in st.body) + "}"
+        else:
+            text += "{" + self._body(st.body) + "}"
         if st.else_body is not None:
             text += "else{" + self._body(st.else_body) + "}"
         return text
@@ -115,7 +142,10 @@ class Dumper:
         sets = [f for f in st.filters if isinstance(f, A.SetFilter) and f.prefix]
         tags = [f for f in st.filters if isinstance(f, (A.Tag, A.SetFilter)) and not any(f is x for x in sets)]
         others = [f for f in st.filters if not isinstance(f, (A.Tag, A.SetFilter))]
-        return st.type + "".join(self.dump(f) for f in sets + tags + others) + self._into(st.into)
+        qtype = st.type
+        if self.converter and qtype == "nw":
+            qtype = "nwr"  # what --dump-compact-ql of 0.7.62 prints for nw
+        return qtype + "".join(self.dump(f) for f in sets + tags + others) + self._into(st.into)
 
     # --------------------------------------------------------------- filters
     def _dump_SetFilter(self, f: A.SetFilter) -> str:
@@ -126,7 +156,10 @@ class Dumper:
         if f.op == "exists":
             return f"[{key}]"
         if f.op == "not_exists":
-            return f"[!{key}]"
+            return f'[{key}!~".*"]' if self.converter else f"[!{key}]"
+        if self.converter and f.op in ("~", "!~") and _NON_ASCII_RANGE.search(f.value):
+            # Overpass' byte-wise regex cannot hold such a range; the dump drops the value.
+            return f"[{key}]"
         return f"[{key}{f.op}{quote(f.value)}{',i' if f.case_insensitive else ''}]"
 
     def _dump_BBox(self, f: A.BBox) -> str:
@@ -140,7 +173,11 @@ class Dumper:
 
     def _dump_Around(self, f: A.Around) -> str:
         head = "around" + ("." + f.set if f.set is not None else "")
-        return "(" + head + ":" + ",".join([f.radius] + f.coords) + ")"
+        values = [f.radius] + f.coords
+        if self.converter:
+            from .lower import format_double
+            values = [format_double(v) for v in values]
+        return "(" + head + ":" + ",".join(values) + ")"
 
     def _dump_AreaFilter(self, f: A.AreaFilter) -> str:
         return ("(area" + ("." + f.set if f.set is not None else "")
@@ -164,7 +201,8 @@ class Dumper:
     def _dump_Changed(self, f: A.Changed) -> str:
         if f.since is None:
             return "(changed)"
-        dates = [quote(f.since)] + ([quote(f.until)] if f.until is not None else [])
+        until = f.until if f.until is not None else (f.since if self.converter else None)
+        dates = [quote(f.since)] + ([quote(until)] if until is not None else [])
         return "(changed:" + ",".join(dates) + ")"
 
     def _dump_RecurseFilter(self, f: A.RecurseFilter) -> str:
@@ -177,7 +215,7 @@ class Dumper:
         return "(if:" + (expr_to_ql(f.expr, self.converter) if f.expr is not None else "") + ")"
 
 
-_NO_ARG_WITH_EMPTY = {"version", "user", "uid", "timestamp", "changeset", "type", "id"}
+_NO_ARG_WITH_EMPTY = {"version", "user", "uid", "timestamp", "changeset", "geom"}
 _OUT_MODES = ("ids", "skel", "body", "tags", "meta", "quirks", "count")
 
 
@@ -194,13 +232,85 @@ def _canonical_out(options: list[str]) -> list[str]:
             limit = opt
     words = [mode] if mode not in (None, "body") else []
     words += ["qt"] if order == "qt" else []
-    words += [geom] if geom else []
     words += [limit] if limit else []
+    words += [geom] if geom else []
     return words
+
+
+_PRIO = {",": 1, "=": 2, "?": 3, ":": 4, "||": 5, "&&": 6, "==": 7, "!=": 7, "<": 8, "<=": 8,
+         ">": 8, ">=": 8, "+": 10, "-": 10, "*": 11, "/": 11, "%": 11, ".": 12, "!": 13}
+
+
+def _comma_operands(e: A.Expr) -> list:
+    if e is not None and e.token == ",":
+        return _comma_operands(e.lhs) + _comma_operands(e.rhs)
+    return [e]
+
+
+def _converter_expr(e: Optional[A.Expr]) -> str:
+    """An evaluator as --dump-compact-ql prints it: its own parentheses, double quotes."""
+    if e is None:
+        return ""
+    while e.token == "(" and e.lhs is None and e.rhs is not None:
+        e = e.rhs
+    tok = e.token
+    # Shapes Overpass cannot turn into an evaluator print as their bare token.
+    if tok == "!" and e.lhs is not None:
+        return "!"
+    if tok == "[" and (e.lhs is None or e.lhs.token != "t"):
+        return "["
+    if tok in ("(", "[", "{"):
+        close = {"(": ")", "[": "]", "{": "}"}[tok]
+        if tok == "[" and e.lhs is not None and e.lhs.token == "t":
+            return "t[" + '"' + _converter_expr(e.rhs) + '"' + "]"
+        inner = _converter_expr(e.rhs)
+        if tok == "(" and e.lhs is not None and e.rhs is not None and e.rhs.token == ",":
+            # the converter prints function arguments without separators
+            inner = "".join(_converter_expr(a) for a in _comma_operands(e.rhs))
+        if tok == "(" and e.lhs is not None:
+            name = e.lhs.token
+            if e.rhs is None and name in _NO_ARG_WITH_EMPTY:
+                inner = '""'
+            elif name == "count" and inner == "nodes":
+                inner = "node"
+        return _converter_expr(e.lhs) + tok + inner + close
+    if e.lhs is None and e.rhs is None:
+        if tok[:1] in ("'", '"'):
+            from .parser import decode_string
+            return quote(decode_string(tok))
+        return tok
+    if tok == "=" and e.lhs is not None:
+        key = e.lhs
+        if key.token == "::":
+            name = "" if key.rhs is None or key.rhs.token != "geom" else "geom"
+            return "::" + name + "=" + _converter_expr(e.rhs)
+        text = key.token
+        if text[:1] in ("'", '"'):
+            from .parser import decode_string
+            text = decode_string(text)
+        return text + "=" + _converter_expr(e.rhs)
+    prio = _PRIO.get(tok, 14)
+
+    def side(child: Optional[A.Expr], right: bool) -> str:
+        text = _converter_expr(child)
+        if child is None:
+            return text
+        c = child
+        while c.token == "(" and c.lhs is None and c.rhs is not None:
+            c = c.rhs
+        cprio = _PRIO.get(c.token, 99) if (c.lhs is not None or c.rhs is not None) \
+            and c.token not in ("(", "[", "{") else 99
+        if cprio < prio or (right and cprio == prio and tok not in ("?", ":")):
+            return "(" + text + ")"
+        return text
+
+    return side(e.lhs, False) + tok + side(e.rhs, True)
 
 
 def expr_to_ql(e: Optional[A.Expr], converter: bool = False) -> str:
     """An operator tree back to compact text (brackets written by the user are nodes)."""
+    if converter:
+        return _converter_expr(e)
     if e is None:
         return ""
     if e.token in ("(", "[", "{"):
@@ -227,5 +337,88 @@ def dump_script(script: A.Script) -> str:
 
 
 def element_to_ql(root, pretty: bool = False) -> str:
-    """The converter's compact QL, rebuilt from the AST behind ``root``."""
+    """The converter's compact (or pretty) QL, rebuilt from the AST behind ``root``."""
+    if pretty:
+        return PrettyDumper().script(root.src)
     return Dumper(converter=True).dump(root.src)
+
+
+class PrettyDumper(Dumper):
+    """--dump-pretty-ql: one clause a line, two spaces per level; closing brackets of
+    groups and blocks start at column 0, as Overpass 0.7.62 prints them."""
+
+    def __init__(self):
+        super().__init__(converter=True)
+
+    def script(self, script: A.Script) -> str:
+        self.global_bbox = any(s.key == "bbox" for s in script.settings)
+        lines: list[str] = []
+        if script.settings:
+            compact = Dumper(converter=True)
+            head = compact.dump(A.Script(settings=script.settings))
+            lines += [s + "]" for s in head[:-1].split("]") if s] + [";"]
+        for st in script.statements:
+            lines += self.statement(st, 0, ";")
+        return "\n".join(lines)
+
+    def statement(self, st, level: int, end: str) -> list[str]:
+        pad = "  " * level
+        if isinstance(st, A.Query):
+            return self._query(st, pad, end)
+        if isinstance(st, (A.Union_, A.Difference)):
+            lines = [pad + "("]
+            for k, child in enumerate(st.body):
+                if isinstance(st, A.Difference) and k == 1:
+                    lines.append(pad + "  -")
+                lines += self.statement(child, level + 1, ";")
+            return lines + [")" + self._into(st.into) + end]
+        if isinstance(st, A.Make):
+            head = pad + self._from(st.set) + st.keyword + " " + st.type
+            items = [expr_to_ql(e, True) for tree in st.assignments for e in _comma_operands(tree)]
+            if not items:
+                return [head + self._into(st.into) + end]
+            body = [pad + "  " + item + "," for item in items]
+            body[-1] = body[-1][:-1] + self._into(st.into) + end
+            return [head] + body
+        if isinstance(st, A.Block):
+            return self._block(st, level, pad)
+        return [pad + self.dump(st) + end]
+
+    def _query(self, st: A.Query, pad: str, end: str) -> list[str]:
+        sets = [f for f in st.filters if isinstance(f, A.SetFilter) and f.prefix]
+        tags = [f for f in st.filters if isinstance(f, (A.Tag, A.SetFilter))
+                and not any(f is x for x in sets)]
+        others = [f for f in st.filters if not isinstance(f, (A.Tag, A.SetFilter))]
+        qtype = "nwr" if st.type == "nw" else st.type
+        while tags and isinstance(tags[0], A.SetFilter):  # ".a.b" stays on the type's line
+            sets.append(tags.pop(0))
+        head = pad + qtype + "".join(self.dump(f) for f in sets)
+        rest = [self.dump(f) for f in tags + others]
+        if len(rest) <= 1:
+            return [head + "".join(rest) + self._into(st.into) + end]
+        lines = [head] + [pad + "  " + r for r in rest]
+        if st.into != "_":
+            lines.append(pad + "  " + self._into(st.into))
+        lines[-1] += end
+        return lines
+
+    def _block(self, st: A.Block, level: int, pad: str) -> list[str]:
+        kw = st.keyword
+        head = kw + ("." + st.set if st.set is not None else "") + self._into(st.into)
+        arg = "(" + expr_to_ql(st.arg, True) + ")" if st.arg is not None else ""
+        stmt_end = ";;" if kw == "if" else ";"
+        if kw in ("if", "retro"):
+            lines = [pad + head + " " + arg, pad + "{"]
+        else:
+            lines = [pad + head + arg + "{"]
+        for child in st.body:
+            lines += self.statement(child, level + 1, stmt_end)
+        # if/retro close at their own indent, the other blocks at column 0
+        close = pad + "}" if kw in ("if", "retro") else "}"
+        lines.append(close)
+        if st.else_body is not None:
+            lines += [pad + "else", pad + "{"]
+            for child in st.else_body:
+                lines += self.statement(child, level + 1, ";")
+            lines.append(close)
+        return lines

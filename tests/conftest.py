@@ -30,3 +30,4 @@ def reference_rows(name: str) -> tuple[dict, ...]:
 @pytest.fixture(scope="session")
 def overpassnl_dir() -> Path:
     return data_dir()
+pytest_plugins = ["fixtures_index"]

@@ -148,6 +148,18 @@ class CheckReport:
         lines.append(f"{self.pairs} perturbed pairs from {self.golds} gold queries")
         return "\n".join(lines)
 
+    def kinds_table(self) -> str:
+        """Mean reward per perturbation kind (one column per reward)."""
+        checks = {c.reward: c for c in self.checks}  # by_kind does not depend on the target
+        kinds = sorted({k for c in checks.values() for k in c.by_kind})
+        lines = [f"{'perturbation':<14}" + "".join(f"{name:>10}" for name in checks)]
+        for kind in kinds:
+            cells = "".join(
+                f"{checks[n].by_kind[kind]:>10.3f}" if kind in checks[n].by_kind else f"{'-':>10}" for n in checks
+            )
+            lines.append(f"{kind:<14}{cells}")
+        return "\n".join(lines)
+
 
 def check_rewards(
     golds: list[str],

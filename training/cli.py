@@ -152,6 +152,8 @@ def cmd_check_rewards(args) -> int:
     report = check_rewards([examples[i].query for i in picked], rewards, seed=args.seed,
                            bboxes=[examples[i].bbox for i in picked])
     print(report.table())
+    print()
+    print(report.kinds_table())
     if not report.ok:
         print("a reward does not reproduce its official metric: fix training/rewards.py before training", file=sys.stderr)
         return 1

@@ -234,6 +234,9 @@ class GRPORecipe:
     scale_rewards: str = _help("group, batch or none.", "group")
     use_vllm: bool = _help("Generate rollouts with vLLM (colocate mode) when it is installed.", False)
     vllm_gpu_memory_utilization: float = _help("Share of GPU memory vLLM may take in colocate mode.", 0.35)
+    vllm_max_model_length: int = _help(
+        "Context vLLM reserves per sequence (prompt + completion); Qwen3's 256k default does not fit beside training.", 4096
+    )
     seeds: list[int] = _help("One run per seed; report mean and spread over them (>= 3 to tell a gain from noise).", factory=lambda: [0, 1, 2])
     overpass_url: str | None = _help("Overpass API endpoint for the execution reward; empty = the reward returns None.", None)
     overpass_cache_dir: str | None = _help("Cache of Overpass answers (shared across runs).", None)
@@ -268,6 +271,11 @@ class GRPORecipe:
             )
         if self.temperature <= 0:
             raise ConfigError("temperature must be > 0 for rollouts (greedy groups have no variance); try 0.7")
+        if self.vllm_max_model_length < self.max_completion_length + 512:
+            raise ConfigError(
+                f"vllm_max_model_length {self.vllm_max_model_length} leaves no room for a prompt next to "
+                f"max_completion_length {self.max_completion_length}; use 4096"
+            )
         if not self.seeds:
             raise ConfigError("seeds is empty; give at least one seed (the recipe uses [0, 1, 2])")
         if len(set(self.seeds)) != len(self.seeds):

@@ -83,6 +83,27 @@ def prompt_for(nl: str, retrievers: Retrievers, cfg: DataConfig, exclude: Iterab
     return retrieval.build_prompt(nl, tags, examples), tags, examples
 
 
+def queries_by_form(train) -> dict[str, list[int]]:
+    """Training indices grouped by their query's exact-match normal form."""
+    from eval.metrics import normalize_for_em
+
+    groups: dict[str, list[int]] = {}
+    for ex in train:
+        groups.setdefault(normalize_for_em(ex.query), []).append(ex.index)
+    return groups
+
+
+def leave_out(ex, same_query: dict[str, list[int]]) -> tuple[int, ...]:
+    """Training indices a request must not retrieve: itself and its twins.
+
+    Identical queries occur more than once in the training split; excluding the
+    index alone would still let a row retrieve its own answer through a twin.
+    """
+    from eval.metrics import normalize_for_em
+
+    return tuple(sorted(set(same_query.get(normalize_for_em(ex.query), ())) | {ex.index}))
+
+
 def _tag_lines(query: str) -> list[str]:
     """The gold query's positive tag filters as ``key=value`` / ``key`` lines (deduplicated)."""
     import overpassql
@@ -155,16 +176,11 @@ def build_rows(
     grpo: list[dict] = []
     recalls: list[float] = []
     tag_pick = set(rng.sample(order, k=int(round(len(order) * cfg.tag_grounding_fraction)))) if cfg.tag_grounding else set()
-    # Identical requests occur more than once in the training split; excluding the
-    # index alone would still let a row retrieve its own answer through a twin.
-    same_query: dict[str, list[int]] = {}
-    for ex in train:
-        same_query.setdefault(normalize_for_em(ex.query), []).append(ex.index)
+    same_query = queries_by_form(train)
 
     for i in tqdm(order, desc="training prompts", disable=not progress):
         ex = train[i]
-        twins = same_query.get(normalize_for_em(ex.query), [ex.index])
-        exclude = sorted(set(twins) | {ex.index})
+        exclude = leave_out(ex, same_query)
         messages, tags, examples = prompt_for(ex.nl, retrievers, cfg, exclude=exclude)
         if any(getattr(e, "index", None) in exclude for e in examples):
             stats.self_retrieved += 1

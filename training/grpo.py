@@ -26,6 +26,7 @@ from pathlib import Path
 from training.config import ConfigError, GRPORecipe, PassRateFilterConfig, to_dict
 from training.sft import (
     check_lora_targets,
+    clear_output_dir,
     completion_token_lengths,
     last_checkpoint,
     load_model,
@@ -33,6 +34,7 @@ from training.sft import (
     peft_config,
     preflight_data,
     prepare_output_dir,
+    runtime_figures,
     save_outputs,
     training_args_common,
     use_bf16,
@@ -50,6 +52,8 @@ class SeedRun:
     dev_eval: list = field(default_factory=list)
     adapter_dir: str | None = None
     merged_dir: str | None = None
+    train_runtime_s: float | None = None
+    peak_gpu_memory_gb: float | None = None
 
 
 @dataclass
@@ -82,13 +86,15 @@ def pass_rate_filter(
     cfg: PassRateFilterConfig,
     cache_file: str | os.PathLike,
     *,
+    cache_key: str = "",
     progress: bool = True,
 ) -> tuple[list[dict], list[dict]]:
     """Keep the rows where the starting model's sampled answers vary in quality.
 
     ``sample(messages, n) -> list[str]`` draws ``n`` completions at the rollout
     temperature. Each prompt's OQS mean and std are appended to ``cache_file`` as
-    they are computed, so an interrupted filter resumes where it stopped.
+    they are computed, so an interrupted filter resumes where it stopped;
+    ``cache_key`` (model and temperature) keeps scores of another model from being reused.
     Returns (kept rows, score records).
     """
     from tqdm import tqdm
@@ -105,7 +111,7 @@ def pass_rate_filter(
                     record = json.loads(line)
                 except ValueError:
                     continue  # a line cut by a crash
-                if record.get("samples") == cfg.samples:
+                if record.get("samples") == cfg.samples and record.get("key", "") == cache_key:
                     known[int(record["index"])] = record
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     records = []
@@ -117,6 +123,7 @@ def pass_rate_filter(
                 scores = [oqs(completion_text(t), row["gold"]) for t in texts]
                 record = {
                     "index": int(row["index"]),
+                    "key": cache_key,
                     "samples": cfg.samples,
                     "mean": statistics.fmean(scores),
                     "std": statistics.pstdev(scores),
@@ -228,6 +235,9 @@ def run_grpo(
     temperatures = sorted(set(recipe.dev_eval.temperatures) | {0.0, recipe.temperature})
     evaluator = make_dev_evaluator(recipe.dev_eval, temperatures, recipe.data) if recipe.dev_eval.enabled else None
 
+    check_lora_targets(recipe.model, recipe.lora)
+    clear_output_dir(out, resume=resume, overwrite=overwrite)
+
     filtered_out = 0
     if recipe.pass_rate_filter.enabled:
         policy = load_model(recipe.model, bf16, recipe.attn_implementation)
@@ -235,7 +245,8 @@ def run_grpo(
             policy = policy.to("cuda")
         sample = hf_sampler(policy, tokenizer, recipe.temperature, recipe.top_p, recipe.max_completion_length, recipe.seeds[0])
         cache = recipe.pass_rate_filter.cache_file or (out / "pass_rates.jsonl")
-        kept, _ = pass_rate_filter(rows, sample, recipe.pass_rate_filter, cache, progress=progress)
+        key = f"{Path(recipe.model).resolve() if Path(recipe.model).exists() else recipe.model}|t={recipe.temperature}"
+        kept, _ = pass_rate_filter(rows, sample, recipe.pass_rate_filter, cache, cache_key=key, progress=progress)
         del policy
         filtered_out = len(rows) - len(kept)
         if len(kept) < recipe.num_generations:
@@ -255,12 +266,16 @@ def run_grpo(
             runs.append(SeedRun(**json.loads((seed_out / "summary.json").read_text())["result"]))
             continue
         model = load_model(recipe.model, bf16, recipe.attn_implementation)
-        check_lora_targets(model, recipe.lora)
         common = training_args_common(recipe.train, seed_out, bf16)
         common["seed"] = common["data_seed"] = seed
         extra = {}
         if recipe.use_vllm:
-            extra = dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=recipe.vllm_gpu_memory_utilization)
+            extra = dict(
+                use_vllm=True,
+                vllm_mode="colocate",
+                vllm_gpu_memory_utilization=recipe.vllm_gpu_memory_utilization,
+                vllm_max_model_length=recipe.vllm_max_model_length,
+            )
         args = GRPOConfig(
             **common,
             num_generations=recipe.num_generations,
@@ -308,6 +323,7 @@ def run_grpo(
             dev_eval=dev_cb.history if dev_cb else [],
             adapter_dir=adapter_dir,
             merged_dir=merged_dir,
+            **runtime_figures(trainer.state.log_history),
         )
         write_summary(seed_out, {"kind": "grpo-seed", "result": asdict(run)})
         runs.append(run)
@@ -341,7 +357,8 @@ def result_lines(result: GRPOResult) -> str:
     for run in result.runs:
         means = ", ".join(f"{k}={v:.3f}" for k, v in sorted(run.reward_means.items()))
         stop = f", stopped early: {run.stopped_early}" if run.stopped_early else ""
-        lines.append(f"seed {run.seed}: {run.steps} steps{stop}; reward means {means}")
+        lines.append(f"seed {run.seed}: {run.steps} steps{stop}; reward means {means}; "
+                     f"{run.train_runtime_s} s, peak GPU memory {run.peak_gpu_memory_gb} GB")
     for metric, s in sorted(result.dev_summary.items()):
         lines.append(f"{metric}: {s['mean']:.2f} ± {s['std']:.2f} over {len(s['values'])} seed(s)")
     return "\n".join(lines)

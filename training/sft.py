@@ -38,6 +38,8 @@ class SFTResult:
     merged_dir: str | None
     dev_eval: list = field(default_factory=list)
     data_stats: dict = field(default_factory=dict)
+    train_runtime_s: float | None = None
+    peak_gpu_memory_gb: float | None = None
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -56,16 +58,31 @@ def use_bf16(setting: bool | None) -> bool:
 
 
 def prepare_output_dir(path: str | os.PathLike, *, resume: bool, overwrite: bool) -> Path:
-    """Refuse to mix two runs in one directory; a finished or started run is never clobbered silently."""
+    """Refuse to mix two runs in one directory; a finished or started run is never clobbered silently.
+
+    Only checks: the old run is removed by :func:`clear_output_dir` once every other
+    check has passed, so a bad recipe with ``--overwrite`` does not cost the old run.
+    """
     out = Path(path)
-    started = out.is_dir() and any(p.name.startswith("checkpoint-") or p.name in (SUMMARY_FILE, ADAPTER_DIR, MERGED_DIR)
-                                   for p in out.iterdir())
-    if started and not (resume or overwrite):
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"train.output_dir {out} is a file; choose a directory")
+    if _holds_run(out) and not (resume or overwrite):
         raise ConfigError(
             f"{out} already holds a training run; pass --resume to continue it, --overwrite to replace it, "
             "or set train.output_dir to a new directory"
         )
-    if started and overwrite and not resume:
+    return out
+
+
+def _holds_run(out: Path) -> bool:
+    return out.is_dir() and any(
+        p.name.startswith("checkpoint-") or p.name in (SUMMARY_FILE, ADAPTER_DIR, MERGED_DIR) or p.name.startswith("seed")
+        for p in out.iterdir()
+    )
+
+
+def clear_output_dir(out: Path, *, resume: bool, overwrite: bool) -> Path:
+    if overwrite and not resume and _holds_run(out):
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     return out
@@ -117,8 +134,16 @@ def peft_config(lora: LoraConfig):
 
 
 def check_lora_targets(model, lora: LoraConfig) -> None:
+    """``lora.target_modules`` must name modules of the model (a model or its name/path)."""
     if not lora.enabled:
         return
+    if isinstance(model, (str, os.PathLike)):
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        # Built on the meta device: module names without loading any weights.
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model))
     names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
     missing = [t for t in lora.target_modules if t not in names]
     if missing:
@@ -190,6 +215,15 @@ def write_summary(out: Path, payload: dict) -> None:
     write_json_atomic(out / SUMMARY_FILE, payload)
 
 
+def runtime_figures(log_history: list[dict]) -> dict:
+    """Wall time of ``train()`` and peak GPU memory: the figures the recipes' comments quote."""
+    import torch
+
+    runtime = next((float(e["train_runtime"]) for e in reversed(log_history) if "train_runtime" in e), None)
+    peak = round(torch.cuda.max_memory_allocated() / 2**30, 2) if torch.cuda.is_available() else None
+    return {"train_runtime_s": runtime, "peak_gpu_memory_gb": peak}
+
+
 def losses(log_history: list[dict]) -> list[float]:
     return [float(e["loss"]) for e in log_history if "loss" in e]
 
@@ -204,13 +238,12 @@ def preflight_data(data: DataConfig) -> None:
         resolve_data_dir(data.data_dir, download=False)
     except DatasetError as exc:
         raise ConfigError(f"OverpassNL not found: {exc} (or set data.data_dir in the recipe)") from None
-    try:
-        from retrieval import load_manifest
+    from retrieval import IndexMissingError
+    from retrieval.artifacts import load_manifest
 
+    try:
         load_manifest(data.index_dir)
-    except ImportError:
-        pass  # an older retrieval package without manifests: the loaders below still check
-    except Exception as exc:
+    except IndexMissingError as exc:
         raise ConfigError(f"{exc} (or set data.index_dir in the recipe)") from None
 
 
@@ -249,6 +282,29 @@ def _cuda() -> bool:
 # ---------------------------------------------------------------- SFT
 
 
+def sft_trainer(recipe: SFTRecipe, rows: list[dict], tokenizer, model, out: Path, bf16: bool, callbacks=()):
+    """The TRL trainer for conversational prompt/completion rows, loss on the completion only."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    args = SFTConfig(
+        **training_args_common(recipe.train, out, bf16),
+        completion_only_loss=True,
+        max_length=recipe.train.max_length,
+        packing=False,
+        dataset_num_proc=None,
+    )
+    return SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(recipe.lora),
+        callbacks=list(callbacks),
+    )
+
+
 def run_sft(
     recipe: SFTRecipe,
     *,
@@ -259,9 +315,6 @@ def run_sft(
     extra_callbacks: list | None = None,
 ) -> SFTResult:
     """Train ``recipe`` end to end; every check that can fail runs before the model loads."""
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
-
     from training.callbacks import DevEvalCallback, JsonlLogCallback, make_dev_evaluator
     from training.data import load_or_build
 
@@ -282,28 +335,14 @@ def run_sft(
 
     model = load_model(recipe.model, bf16, recipe.attn_implementation)
     check_lora_targets(model, recipe.lora)
-    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
-    args = SFTConfig(
-        **training_args_common(recipe.train, out, bf16),
-        completion_only_loss=True,
-        max_length=recipe.train.max_length,
-        packing=False,
-        dataset_num_proc=None,
-    )
+    clear_output_dir(out, resume=resume, overwrite=overwrite)
     callbacks = [JsonlLogCallback(out)]
     dev_cb = None
     if evaluator is not None:
         dev_cb = DevEvalCallback(evaluator, recipe.dev_eval, out)
         callbacks.append(dev_cb)
     callbacks += list(extra_callbacks or [])
-    trainer = SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config(recipe.lora),
-        callbacks=callbacks,
-    )
+    trainer = sft_trainer(recipe, rows, tokenizer, model, out, bf16, callbacks)
     if not progress:
         from transformers.trainer_callback import ProgressCallback
 
@@ -322,6 +361,7 @@ def run_sft(
         merged_dir=merged_dir,
         dev_eval=dev_cb.history if dev_cb else [],
         data_stats=stats,
+        **runtime_figures(trainer.state.log_history),
     )
     from training.config import to_dict
 
@@ -330,7 +370,8 @@ def run_sft(
 
 
 def result_lines(result: SFTResult) -> str:
-    lines = [f"steps: {result.steps}", f"loss: {result.first_loss} -> {result.last_loss}"]
+    lines = [f"steps: {result.steps}", f"loss: {result.first_loss} -> {result.last_loss}",
+             f"train time: {result.train_runtime_s} s, peak GPU memory: {result.peak_gpu_memory_gb} GB"]
     if result.adapter_dir:
         lines.append(f"adapter: {result.adapter_dir}")
     if result.merged_dir:

@@ -87,6 +87,13 @@ class EditContext:
     example_nl: str
     lexicon: TagLexicon
     aliases: dict[str, str] = field(default_factory=dict)
+    _wanted: list | None = field(default=None, repr=False)
+
+    def wanted_tags(self, threshold: float) -> list[tuple[str, float]]:
+        """The tags the request's words call for (computed once per request)."""
+        if self._wanted is None:
+            self._wanted = self.lexicon.best_tags(self.info.words, limit=8)
+        return [(t, p) for t, p in self._wanted if p >= threshold]
 
 
 def _ast():
@@ -206,7 +213,7 @@ def edit_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float = 0.3
     example_words = content_words(ctx.example_nl)
     tags = [n for n in A.walk(script) if isinstance(n, A.Tag) and n.op == "=" and not n.key_regex and n.value]
     present = {f"{t.key}={t.value}" for t in tags}
-    wanted = [(t, p) for t, p in lex.best_tags(words, limit=8) if p >= want and t not in present]
+    wanted = [(t, p) for t, p in ctx.wanted_tags(want) if t not in present]
     if not wanted:
         return False
     mapping: dict[str, str] = {}

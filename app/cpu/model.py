@@ -123,8 +123,10 @@ class CpuModel:
         lex = lexicon or self.lexicon
         al = self.aliases if aliases is None else aliases
 
+        wanted = lex.best_tags(info.words, limit=8)
+
         def ctx(example_nl: str) -> EditContext:
-            return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al)
+            return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted)
 
         cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options)
         return info, cands, pool_features(info, cands, lex)

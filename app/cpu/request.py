@@ -35,6 +35,9 @@ _PLACE_NOUNS = frozenset(
     "the city town village state county country region municipality district province area centre center".split()
 )
 _PREPOSITIONS = frozenset({"in", "near", "around", "of", "at"})
+# Lower-case words that belong to administrative names ("Ульяновская область",
+# "Communauté de communes ...", "Klippans kommun").
+_ADMIN_WORDS = frozenset("область район kommun kommune communes gemeinde kreis landkreis et".split())
 _VIEW = re.compile(
     r"\b(?:in|within|on|inside|of)\s+(?:the\s+)?(?:current|this|my)\s+(?:map\s+)?"
     r"(?:view|map|bbox|bounding\s+box|area|window|screen|extent)\b",
@@ -105,8 +108,17 @@ def extract_area(nl: str) -> str | None:
                 end, k = tokens[k + 1][2], k + 2
             elif _is_capitalised(tok2):
                 end, k = tokens[k][2], k + 1
-            elif tok2.lower() in _CONNECTORS and nxt and _is_capitalised(nxt):
-                end, k = tokens[k + 1][2], k + 2
+            elif tok2.lower() in _ADMIN_WORDS:
+                end, k = tokens[k][2], k + 1
+            elif tok2.lower() in _CONNECTORS:
+                # a run of connectors must lead to a capitalised word ("Pays de la Loire")
+                m = k
+                while m < len(tokens) and tokens[m][0].lower() in _CONNECTORS:
+                    m += 1
+                if m < len(tokens) and (_is_capitalised(tokens[m][0]) or tokens[m][0].lower() in _ADMIN_WORDS):
+                    end, k = tokens[m][2], m + 1
+                else:
+                    break
             else:
                 break
         span = text[tokens[j][1] : end].strip().strip('"').rstrip(_TRAILING).strip()

@@ -3,6 +3,7 @@ report's numbers checked against the official per-example scores."""
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -42,6 +43,7 @@ def test_eval_prints_the_table_and_writes_consistent_files(capsys, tmp_path, knn
         "--json", out_json, "--per-example", out_rows,
     )
     assert rc == 0, err
+    assert gc.isenabled()  # the command pauses the collector only while it scores
     assert "EM" in out and "chrF" in out and "TreeS" in out and "OQS" in out
     assert "hard         333" in out and "all         1000" in out
     assert "KVS buckets" in out and "if KVS were perfect" in out and "parse failures" in out
@@ -51,6 +53,8 @@ def test_eval_prints_the_table_and_writes_consistent_files(capsys, tmp_path, knn
     rows = [json.loads(line) for line in out_rows.read_text().splitlines()]
     assert [r["index"] for r in rows] == list(range(1000))
     assert sum(r["hard"] for r in rows) == 333
+    assert all(r["xml_ok"] for r in rows)
+    assert sum(bool(r["converter_errors"]) for r in rows) == figures["analysis"]["parse_failures"]["converter_errors"]
     for key in ("oqs", "kvs", "tree", "chrf", "em"):
         assert figures[key] == pytest.approx(sum(r[key] for r in rows) / 10, abs=1e-9)
         assert figures["hard"][key] == pytest.approx(sum(r[key] for r in rows if r["hard"]) / 3.33, abs=1e-9)

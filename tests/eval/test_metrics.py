@@ -86,6 +86,9 @@ EDGE_PAIRS = [
     ('node["name"="Köln"];out;', 'node["name"="Koln"];out;'),
     ("aaaaaaa", "aaa"),
     ("x y\tz\n", "xyz"),
+    ("ab" * 50, "ab" * 20),
+    ("a\x002aa", "aaa\x002"),  # NUL cannot be confused with the repeat marker
+    ("a\x002", "aa"),
 ]
 
 

@@ -1,0 +1,38 @@
+"""The candidate pool: neighbours' queries as they are and edited, identical ones merged."""
+
+from __future__ import annotations
+
+from app.cpu.candidates import build_pool
+from app.cpu.edits import EditContext, EditOptions
+from app.cpu.lexicon import TagLexicon
+from app.cpu.neighbours import Neighbour
+from app.cpu.request import analyse
+
+NLS = ["cafes in Bonn", "cafes in Rome", "broken"]
+QUERIES = [
+    '{{geocodeArea:"Bonn"}}->.a;node["amenity"="cafe"](area.a);out;',
+    '{{geocodeArea:"Rome"}}->.a;node["amenity"="cafe"](area.a);out;',
+    'node["amenity"="cafe"',
+]
+
+
+def _pool(nl, options):
+    info = analyse(nl)
+    lex = TagLexicon.fit(NLS, QUERIES, min_count=1)
+    neighbours = [Neighbour(0, 0.9), Neighbour(1, 0.5), Neighbour(2, 0.4)]
+    return build_pool(info, neighbours, NLS, QUERIES, lambda ex: EditContext(info, ex, lex), options)
+
+
+def test_edited_versions_merge_and_votes_add_up():
+    pool = _pool("cafes in Oslo", EditOptions())
+    by_query = {c.query: c for c in pool}
+    oslo = '{{geocodeArea:"Oslo"}}->.a;node["amenity"="cafe"](area.a);out;'
+    assert by_query[oslo].votes == 0.9 + 0.5 and by_query[oslo].edits == ("area",)
+    assert by_query[oslo].rank == 0  # the nearest neighbour that produced it
+    assert QUERIES[2] not in by_query  # unparsable neighbours are no candidates
+    assert len(pool) == 3  # two originals + one merged edit
+
+
+def test_without_edits_only_parseable_originals():
+    pool = _pool("cafes in Oslo", EditOptions.none())
+    assert [c.query for c in pool] == QUERIES[:2]

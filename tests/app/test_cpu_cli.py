@@ -1,0 +1,30 @@
+"""``geoql cpu train`` and ``geoql cpu ablation`` end to end on a small budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cli import main
+from app.cpu.model import CpuModel
+
+
+def test_train_then_ablation(tmp_path, capsys):
+    assert main(["cpu", "train", "--out", str(tmp_path), "--limit", "30", "--k", "4"]) == 0
+    assert "trained on 30 requests" in capsys.readouterr().out
+    assert CpuModel.load(tmp_path).config.k == 4
+    assert main(["cpu", "ablation", "--model-dir", str(tmp_path), "--limit", "10"]) == 0
+    out = capsys.readouterr().out
+    for step in ("copy top-1", "+ selection", "+ area edits", "+ tag edits", "+ other edits"):
+        assert step in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["cpu", "train", "--limit", "3"], "limit must be at least 20"),
+     (["cpu", "train", "--edits", "colour"], "unknown edit group"),
+     (["cpu", "ablation", "--model-dir", "/nonexistent/geoql-model"], "geoql cpu train")],
+)
+def test_user_errors_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

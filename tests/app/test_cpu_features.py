@@ -1,0 +1,40 @@
+"""Candidate features: one named column each, computed on a real pool."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.cpu.candidates import Candidate
+from app.cpu.features import FEATURE_NAMES, pool_features
+from app.cpu.lexicon import TagLexicon
+from app.cpu.request import analyse
+
+LEX = TagLexicon.fit(["cafes in Bonn", "cafes in Rome", "bars in Rome", "bars in Oslo"],
+                     ['node["amenity"="cafe"];out;'] * 2 + ['node["amenity"="bar"];out;'] * 2)
+
+
+def _pool():
+    return [
+        Candidate('{{geocodeArea:"Bonn"}}->.a;node["amenity"="cafe"](area.a);out count;', 0, 0, 0.8, "cafes in Bonn",
+                  ("area",), votes=1.4),
+        Candidate('node["amenity"="bar"]({{bbox}});out;', 1, 1, 0.6, "bars in Rome", (), votes=0.6),
+    ]
+
+
+def col(name):
+    return FEATURE_NAMES.index(name)
+
+
+def test_shape_and_columns():
+    f = pool_features(analyse("How many cafes in Bonn?"), _pool(), LEX)
+    assert f.shape == (2, len(FEATURE_NAMES)) and f.dtype == np.float32
+    assert f[0, col("rank")] == 0 and f[1, col("rank")] == 1
+    assert np.isclose(f[:, col("vote_share")].sum(), 1.0)
+    assert f[0, col("request_count")] == 1 and f[0, col("query_count")] == 1 and f[1, col("query_count")] == 0
+    assert f[0, col("query_area")] == 1 and f[1, col("query_bbox")] == 1
+    assert f[0, col("tag_support_mean")] > f[1, col("tag_support_mean")]  # "cafes" supports amenity=cafe
+    assert f[0, col("edits")] == 1
+
+
+def test_empty_pool():
+    assert pool_features(analyse("x"), [], LEX).shape == (0, len(FEATURE_NAMES))

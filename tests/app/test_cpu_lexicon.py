@@ -1,0 +1,35 @@
+"""The word -> tag lexicon learned from training pairs."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cpu.lexicon import TagLexicon, query_tags, tag_names
+from app.cpu.request import content_words
+from eval.dataset import load_split
+
+
+@pytest.fixture(scope="module")
+def lexicon():
+    train = load_split("train")
+    return TagLexicon.fit([e.nl for e in train], [e.query for e in train])
+
+
+@pytest.mark.parametrize(
+    ("words", "tag"),
+    [("castle", "historic=castle"), ("pharmacy", "amenity=pharmacy"), ("bench", "amenity=bench"),
+     ("hotel", "tourism=hotel"), ("bakery", "shop=bakery")],
+)
+def test_common_words_predict_their_tag(lexicon, words, tag):
+    assert tag in [t for t, _ in lexicon.best_tags(content_words(words), limit=3)]
+
+
+def test_support_is_low_for_unrelated_tags(lexicon):
+    assert lexicon.support(content_words("castles"), "natural=spring") < 0.05
+
+
+def test_query_tags_reads_all_filter_forms():
+    q = 'node["amenity"="cafe"]["wifi"]["name"!="x"]["highway"~"^(primary|secondary)$"][!"fee"];out;'
+    assert query_tags(q) == [("amenity", "=", "cafe"), ("wifi", "", ""), ("name", "!=", "x"),
+                             ("highway", "~", "^(primary|secondary)$"), ("fee", "!", "")]
+    assert tag_names(q) >= {"amenity=cafe", "amenity", "wifi", "fee"}

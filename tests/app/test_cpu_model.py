@@ -1,0 +1,88 @@
+"""The CPU model: compile, save/load, and what happens when the file is missing or bad."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import overpassql
+from app.cpu.model import FALLBACK_QUERY, MANIFEST, MODEL_FILE, CpuConfig, CpuModel, ModelMissingError, learn_aliases
+from app.cpu.train import TrainConfig, train
+from eval.dataset import load_split
+
+
+@pytest.fixture(scope="module")
+def model():
+    pairs = load_split("train")[:300]
+    return train([e.nl for e in pairs], [e.query for e in pairs], TrainConfig(k=5, limit=40, max_iter=30),
+                 progress=False)
+
+
+@pytest.mark.parametrize("example", load_split("dev")[:25], ids=lambda e: f"dev{e.index}")
+def test_every_answer_parses(model, example):
+    (query,) = model.compile(example.nl)
+    overpassql.parse(query)
+
+
+def test_n_best_are_distinct(model):
+    queries = model.compile("Cafes in Bonn", n=4)
+    assert 1 < len(queries) <= 4 and len(set(queries)) == len(queries)
+
+
+def test_place_of_the_request_reaches_the_query(model):
+    query = model.compile("Restaurants in Timbuktu")[0]
+    assert "Timbuktu" in query
+
+
+def test_nothing_parseable_falls_back():
+    broken = CpuModel.fit_retrieval(["cafes in Bonn", "bars in Bonn"], ['node["amenity"="cafe"', "way[;"])
+    assert broken.compile("cafes in Rome") == [FALLBACK_QUERY]
+    overpassql.parse(FALLBACK_QUERY)
+
+
+def test_save_and_load_round_trip(model, tmp_path):
+    model.save(tmp_path)
+    assert json.loads((tmp_path / MANIFEST).read_text())["train_size"] == 300
+    loaded = CpuModel.load(tmp_path)
+    assert loaded.compile("benches in Paris") == model.compile("benches in Paris")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+def test_missing_model_names_the_command(tmp_path):
+    with pytest.raises(ModelMissingError, match="geoql cpu train"):
+        CpuModel.load(tmp_path / "nothing")
+
+
+def test_corrupt_model_names_the_command(model, tmp_path):
+    model.save(tmp_path)
+    (tmp_path / MODEL_FILE).write_bytes(b"not a pickle")
+    with pytest.raises(ModelMissingError, match="geoql cpu train"):
+        CpuModel.load(tmp_path)
+
+
+def test_failed_save_keeps_the_old_model(model, tmp_path, monkeypatch):
+    model.save(tmp_path)
+    before = (tmp_path / MODEL_FILE).read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("app.cpu.model.os.replace", boom)
+    with pytest.raises(OSError):
+        model.save(tmp_path)
+    assert (tmp_path / MODEL_FILE).read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_config_checks():
+    with pytest.raises(ValueError, match="k must be between 1 and 100"):
+        CpuConfig(k=0)
+    with pytest.raises(ValueError, match="unknown edit group"):
+        CpuConfig(edits="area,colour")
+
+
+def test_aliases_from_the_training_split():
+    train_split = load_split("train")
+    aliases = learn_aliases([e.nl for e in train_split], [e.query for e in train_split])
+    assert aliases.get("Germany") == "Deutschland"

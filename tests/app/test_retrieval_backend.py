@@ -1,0 +1,79 @@
+"""The ``retrieval`` backend through the backend registry, on a real small trained model."""
+
+from __future__ import annotations
+
+import pytest
+
+import overpassql
+from app.backends import get_backend
+from app.backends.base import BackendError, GenerationRequest
+from app.cpu.train import TrainConfig, train
+from eval.dataset import load_split
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    pairs = load_split("train")[:300]
+    model = train([e.nl for e in pairs], [e.query for e in pairs], TrainConfig(k=5, limit=40, max_iter=30),
+                  progress=False)
+    return model.save(tmp_path_factory.mktemp("cpu-model"))
+
+
+def _request(nl: str, n: int = 1) -> GenerationRequest:
+    return GenerationRequest(nl=nl, messages=[], n=n)
+
+
+@pytest.mark.parametrize("example", load_split("dev")[:20], ids=lambda e: f"dev{e.index}")
+def test_answers_parse(model_dir, example):
+    backend = get_backend("retrieval", model_dir=model_dir)
+    (query,) = backend.generate(_request(example.nl))
+    overpassql.parse(query)
+
+
+def test_is_the_default_and_needs_no_prompt(model_dir):
+    backend = get_backend(None, model_dir=model_dir)
+    assert backend.name == "retrieval" and not backend.needs_prompt
+    assert str(model_dir) in backend.describe()
+
+
+def test_n_candidates_and_determinism(model_dir):
+    backend = get_backend("retrieval", model_dir=model_dir)
+    first = backend.generate(_request("Pharmacies in Lyon", n=3))
+    assert 1 <= len(first) <= 3 and first == backend.generate(_request("Pharmacies in Lyon", n=3))
+
+
+def test_options_switch_edits_and_selection(model_dir):
+    plain = get_backend("retrieval", model_dir=model_dir, edits="none", select="false")
+    edited = get_backend("retrieval", model_dir=model_dir)
+    nl = "Restaurants in Timbuktu"
+    assert "Timbuktu" in edited.generate(_request(nl))[0]
+    assert "Timbuktu" not in plain.generate(_request(nl))[0]
+
+
+def test_missing_model_without_training_names_the_command(tmp_path):
+    backend = get_backend("retrieval", model_dir=tmp_path, train_if_missing=False)
+    with pytest.raises(BackendError, match="geoql cpu train"):
+        backend.generate(_request("cafes in Bonn"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"k": 0}, "k must be between 1 and 100"), ({"k": "ten"}, "whole number"),
+     ({"edits": "colour"}, "unknown edit group"), ({"select": "maybe"}, "true or false"),
+     ({"colour": 1}, "bad options")],
+)
+def test_bad_options_are_user_errors(options, message):
+    with pytest.raises(BackendError, match=message):
+        get_backend("retrieval", **options)
+
+
+@pytest.mark.parametrize("nl", ["", "   "])
+def test_empty_request(model_dir, nl):
+    with pytest.raises(BackendError, match="empty request"):
+        get_backend("retrieval", model_dir=model_dir).generate(_request(nl))
+
+
+@pytest.mark.parametrize("nl", ["???", "ä" * 500, "{{geocodeArea:x}} ]]]] ((", "1234567890"])
+def test_odd_input_still_gives_a_valid_query(model_dir, nl):
+    (query,) = get_backend("retrieval", model_dir=model_dir).generate(_request(nl))
+    overpassql.parse(query)

@@ -1,0 +1,87 @@
+"""The artifact directory: contents, manifest, atomic replacement, loading in a new process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fixtures_index import FakeNpmRegistry, build_small_index
+from index.build import tag_bm25_tokens, tag_surfaces
+from index.config import IndexConfig
+from index.documents import TagDocument
+from index.schema import SchemaError
+from retrieval import artifacts as A
+
+
+def test_manifest_records_sources_model_and_counts(small_index_dir):
+    manifest = json.loads((small_index_dir / A.MANIFEST).read_text())
+    assert manifest["format_version"] == A.FORMAT_VERSION
+    schema = manifest["sources"]["id-tagging-schema"]
+    assert schema["version"] == "7.2.0" and schema["integrity"].startswith("sha512-")
+    assert manifest["sources"]["overpassnl-train"] == {**manifest["sources"]["overpassnl-train"], "split": "train", "examples": 300}
+    assert manifest["sources"]["taginfo"]["status"] == "disabled"
+    assert manifest["embedding"]["model"] == "all-MiniLM-L6-v2" and manifest["embedding"]["dim"] == 384
+    counts = manifest["counts"]
+    assert counts["examples"] == 300
+    assert counts["tags"] == sum(1 for _ in open(small_index_dir / A.TAGS_JSONL))
+    assert counts["tag_surfaces"] == sum(1 for _ in open(small_index_dir / A.TAG_SURFACES_JSONL))
+    assert manifest["build_seconds"] > 0
+    for name in A.REQUIRED_FILES:
+        assert (small_index_dir / name).exists(), name
+
+
+def test_dense_indexes_match_records(small_index_dir):
+    import faiss
+
+    surfaces = faiss.read_index(str(small_index_dir / A.TAG_SURFACES_FAISS))
+    examples = faiss.read_index(str(small_index_dir / A.EXAMPLES_FAISS))
+    assert surfaces.ntotal == json.loads((small_index_dir / A.MANIFEST).read_text())["counts"]["tag_surfaces"]
+    assert examples.ntotal == 300 and examples.d == 384
+
+
+def test_artifacts_load_in_a_new_process(small_index_dir):
+    code = (
+        "import sys; from retrieval import TagRetriever; r = TagRetriever.load(sys.argv[1]); "
+        "print(r.search('beekeepers in the current view', 3)[0].tag)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(small_index_dir)], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "craft=beekeeper"
+
+
+def test_failed_build_keeps_previous_index(tmp_path, overpassnl_dir):
+    out = tmp_path / "index"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"user": "keep me"}')
+    with FakeNpmRegistry(integrity="sha512-" + "A" * 86 + "==") as registry:  # every download fails the check
+        config = IndexConfig(out_dir=out, data_dir=overpassnl_dir, cache_dir=tmp_path / "cache", registry=registry.url,
+                             train_limit=5, taginfo=False, progress=False)
+        from index.build import build_index
+
+        with pytest.raises(SchemaError, match="integrity"):
+            build_index(config)
+    assert json.loads((out / "manifest.json").read_text()) == {"user": "keep me"}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging left behind
+
+
+def test_rebuild_replaces_index_atomically(tmp_path, overpassnl_dir):
+    out = build_small_index(tmp_path / "index", overpassnl_dir, tmp_path / "cache", train_limit=20)
+    first = json.loads((out / A.MANIFEST).read_text())["built_at"]
+    out = build_small_index(tmp_path / "index", overpassnl_dir, tmp_path / "cache", train_limit=10)
+    manifest = json.loads((out / A.MANIFEST).read_text())
+    assert manifest["counts"]["examples"] == 10 and manifest["built_at"] >= first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "index"]
+
+
+def test_surfaces_and_lexical_document_of_a_tag():
+    doc = TagDocument(tag="amenity=post_box", key="amenity", value="post_box", names=["Mail Drop Box"],
+                      terms=["post box", "Post Box", "mailbox"], phrases=["post boxes in Bonn"])
+    assert tag_surfaces(doc) == [("name", "Mail Drop Box"), ("term", "post box"), ("term", "mailbox"),
+                                 ("tag", "amenity post box"), ("phrase", "post boxes in Bonn")]
+    tokens = tag_bm25_tokens(doc)
+    assert {"mail", "drop", "box", "post", "mailbox", "amenity"} <= set(tokens)
+    assert "bonn" not in tokens  # training phrases stay out of BM25

@@ -1,0 +1,114 @@
+"""SFT on the tiny Qwen3: the loss goes down, the adapter and merged model load, checks run first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.callbacks import read_metrics
+from training.config import ConfigError, default_configs_dir, load_recipe
+from training.sft import run_sft
+
+TINY = default_configs_dir() / "tiny-sft.yaml"
+
+
+@pytest.fixture(scope="module")
+def sft_run(tiny_model_dir, small_index_dir, retrievers, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sft") / "run"
+    recipe = load_recipe("sft", TINY, [
+        f"model={tiny_model_dir}", f"data.index_dir={small_index_dir}", f"train.output_dir={out}",
+        "dev_eval.enabled=true", "dev_eval.subset_size=2",
+    ])
+    return recipe, run_sft(recipe, retrievers=retrievers, progress=False)
+
+
+def test_training_loss_goes_down(sft_run):
+    recipe, result = sft_run
+    assert result.steps == recipe.train.max_steps == 30
+    losses = [e["loss"] for e in read_metrics(result.output_dir) if "loss" in e]
+    assert len(losses) == 30 // recipe.train.logging_steps
+    assert result.last_loss < result.first_loss
+    assert min(losses[-2:]) < losses[0]
+
+
+def test_loss_is_on_the_completion_only(sft_run, tiny_model_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from training.sft import load_model, sft_trainer
+
+    recipe, _ = sft_run
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    row = {"prompt": [{"role": "system", "content": "rules"}, {"role": "user", "content": "cafes in Bonn"}],
+           "completion": [{"role": "assistant", "content": 'nwr["amenity"="cafe"];out;'}]}
+    trainer = sft_trainer(recipe, [row], tok, load_model(str(tiny_model_dir), False), tmp_path, False)
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+    supervised = tok.decode([t for t, label in zip(ids, labels) if label != -100])
+    # Only the query and the end-of-turn token are learned, never the prompt.
+    assert supervised.startswith('nwr["amenity"="cafe"];out;') and "Bonn" not in supervised and "rules" not in supervised
+
+
+def test_adapter_and_merged_model_load(sft_run):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    recipe, result = sft_run
+    adapter = json.loads(open(f"{result.adapter_dir}/adapter_config.json").read())
+    assert adapter["r"] == recipe.lora.r and adapter["peft_type"] == "LORA"
+    # vLLM's --lora-modules supports these target modules and reads safetensors.
+    assert set(adapter["target_modules"]) <= {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    assert not adapter.get("modules_to_save")
+    assert (result.adapter_dir and __import__("pathlib").Path(result.adapter_dir, "adapter_model.safetensors").is_file())
+    tok = AutoTokenizer.from_pretrained(result.merged_dir)
+    ids = tok("way[\"highway\"];out;", return_tensors="pt")["input_ids"]
+    merged = AutoModelForCausalLM.from_pretrained(result.merged_dir)
+    base = AutoModelForCausalLM.from_pretrained(recipe.model)
+    with_adapter = PeftModel.from_pretrained(base, result.adapter_dir)
+    with torch.no_grad():
+        a = merged(input_ids=ids).logits
+        b = with_adapter(input_ids=ids).logits
+    assert torch.allclose(a, b, atol=1e-4)  # merged == base + adapter
+
+
+def test_transformers_backend_loads_the_adapter(sft_run):
+    from app.backends import GenerationRequest, get_backend
+    from retrieval import build_prompt
+
+    recipe, result = sft_run
+    backend = get_backend("transformers", model=result.adapter_dir)
+    try:
+        nl = "cafes in Bonn"
+        texts = backend.generate(GenerationRequest(nl=nl, messages=build_prompt(nl, [], []), max_new_tokens=16))
+    finally:
+        backend.close()
+    assert texts and all(isinstance(t, str) for t in texts)
+
+
+def test_dev_eval_through_the_compile_path(sft_run):
+    recipe, result = sft_run
+    assert result.dev_eval and result.dev_eval[-1]["step"] == 30
+    entry = result.dev_eval[-1]
+    assert entry["dev/n"] == 2 and 0.0 <= entry["dev/oqs@greedy"] <= 100.0
+    summary = json.loads(open(f"{result.output_dir}/summary.json").read())
+    assert summary["result"]["dev_eval"] == result.dev_eval
+
+
+def test_an_existing_run_is_not_overwritten(sft_run):
+    recipe, result = sft_run
+    with pytest.raises(ConfigError, match="--resume to continue it, --overwrite to replace it"):
+        run_sft(recipe, progress=False)
+
+
+def test_checks_run_before_the_model_loads(tiny_model_dir, small_index_dir, retrievers, tmp_path):
+    base = [f"model={tiny_model_dir}", f"data.index_dir={small_index_dir}", f"train.output_dir={tmp_path / 'r'}",
+            "data.limit=5"]
+    with pytest.raises(ConfigError, match="raise train.max_length to >="):
+        run_sft(load_recipe("sft", TINY, base + ["train.max_length=64"]), retrievers=retrievers, progress=False)
+    with pytest.raises(ConfigError, match="lora.target_modules qkv do not exist"):
+        run_sft(load_recipe("sft", TINY, base + ["lora.target_modules=[qkv]"]), retrievers=retrievers, progress=False)
+    with pytest.raises(ConfigError, match="no bf16-capable GPU"):
+        run_sft(load_recipe("sft", TINY, base + ["train.bf16=true"]), retrievers=retrievers, progress=False)
+    with pytest.raises(ConfigError, match="cannot load the tokenizer"):
+        run_sft(load_recipe("sft", TINY, base + [f"model={tmp_path / 'no-model'}"]), retrievers=retrievers, progress=False)
