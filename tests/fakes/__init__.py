@@ -1,1 +1,0 @@
-"""Loopback stand-ins for public internet services (Overpass, Nominatim) used by the tests."""
