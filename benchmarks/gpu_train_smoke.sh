@@ -28,7 +28,11 @@ echo "vLLM rollouts: $USE_VLLM"
 INDEX="${GEOQL_INDEX_DIR:-$WORK/index}"
 if [[ ! -f "$INDEX/manifest.json" ]]; then
   echo "== building a small retrieval index in $INDEX"
-  $GEOQL index build --out "$INDEX" --no-taginfo --train-limit 1000
+  if ! $GEOQL index build --out "$INDEX" --no-taginfo --train-limit 1000; then
+    echo "could not build an index here (the build fetches the OSM tag schema from the npm registry);" >&2
+    echo "build one where the registry is reachable and pass it: GEOQL_INDEX_DIR=DIR $0" >&2
+    exit 2
+  fi
 fi
 
 t0=$(date +%s)
@@ -50,14 +54,30 @@ $GEOQL train grpo --config training/configs/tiny-grpo.yaml --overwrite \
   --set dev_eval.enabled=true --set dev_eval.every_steps=2 --set dev_eval.subset_size=4
 
 t3=$(date +%s)
+if [[ "$USE_VLLM" == true ]]; then
+  echo "== vLLM loads the SFT LoRA adapter (what vllm serve --lora-modules does)"
+  $PY - "$WORK" <<'PY'
+import sys
+from vllm import LLM, SamplingParams
+from vllm.lora.request import LoRARequest
+work = sys.argv[1]
+llm = LLM(model=f"{work}/tiny", enable_lora=True, max_lora_rank=8, gpu_memory_utilization=0.2, max_model_len=2048)
+out = llm.generate(["cafes in Bonn"], SamplingParams(max_tokens=8, temperature=0),
+                   lora_request=LoRARequest("geoql", 1, f"{work}/sft/adapter"))
+print("vLLM + adapter:", repr(out[0].outputs[0].text))
+PY
+fi
+t4=$(date +%s)
 $PY - "$WORK" <<'PY'
 import json, sys, pathlib
 work = pathlib.Path(sys.argv[1])
 sft = json.loads((work / "sft" / "summary.json").read_text())["result"]
 grpo = json.loads((work / "grpo" / "summary.json").read_text())["result"]
-print(f"SFT loss {sft['first_loss']:.3f} -> {sft['last_loss']:.3f} in {sft['steps']} steps; dev: {sft['dev_eval'][-1:]}")
+print(f"SFT loss {sft['first_loss']:.3f} -> {sft['last_loss']:.3f} in {sft['steps']} steps, "
+      f"{sft['train_runtime_s']} s, peak {sft['peak_gpu_memory_gb']} GB; dev: {sft['dev_eval'][-1:]}")
 for run in grpo["runs"]:
-    print(f"GRPO seed {run['seed']}: {run['steps']} steps, reward means {run['reward_means']}")
+    print(f"GRPO seed {run['seed']}: {run['steps']} steps, {run['train_runtime_s']} s, "
+          f"peak {run['peak_gpu_memory_gb']} GB, reward means {run['reward_means']}")
 PY
-echo "timings (s): tiny model $((t1 - t0)), SFT $((t2 - t1)), GRPO $((t3 - t2)), total $((t3 - t0))"
+echo "timings (s): tiny model $((t1 - t0)), SFT $((t2 - t1)), GRPO $((t3 - t2)), vLLM adapter $((t4 - t3)), total $((t4 - t0))"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv || true

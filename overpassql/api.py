@@ -4,6 +4,7 @@ anything but :class:`ParseError` (and only ``parse`` raises that)."""
 from __future__ import annotations
 
 import sys
+import threading
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Union
@@ -20,14 +21,28 @@ RECURSION_LIMIT = 20000
 _CACHEABLE = 20000  # characters; bigger inputs are not worth keeping in memory
 
 
+_limit_lock = threading.Lock()
+_limit_users = 0
+_limit_saved = 0
+
+
 @contextmanager
 def deep_recursion():
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, RECURSION_LIMIT))
+    """Raise the recursion limit while converting; reference-counted, so concurrent
+    threads (the UI serves requests from a pool) never lower it under each other."""
+    global _limit_users, _limit_saved
+    with _limit_lock:
+        if _limit_users == 0:
+            _limit_saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_limit_saved, RECURSION_LIMIT))
+        _limit_users += 1
     try:
         yield
     finally:
-        sys.setrecursionlimit(old)
+        with _limit_lock:
+            _limit_users -= 1
+            if _limit_users == 0:
+                sys.setrecursionlimit(_limit_saved)
 
 
 def _convert_uncached(text: str):
@@ -45,7 +60,9 @@ def _convert_uncached(text: str):
     return script, root, tuple(script.errors) + tuple(static)
 
 
-_convert_cached = lru_cache(maxsize=32768)(_convert_uncached)
+# Trees are big, XML strings small: keep few trees and many finished conversions
+# (MBR decoding and the metrics call to_xml on the same strings over and over).
+_convert_cached = lru_cache(maxsize=4096)(_convert_uncached)
 
 
 def _convert(text: str):
@@ -54,11 +71,22 @@ def _convert(text: str):
     return _convert_uncached(text)
 
 
+def _xml_uncached(text: str) -> tuple[str, tuple[Diagnostic, ...]]:
+    _, root, errors = _convert_uncached(text)
+    with deep_recursion():
+        return element_to_xml(root), errors
+
+
+_xml_cached = lru_cache(maxsize=65536)(_xml_uncached)
+
+
 def to_xml_with_errors(text: str) -> tuple[str, list[Diagnostic]]:
     """``(xml, diagnostics)`` as ``osm3s_query --dump-xml`` prints them (stdout, stderr)."""
-    _, root, errors = _convert(text)
-    with deep_recursion():
-        return element_to_xml(root), list(errors)
+    if isinstance(text, str) and len(text) <= _CACHEABLE:
+        xml, errors = _xml_cached(text)
+    else:
+        xml, errors = _xml_uncached(text)
+    return xml, list(errors)
 
 
 def to_xml(text: str) -> str:

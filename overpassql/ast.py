@@ -283,9 +283,13 @@ class Setting:
 
 @dataclass
 class Script:
+    """A whole query. ``aborted``: Overpass gave up and printed nothing (the parse
+    stopped at the first such error; ``statements`` holds what came before)."""
+
     settings: list[Setting] = field(default_factory=list)
     statements: list = field(default_factory=list)
     errors: list[Diagnostic] = field(default_factory=list)
+    aborted: bool = False
 
 
 Node = Union[Script, Setting, Query, Item, Union_, Difference, Recurse, Out, IsIn, MapToArea,

@@ -206,6 +206,18 @@ def lark_grammar() -> str:
 
 
 @lru_cache(maxsize=None)
+def llguidance_grammar() -> str:
+    """The Lark text as llguidance should read it.
+
+    llguidance lexes greedily, as Overpass' own tokenizer does, so ``.a`` +
+    ``out`` can never be read out of ``.aout`` there; the explicit
+    ``INSET_WS`` terminal that character-level decoders need would instead
+    make its lexer commit to ``.name `` and fail on ``.name;``.
+    """
+    return lark_grammar().replace("INSET_WS?", "inset?")
+
+
+@lru_cache(maxsize=None)
 def grammar_model() -> Grammar:
     return parse_grammar_text(lark_grammar())
 

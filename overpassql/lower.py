@@ -66,7 +66,9 @@ class Lowerer:
         return method(node)
 
     # -------------------------------------------------------------------- script
-    def _lower_Script(self, script: A.Script) -> Element:
+    def _lower_Script(self, script: A.Script) -> Optional[Element]:
+        if script.aborted:
+            return None
         attrs: dict = {}
         for s in script.settings:
             key, value = s.key, s.value
@@ -160,6 +162,13 @@ class Lowerer:
             el = Element(kw, [("from", st.set or "_"), ("into", st.into), ("maxnum", maxnum)], src=st)
         elif kw == "compare":
             el = Element(kw, [("from", st.set or "_"), ("into", st.into)], src=st)
+        elif kw == "timeline":
+            args = [_leaf_text(a) for a in _split_commas(st.arg)] if st.arg is not None else []
+            attrs = dict(zip(("type", "ref", "version"), args))
+            return Element(kw, sorted(attrs.items()) + [("into", st.into)], src=st)
+        elif kw == "local":
+            attrs = [("type", st.arg.token)] if st.arg is not None else []
+            return Element(kw, attrs + [("into", st.into)], src=st)
         else:
             el = Element(kw, [], src=st)
         if st.arg is not None and kw != "complete":

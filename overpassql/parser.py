@@ -9,7 +9,6 @@ parser reproduces the same recovery, message texts and line numbers.
 from __future__ import annotations
 
 import re
-import sys
 from bisect import bisect_right
 from typing import Optional
 
@@ -65,6 +64,19 @@ _DEFINITION = re.compile(r"\{\{[^}:]+?=[\s\S]*\}\}")
 def _json_escape(text: str) -> str:
     return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
             .replace("\t", "\\t"))
+
+
+class _Abort(Exception):
+    """Overpass stops parsing and prints no output at all."""
+
+
+def _bare_word(tree: Optional[A.Expr]) -> str:
+    if tree is None or tree.lhs is not None or tree.rhs is not None:
+        return ""
+    tok = tree.token
+    if tok[:1].isascii() and (tok[:1].isalpha() or tok[:1] == "_"):
+        return tok
+    return ""
 
 
 def _comma_items(tree: A.Expr) -> list[A.Expr]:
@@ -190,15 +202,26 @@ class Parser:
 
     # ------------------------------------------------------------------- script
     def parse(self) -> A.Script:
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 20000))
-        try:
+        from .api import deep_recursion
+        with deep_recursion():
             return self._parse_script()
-        finally:
-            sys.setrecursionlimit(limit)
 
     def _parse_script(self) -> A.Script:
         script = A.Script()
+        try:
+            self._parse_script_into(script)
+        except _Abort:
+            script.aborted = True
+        except RecursionError:  # only reachable when the interpreter's stack is tiny
+            self.error("Nesting too deep to parse")
+        script.errors = self.errors
+        return script
+
+    def _parse_script_into(self, script: A.Script) -> None:
+        # overpass-turbo shortcut definitions may come before the settings
+        while self.turbo and self.good and self.kind == "placeholder" \
+                and _DEFINITION.fullmatch(self.cur):
+            script.statements.append(self._parse_placeholder())
         while self.good and self.cur == "[":
             setting = self._parse_setting()
             if setting is not None:
@@ -210,13 +233,11 @@ class Parser:
             if stmt is not None:
                 script.statements.append(stmt)
             self._end_statement(stmt)
-        script.errors = self.errors
-        return script
 
     def _end_statement(self, stmt) -> None:
         # Blocks end with their closing brace, turbo definitions stand alone; a ';'
         # after them is optional.
-        if (isinstance(stmt, A.Block) and stmt.keyword != "timeline") or (
+        if (isinstance(stmt, A.Block) and stmt.keyword not in ("timeline", "local")) or (
                 isinstance(stmt, A.Placeholder) and stmt.definition):
             if self.good and self.cur == ";":
                 self.advance()
@@ -257,7 +278,6 @@ class Parser:
                     self.clear_until_after("]")
                 else:
                     self.clear_until_after(",", "]", after=False)
-            self.global_bbox = True
         elif key in ("timeout", "maxsize"):
             # Overpass keeps every token up to the "]" as part of the value.
             while self.good and self.cur != "]":
@@ -406,10 +426,22 @@ class Parser:
             if self.cur == "(":
                 self.advance()
                 block.arg = self._parse_expr_tree(parenthesis_expected=True)
+                bare = _bare_word(block.arg)
+                if bare:
+                    # Overpass cannot build the block's evaluator and stops printing.
+                    self.error(f'Put quotation marks around "{bare}" if it should be a '
+                               "constant and not a tag evaluation.", line)
+                    self.error(f'Token "{bare}" has not been recognized as statement', line)
                 self.clear_until_after(")")
+                if bare:
+                    raise _Abort
             else:
                 self.clear_until_after("(")
-        if keyword == "timeline":
+        if keyword in ("timeline", "local"):
+            if keyword == "local" and self.good and self.kind == "word":
+                block.arg = A.Expr(self.cur, line=self.line)  # local ll / local lll
+                self.advance()
+            block.into = self.probe_into()
             return block
         if self.cur == "(":
             block.body = self._collect_body(depth, "(", ")")

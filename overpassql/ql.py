@@ -12,15 +12,23 @@ from .errors import SerializationError
 _NON_ASCII_RANGE = re.compile(r"\[[^\]]*(?:[^\x00-\x7f]-|-[^\x00-\x7f\]])")
 
 
+def _value(text: str) -> str:
+    """A quoted value, except a turbo placeholder written bare (``{{user}}``)."""
+    if text.startswith("{{") and text.endswith("}}") and "\"" not in text:
+        return text
+    return quote(text)
+
+
+def _braced(st) -> bool:
+    """Statements that end with their own closing brace (no ";" after them)."""
+    return isinstance(st, A.Block) and st.keyword not in ("timeline", "local")
+
+
 def quote(value: str) -> str:
     """A QL string literal, escaped so that the parser reads back ``value``."""
     body = (value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
             .replace("\t", "\\t"))
     return '"' + body + '"'
-
-
-def _maybe_placeholder(value: str) -> str:
-    return value if value.startswith("{{") and value.endswith("}}") else quote(value)
 
 
 class Dumper:
@@ -34,7 +42,6 @@ class Dumper:
 
     # ---------------------------------------------------------------- script
     def _dump_Script(self, script: A.Script) -> str:
-        self.global_bbox = any(s.key == "bbox" for s in script.settings)
         settings = script.settings
         if self.converter:
             # The converter prints the settings in the order of their XML attributes.
@@ -45,14 +52,18 @@ class Dumper:
                     return 6  # an unknown output format is printed last
                 return order.get(s.key, 5)
             settings = sorted(settings, key=rank)
+        statements = list(script.statements)
+        lead = ""
+        while statements and isinstance(statements[0], A.Placeholder) and statements[0].definition:
+            lead += self.dump(statements.pop(0))  # "{{x=...}}[timeout:..];" keeps its place
         head = "".join(self.dump(s) for s in settings)
-        parts = [head + ";"] if script.settings else []
-        for st in script.statements:
+        parts = [lead + head + ";"] if script.settings else ([lead] if lead else [])
+        for st in statements:
             text = self.dump(st)
             if isinstance(st, A.Placeholder) and st.definition:
                 parts.append(" " + text)  # the dataset writes "...; {{bbox=...}}"
             else:
-                parts.append(text if isinstance(st, A.Block) else text + ";")
+                parts.append(text if _braced(st) else text + ";")
         return "".join(parts)
 
     def _dump_Setting(self, s: A.Setting) -> str:
@@ -80,7 +91,7 @@ class Dumper:
         self.converter = converter
 
     def _body(self, body: list) -> str:
-        return "".join(self.dump(st) + ("" if isinstance(st, A.Block) else ";") for st in body)
+        return "".join(self.dump(st) + ("" if _braced(st) else ";") for st in body)
 
     def _dump_Union_(self, st: A.Union_) -> str:
         return "(" + self._body(st.body) + ")" + self._into(st.into)
@@ -126,11 +137,15 @@ class Dumper:
         if st.set is not None:
             text += "." + st.set
         text += self._into(st.into)
+        if st.keyword == "local":
+            return "local" + (" " + st.arg.token if st.arg is not None else "") + self._into(st.into)
         if st.arg is not None:
             text += "(" + expr_to_ql(st.arg, self.converter) + ")"
+        if st.keyword == "timeline":
+            return text
         if self.converter and st.keyword == "if":
             # --dump-compact-ql ends each statement of an if branch with ";;"
-            text += "{" + "".join(self.dump(b) + ("" if isinstance(b, A.Block) else ";;")
+            text += "{" + "".join(self.dump(b) + ("" if _braced(b) else ";;")
                                   for b in st.body) + "}"
         else:
             text += "{" + self._body(st.body) + "}"
@@ -190,7 +205,7 @@ class Dumper:
         return "(poly:" + quote(f.bounds) + ")"
 
     def _dump_User(self, f: A.User) -> str:
-        return "(user:" + ",".join(quote(n) for n in f.names) + ")"
+        return "(user:" + ",".join(_value(n) for n in f.names) + ")"
 
     def _dump_Uid(self, f: A.Uid) -> str:
         return "(uid:" + ",".join(f.uids) + ")"
@@ -231,6 +246,7 @@ def _canonical_out(options: list[str]) -> list[str]:
         elif opt[:1].isdigit():
             limit = opt
     words = [mode] if mode not in (None, "body") else []
+    words += ["noids"] if "noids" in options else []
     words += ["qt"] if order == "qt" else []
     words += [limit] if limit else []
     words += [geom] if geom else []
@@ -338,6 +354,8 @@ def dump_script(script: A.Script) -> str:
 
 def element_to_ql(root, pretty: bool = False) -> str:
     """The converter's compact (or pretty) QL, rebuilt from the AST behind ``root``."""
+    if root is None:
+        return ""
     if pretty:
         return PrettyDumper().script(root.src)
     return Dumper(converter=True).dump(root.src)
@@ -351,7 +369,6 @@ class PrettyDumper(Dumper):
         super().__init__(converter=True)
 
     def script(self, script: A.Script) -> str:
-        self.global_bbox = any(s.key == "bbox" for s in script.settings)
         lines: list[str] = []
         if script.settings:
             compact = Dumper(converter=True)
@@ -380,7 +397,7 @@ class PrettyDumper(Dumper):
             body = [pad + "  " + item + "," for item in items]
             body[-1] = body[-1][:-1] + self._into(st.into) + end
             return [head] + body
-        if isinstance(st, A.Block):
+        if _braced(st):
             return self._block(st, level, pad)
         return [pad + self.dump(st) + end]
 

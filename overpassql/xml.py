@@ -18,7 +18,9 @@ def escape(value: str) -> str:
     return value.translate(_ESCAPES) if _SPECIAL.search(value) else value
 
 
-def element_to_xml(el: Element, indent: int = 0) -> str:
+def element_to_xml(el, indent: int = 0) -> str:
+    if el is None:  # Overpass printed nothing (an aborted parse)
+        return ""
     lines: list[str] = []
     _emit(el, indent, lines)
     return "\n".join(lines)

@@ -45,6 +45,7 @@ class ExampleRetriever:
     def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None) -> None:
         import bm25s
         import faiss
+        import numpy as np
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         from .embedding import QueryEncoder
@@ -60,9 +61,13 @@ class ExampleRetriever:
         if self._dense.ntotal != len(self.examples) or self._bm25.scores["num_docs"] != len(self.examples):
             raise A.IndexMissingError(f"the example files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")
         # Fitted at load time from the indexed requests (deterministic, ~1 s): no pickles to go stale.
-        self._char = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, min_df=2, dtype="float32")
+        self._char = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, min_df=2, dtype=np.float32)
         self._char_matrix = self._char.fit_transform([ex.nl for ex in self.examples]).T.tocsr()
         self.encoder = QueryEncoder(manifest.embedding_model)
+        self.vectors = self._dense.reconstruct_n(0, self._dense.ntotal)  # for cosines of fused hits
+
+    def cosine(self, vector, rows) -> list[float]:
+        return [float(self.vectors[r] @ vector) for r in rows]
 
     @classmethod
     def load(cls, index_dir: str | os.PathLike | None = None, config: RetrievalConfig | None = None) -> "ExampleRetriever":

@@ -11,7 +11,6 @@ Three kinds of evidence are fused by weighted reciprocal rank:
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,8 @@ class TagRetriever:
         self._bm25 = bm25s.BM25.load(str(index_dir / A.TAGS_BM25), show_progress=False)
         if self._dense.ntotal != len(surfaces) or self._bm25.scores["num_docs"] != len(self.docs):
             raise A.IndexMissingError(f"the tag files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")
-        self._popularity = [math.log1p(d.get("popularity", 0.0)) for d in self.docs]
+        peak = max((d.get("popularity", 0.0) for d in self.docs), default=0.0) or 1.0
+        self._popularity = [d.get("popularity", 0.0) / peak for d in self.docs]  # 0..1
         self.examples = ExampleRetriever(index_dir, manifest, self.config)
 
     @classmethod
@@ -80,62 +80,93 @@ class TagRetriever:
         text = clean_request(nl)
         if k <= 0 or not has_content(text):
             return []
+        evidence = self._evidence(text, exclude)
+        if self.config.fusion == "rrf":
+            fused = self._fuse_rrf(evidence)
+        else:
+            fused = self._fuse_linear(evidence)
+        best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
+
+    def _evidence(self, text: str, exclude) -> dict:
+        """Per-source scores of candidate tags: {"dense": {doc: cos}, "bm25": {doc: 0..1}, "votes": {doc: 0..1}}."""
         cfg = self.config
         vector = self.examples.encoder(text)
-        rankings = []
-        why: dict[int, str] = {}
-
+        dense: dict[int, float] = {}
+        dense_why: dict[int, str] = {}
         if cfg.tag_dense_weight > 0:
             scores, ids = self._dense.search(vector.reshape(1, -1), min(cfg.surface_pool, self._dense.ntotal))
-            dense_rank: list[int] = []
-            for sid in ids[0]:
+            for score, sid in zip(scores[0], ids[0]):
                 if sid < 0:
                     continue
                 doc = self._surface_doc[sid]
-                if doc not in why:
+                if doc not in dense:
+                    if len(dense) >= cfg.tag_pool:
+                        break
+                    dense[doc] = float(score)
                     kind = self._surface_kind[sid]
-                    label = "similar request" if kind == "phrase" else kind
-                    why[doc] = f"{label}: {self._surface_text[sid]}"
-                if doc not in dense_rank:
-                    dense_rank.append(doc)
-                if len(dense_rank) >= cfg.tag_pool:
-                    break
-            rankings.append((cfg.tag_dense_weight, dense_rank))
-
+                    dense_why[doc] = f"{'similar request' if kind == 'phrase' else kind}: {self._surface_text[sid]}"
+        bm25: dict[int, float] = {}
         tokens = tokenize(text)
         if cfg.tag_bm25_weight > 0 and tokens:
-            bm25_rank = top_indices(self._bm25.get_scores(tokens), cfg.tag_pool)
-            query_words = set(tokens)
-            for doc in bm25_rank[:k * 2]:
-                if doc not in why or why[doc].startswith("similar request"):
-                    d = self.docs[doc]
-                    matched = [n for n in d["names"] + d["terms"] if query_words & set(tokenize(n))]
-                    if matched:
-                        why[doc] = f"name: {matched[0]}"
-            rankings.append((cfg.tag_bm25_weight, bm25_rank))
-
+            raw = self._bm25.get_scores(tokens)
+            top = top_indices(raw, cfg.tag_pool)
+            if top:
+                peak = float(raw[top[0]])
+                bm25 = {doc: float(raw[doc]) / peak for doc in top}
+        votes: dict[int, float] = {}
+        voters: dict[int, str] = {}
         if cfg.tag_example_weight > 0 and cfg.evidence_examples > 0:
-            votes: dict[int, float] = {}
-            voters: dict[int, str] = {}
-            for row, score in self.examples._fused_rows(text, vector, cfg.evidence_examples, exclude):
+            rows = [r for r, _ in self.examples._fused_rows(text, vector, cfg.evidence_examples, exclude)]
+            for row, cos in zip(rows, self.examples.cosine(vector, rows)):
+                weight = max(cos, 0.0) ** cfg.example_vote_power / max(len(rows), 1)
                 for tag in self.examples.examples[row].tags:
                     doc = self._doc_of.get(tag)
-                    if doc is None:
-                        continue
-                    votes[doc] = votes.get(doc, 0.0) + score
-                    voters.setdefault(doc, self.examples.examples[row].nl)
-            example_rank = sorted(votes, key=lambda d: (-votes[d], d))[: cfg.tag_pool]
-            for doc in example_rank:
-                if doc not in why:
-                    why[doc] = f"used for similar request: {voters[doc]}"
-            rankings.append((cfg.tag_example_weight, example_rank))
+                    if doc is not None:
+                        votes[doc] = votes.get(doc, 0.0) + weight
+                        voters.setdefault(doc, self.examples.examples[row].nl)
+        return {"dense": dense, "dense_why": dense_why, "bm25": bm25, "tokens": set(tokens), "votes": votes, "voters": voters}
 
-        fused = reciprocal_rank_fusion(rankings, cfg.rrf_k)
+    def _fuse_linear(self, ev: dict) -> dict[int, float]:
+        cfg = self.config
+        fused: dict[int, float] = {}
+        for weight, scores in ((cfg.tag_dense_weight, ev["dense"]), (cfg.tag_bm25_weight, ev["bm25"]), (cfg.tag_example_weight, ev["votes"])):
+            for doc, score in scores.items():
+                fused[doc] = fused.get(doc, 0.0) + weight * score
+        if cfg.popularity_weight:
+            for doc in fused:
+                fused[doc] += cfg.popularity_weight * self._popularity[doc]
+        return fused
+
+    def _fuse_rrf(self, ev: dict) -> dict[int, float]:
+        cfg = self.config
+        rank = lambda scores: sorted(scores, key=lambda d: (-scores[d], d))  # noqa: E731
+        fused = reciprocal_rank_fusion(
+            [(cfg.tag_dense_weight, rank(ev["dense"])), (cfg.tag_bm25_weight, rank(ev["bm25"])), (cfg.tag_example_weight, rank(ev["votes"]))],
+            cfg.rrf_k,
+        )
         if cfg.popularity_weight:
             for doc in fused:
                 fused[doc] += cfg.popularity_weight * self._popularity[doc] / (cfg.rrf_k + 1)
-        best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-        return [self._hit(doc, score, why.get(doc, "")) for doc, score in best]
+        return fused
+
+    def _why(self, doc: int, ev: dict) -> str:
+        """The strongest single piece of evidence, in words."""
+        cfg = self.config
+        parts = {
+            "dense": cfg.tag_dense_weight * ev["dense"].get(doc, 0.0),
+            "bm25": cfg.tag_bm25_weight * ev["bm25"].get(doc, 0.0),
+            "votes": cfg.tag_example_weight * ev["votes"].get(doc, 0.0),
+        }
+        source = max(parts, key=parts.get)
+        if source == "bm25":
+            d = self.docs[doc]
+            matched = [n for n in d["names"] + d["terms"] if ev["tokens"] & set(tokenize(n))]
+            if matched:
+                return f"name: {matched[0]}"
+        if source == "votes" and doc in ev["voters"]:
+            return f"used for similar request: {ev['voters'][doc]}"
+        return ev["dense_why"].get(doc) or (f"used for similar request: {ev['voters'][doc]}" if doc in ev["voters"] else "")
 
     def _hit(self, doc: int, score: float, why: str) -> TagHit:
         d = self.docs[doc]

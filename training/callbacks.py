@@ -198,48 +198,116 @@ def temperature_label(t: float) -> str:
     return "greedy" if t == 0 else f"t{t:g}"
 
 
-def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, retrievers=None):
+def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model: str, output_dir,
+                       retrievers=None):
     """``evaluate(model, tokenizer, step) -> {"dev/oqs@greedy": ..., ...}`` on a fixed dev subset.
 
-    Decoding goes through the app's compile path (``app.compile`` with the
-    ``transformers`` backend wrapping the model in memory), so the figure is
-    the one ``geoql eval`` would report for this checkpoint, computed with the
-    exact metric in ``eval.metrics``.
+    The model is saved the way the run will export it (a LoRA adapter, or the
+    full weights) and loaded back through the app's ``transformers`` backend; the
+    requests carry the inference prompt (same retrieval, same ``build_prompt``)
+    and the backend's texts go through ``app.decoding`` (extraction, validation,
+    choice) — the compile path — before the exact metric in ``eval.metrics``
+    scores them. So the figure is what ``compile()`` would score with these weights.
     """
     from eval.dataset import load_split
 
     examples = dev_subset(load_split("dev", data_cfg.data_dir), cfg.subset_size, cfg.seed)
     temps = sorted(set(float(t) for t in temperatures))
+    cache: dict = {}
+
+    def prompts():
+        if "prompts" not in cache:
+            from training.data import Retrievers, prompt_for
+
+            found = retrievers or Retrievers.load(data_cfg.index_dir)
+            # Dev requests are not in the training split: nothing to leave out.
+            cache["prompts"] = [prompt_for(ex.nl, found, data_cfg) for ex in examples]
+        return cache["prompts"]
 
     def evaluate(model, tokenizer, step) -> dict:
-        from tqdm import tqdm
+        from app.backends import GenerationRequest
 
         from eval.metrics import corpus
 
-        compile_one = compile_function(model, tokenizer, data_cfg)
         result: dict = {"dev/n": len(examples)}
-        for t in temps:
-            preds = []
-            for ex in tqdm(examples, desc=f"dev @ step {step}, {temperature_label(t)}", leave=False):
-                preds.append(compile_one(ex.nl, temperature=t, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed))
-            scores = corpus(preds, [ex.query for ex in examples])
-            label = temperature_label(t)
-            for metric in ("oqs", "kvs", "tree", "chrf", "em"):
-                result[f"dev/{metric}@{label}"] = round(scores[metric], 4)
+        with loaded_backend(model, tokenizer, base_model, output_dir, batch_size=cfg.batch_size) as backend:
+            for t in temps:
+                requests = [
+                    GenerationRequest(nl=ex.nl, messages=messages, tags=list(tags), examples=list(shots), n=1,
+                                      temperature=t, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
+                    for ex, (messages, tags, shots) in zip(examples, prompts())
+                ]
+                preds = []
+                for start in tqdm_range(len(requests), cfg.batch_size, f"dev @ step {step}, {temperature_label(t)}"):
+                    outputs = backend.generate_batch(requests[start:start + cfg.batch_size])
+                    preds.extend(choose_query(texts) for texts in outputs)
+                scores = corpus(preds, [ex.query for ex in examples])
+                label = temperature_label(t)
+                for metric in ("oqs", "kvs", "tree", "chrf", "em"):
+                    result[f"dev/{metric}@{label}"] = round(scores[metric], 4)
         return result
 
     return evaluate
 
 
-def compile_function(model, tokenizer, data_cfg):
-    """``compile_one(nl, **options) -> query text`` through ``app.compile`` and the transformers backend."""
-    import app
-    from app.backends import get_backend
+def tqdm_range(n: int, step: int, desc: str):
+    from tqdm import tqdm
 
-    backend = get_backend("transformers", model=model, tokenizer=tokenizer)
+    return tqdm(range(0, n, step), desc=desc, leave=False, unit="batch")
 
-    def compile_one(nl: str, **options) -> str:
-        compilation = app.compile(nl, backend=backend, **options)
-        return getattr(compilation, "query", None) or ""
 
-    return compile_one
+def choose_query(texts: list[str]) -> str:
+    """The query the compile path returns for a backend's texts."""
+    from app.decoding import choose, make_candidates
+
+    best = choose(make_candidates(texts), mbr=len(texts) > 1)
+    return best.query if best is not None else ""
+
+
+class loaded_backend:
+    """Context manager: the model in training, saved and loaded by the transformers backend.
+
+    PEFT models are saved as an adapter on top of ``base_model``; other models as
+    full weights. The copy lives in a hidden folder of the run and is removed after.
+    """
+
+    def __init__(self, model, tokenizer, base_model: str, output_dir, *, batch_size: int = 8):
+        self.model, self.tokenizer, self.base_model = model, tokenizer, base_model
+        self.output_dir = Path(output_dir)
+        self.batch_size = batch_size
+        self.backend = None
+        self.tmp: Path | None = None
+
+    def __enter__(self):
+        from app.backends import get_backend
+
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=".dev-eval-model.", dir=self.output_dir))
+        self.model.save_pretrained(self.tmp, safe_serialization=True)
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(self.tmp)
+        if hasattr(self.model, "peft_config"):
+            self.backend = get_backend("transformers", model=self.base_model, adapter=str(self.tmp),
+                                       batch_size=self.batch_size)
+        else:
+            self.backend = get_backend("transformers", model=str(self.tmp), batch_size=self.batch_size)
+        return self.backend
+
+    def __exit__(self, *exc):
+        import gc
+        import shutil
+
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
+        gc.collect()
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        return False

@@ -233,7 +233,8 @@ def run_grpo(
         element_ids=element_ids,
     )
     temperatures = sorted(set(recipe.dev_eval.temperatures) | {0.0, recipe.temperature})
-    evaluator = make_dev_evaluator(recipe.dev_eval, temperatures, recipe.data) if recipe.dev_eval.enabled else None
+    evaluator = make_dev_evaluator(recipe.dev_eval, temperatures, recipe.data,
+                                   base_model=recipe.model, output_dir=out, retrievers=retrievers) if recipe.dev_eval.enabled else None
 
     check_lora_targets(recipe.model, recipe.lora)
     clear_output_dir(out, resume=resume, overwrite=overwrite)

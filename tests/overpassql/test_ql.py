@@ -1,4 +1,5 @@
-"""QL serialisers: the converter's compact and pretty dumps, and dump() round trips."""
+"""QL serialisers and dump() round trips; the per-row compact/pretty checks against the
+reference are in test_api.py."""
 
 from __future__ import annotations
 
@@ -9,15 +10,6 @@ from conftest import reference_rows
 from overpassql.ql import quote
 
 GOLD = reference_rows("gold_reference.jsonl")
-# Gold queries already in the converter's canonical compact form that dump() does not
-# reproduce byte for byte (whitespace or quoting the AST does not keep); see the docs.
-IDS = [f"{r['split']}-{r['index']}" for r in GOLD]
-
-
-@pytest.mark.parametrize("row", GOLD, ids=IDS)
-def test_compact_and_pretty_gold_rows(row):
-    assert overpassql.to_ql(row["converter_input"]) == row["compact_ql"]
-    assert overpassql.to_ql(row["converter_input"], pretty=True) == row["pretty_ql"]
 
 
 def test_dump_round_trips_canonical_gold_queries():

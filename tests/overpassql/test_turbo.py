@@ -1,18 +1,12 @@
-"""replace_turbo_vars reproduces the metric's placeholder step on every reference row."""
+"""replace_turbo_vars: the metric's placeholder step, kind by kind."""
 
 from __future__ import annotations
 
 import pytest
 
-from conftest import reference_rows
 from overpassql import replace_turbo_vars
 
-ROWS = reference_rows("gold_reference.jsonl") + reference_rows("conformance.jsonl")
-
-
-@pytest.mark.parametrize("row", ROWS, ids=[f"{r.get('split', 'conf')}-{i}" for i, r in enumerate(ROWS)])
-def test_reference_rows(row):
-    assert replace_turbo_vars(row["query"]) == row["converter_input"]
+# Every reference row's query -> converter_input is checked in test_api.py.
 
 
 @pytest.mark.parametrize("query, expected", [

@@ -77,7 +77,7 @@ def test_transformers_backend_loads_the_adapter(sft_run):
     from retrieval import build_prompt
 
     recipe, result = sft_run
-    backend = get_backend("transformers", model=result.adapter_dir)
+    backend = get_backend("transformers", model=recipe.model, adapter=result.adapter_dir)
     try:
         nl = "cafes in Bonn"
         texts = backend.generate(GenerationRequest(nl=nl, messages=build_prompt(nl, [], []), max_new_tokens=16))

@@ -1,0 +1,91 @@
+"""Sources → tag documents: what each source contributes, merged per tag."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import reference_rows
+from eval.dataset import Example
+from fixtures_index import schema_tarball, sri_sha512
+from index.documents import TagCollection, add_schema, add_training
+from index.schema import read_schema
+from retrieval.gold import controlled_pairs
+
+
+@pytest.fixture(scope="module")
+def schema():
+    data = schema_tarball()
+    return read_schema(data, {"integrity": sri_sha512(data)}, "7.2.0")
+
+
+@pytest.fixture(scope="module")
+def schema_tags(schema):
+    tags = TagCollection()
+    add_schema(tags, schema)
+    return tags
+
+
+def test_preset_names_terms_and_geometry(schema_tags):
+    post_box = schema_tags.docs["amenity=post_box"]
+    assert post_box.names[0] == "Mail Drop Box"
+    assert "post box" in post_box.terms and "pillar box" in post_box.terms
+    assert set(post_box.geometry) >= {"point", "vertex"}
+    assert post_box.sources == ["id-tagging-schema@7.2.0"]
+    assert post_box.description  # from taginfo.json, with its 🄿 marks removed
+    assert "🄿" not in post_box.description
+
+
+def test_multi_tag_presets_name_every_tag(schema_tags):
+    assert "Parking Ticket Vending Machine" in schema_tags.docs["vending=parking_tickets"].names
+
+
+def test_field_options_name_their_key(schema_tags):
+    assert "Pizza (cuisine)" in schema_tags.docs["cuisine=pizza"].names
+    assert schema_tags.docs["cuisine=pizza"].schema_refs >= 1
+
+
+def test_free_text_keys_become_key_star(schema_tags):
+    tags = TagCollection()
+    assert tags.get("name", "Luigi", "test").tag == "name=*"
+    assert tags.get("addr:street", "Hauptstraße", "test").tag == "addr:street=*"
+    assert tags.get("amenity", None, "test").tag == "amenity=*"
+    assert tags.get("", "x", "test") is None and tags.get("a\nb", "x", "test") is None
+
+
+def test_deprecated_tags_point_to_their_replacement(schema, schema_tags):
+    row = next(r for r in schema.deprecated if len(r.get("old", {})) == 1 and "*" not in str(r))
+    (key, value), = row["old"].items()
+    doc = schema_tags.docs[f"{key}={value}"]
+    assert doc.replaced_by and any(s.endswith(":deprecated") for s in doc.sources)
+
+
+def test_preset_filter_limits_the_schema(schema):
+    tags = TagCollection()
+    add_schema(tags, schema, preset_filter=lambda pid, _p: pid == "craft/beekeeper")
+    assert "craft=beekeeper" in tags.docs and "amenity=post_box" not in tags.docs
+
+
+TRAIN_ROWS = [r for r in reference_rows("gold_reference.jsonl") if r["split"] == "train"][:600:15]
+
+
+@pytest.mark.parametrize("row", TRAIN_ROWS, ids=lambda r: f"train{r['index']}")
+def test_training_examples_carry_their_gold_tags(row):
+    tags = TagCollection()
+    docs = add_training(tags, [Example("train", row["index"], "some request", row["query"], "")])
+    assert set(controlled_pairs(row["query"])) <= set(docs[0].tags)
+    for pair in controlled_pairs(row["query"]):
+        assert tags.docs[pair].train_count == 1 and tags.docs[pair].phrases == ["some request"]
+
+
+def test_dev_and_test_never_enter_the_index():
+    with pytest.raises(ValueError, match="only the training split"):
+        add_training(TagCollection(), [Example("dev", 0, "x", "node[amenity=cafe];out;", "")])
+
+
+def test_sources_merge_into_one_document(schema):
+    tags = TagCollection()
+    add_schema(tags, schema)
+    add_training(tags, [Example("train", 7, "post boxes in Bonn", '[out:json];node["amenity"="post_box"];out;', "")])
+    doc = tags.docs["amenity=post_box"]
+    assert doc.sources == ["id-tagging-schema@7.2.0", "overpassnl-train"]
+    assert doc.train_count == 1 and doc.names[0] == "Mail Drop Box" and doc.popularity > 0
