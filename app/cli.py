@@ -14,6 +14,7 @@ import sys
 
 # (module, description) in the order they appear in --help.
 COMMAND_MODULES = (
+    "overpassql.cli",
     "eval.cli",
     "index.cli",
     "retrieval.cli",

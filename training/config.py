@@ -240,6 +240,11 @@ class GRPORecipe:
     seeds: list[int] = _help("One run per seed; report mean and spread over them (>= 3 to tell a gain from noise).", factory=lambda: [0, 1, 2])
     overpass_url: str | None = _help("Overpass API endpoint for the execution reward; empty = the reward returns None.", None)
     overpass_cache_dir: str | None = _help("Cache of Overpass answers (shared across runs).", None)
+    nominatim_url: str | None = _help(
+        "Nominatim /search endpoint for {{geocodeArea:...}} in the execution reward; empty = the public one "
+        "(1 request/s; answers are cached).",
+        None,
+    )
     early_stop: EarlyStopConfig = _help("Stop when the learning signal collapses.", factory=EarlyStopConfig)
     pass_rate_filter: PassRateFilterConfig = _help("Prompt filter by the starting model's pass rate.", factory=PassRateFilterConfig)
     attn_implementation: str | None = _help("e.g. sdpa or flash_attention_2; empty = transformers' default.", None)

@@ -230,6 +230,7 @@ def run_grpo(
         recipe.rewards,
         overpass_url=recipe.overpass_url,
         overpass_cache_dir=recipe.overpass_cache_dir,
+        nominatim_url=recipe.nominatim_url,
         element_ids=element_ids,
     )
     temperatures = sorted(set(recipe.dev_eval.temperatures) | {0.0, recipe.temperature})

@@ -296,6 +296,7 @@ def build_rewards(
     *,
     overpass_url: str | None = None,
     overpass_cache_dir: str | None = None,
+    nominatim_url: str | None = None,
     element_ids: Callable[[str, str], set | None] | None = None,
 ) -> tuple[list[RewardFunc], list[float]]:
     """Reward functions and weights for a recipe's ``rewards`` mapping (zero weights dropped).
@@ -314,7 +315,12 @@ def build_rewards(
         func = REWARDS[name]
         if name == "execution":
             if element_ids is None and overpass_url:
-                element_ids = overpass_element_ids(overpass_url, overpass_cache_dir)
+                options = {}
+                if nominatim_url:
+                    from eval.nominatim import Nominatim
+
+                    options["geocoder"] = Nominatim(url=nominatim_url, cache_dir=overpass_cache_dir)
+                element_ids = overpass_element_ids(overpass_url, overpass_cache_dir, **options)
             if element_ids is not None:
                 func = make_execution_reward(element_ids)
         funcs.append(func)

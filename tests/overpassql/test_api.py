@@ -29,6 +29,8 @@ def test_gold_row(row):
     assert _stderr(diagnostics) == row["stderr"]
     assert overpassql.to_ql(text) == row["compact_ql"]
     assert overpassql.to_ql(text, pretty=True) == row["pretty_ql"]
+    if not row["stderr"]:  # the raw query, placeholders and all, parses cleanly
+        overpassql.parse(row["query"])
 
 
 @pytest.mark.parametrize("index", range(len(CONFORMANCE)), ids=lambda i: f"conf-{i}")

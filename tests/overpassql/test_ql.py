@@ -29,6 +29,8 @@ def test_dump_round_trips_canonical_gold_queries():
     '(.a;- .b;)->.c;foreach.c->.d{.d out;}',
     'make stat n=count(nodes),name=_.val;out;',
     '[out:csv(::id,"name";false;"|")];node[~"^name"~".",i][!"fee"](50.1,7.1,50.2,7.2);out;',
+    '{{user=me}}[timeout:100][bbox:{{bbox}}];node(user:{{user}});out; {{bbox=area:1}}',
+    'timeline(relation,123);local ll->.x;out noids;',
 ])
 def test_dump_parse_dump_is_stable(query):
     text = overpassql.dump(overpassql.parse(query))

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from training_fixtures import one_torch_thread, retrievers  # noqa: F401 (fixtures)
 from training.config import DataConfig
 from training.data import (
     GRPO_FILE,

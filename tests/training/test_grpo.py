@@ -8,6 +8,7 @@ import pytest
 
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import json_reply
+from training_fixtures import one_torch_thread, retrievers, tiny_model_dir, tiny_overrides  # noqa: F401 (fixtures)
 from training.callbacks import STOP_FILE, read_metrics
 from training.config import ConfigError, default_configs_dir, load_recipe
 from training.grpo import check_completion_cap, pass_rate_filter, run_grpo

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from conftest import reference_rows
-from fakes.fixtures import fake_overpass  # noqa: F401 (fixture)
+from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import gateway_timeout, json_reply, parse_error
 from training.rewards import (
     REWARDS,
@@ -21,6 +20,16 @@ from training.rewards import (
     tree_reward,
     validity_reward,
 )
+
+
+
+def reference_rows(name: str) -> list[dict]:
+    """Rows of a reference file shipped with the test data (../shared/overpassnl/reference)."""
+    from eval.dataset import resolve_data_dir
+
+    with open(resolve_data_dir(download=False) / "reference" / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
 
 EXACT = {"kvs": kvs_reward, "tree": tree_reward, "chrf": chrf_reward}
 KNN = reference_rows("knn_dev.official_scores.jsonl")[:40]
@@ -141,3 +150,15 @@ def test_execution_reward_partial_overlap(fake_overpass, tmp_path):
     gold = 'node["shop"="bakery"](1,2,3,4);out;'
     pred = 'node["shop"="pastry"](1,2,3,4);out;'
     assert reward([_chat(pred)], gold=[gold], bbox=["none"]) == [pytest.approx(2 / 5)]
+
+
+def test_recipe_execution_reward_goes_through_the_client(fake_overpass, fake_nominatim, tmp_path):
+    fake_overpass.add('"amenity"="cafe"', json_reply("heidelberg_cafes.json"))
+    funcs, weights = build_rewards({"execution": 2.0}, overpass_url=fake_overpass.url,
+                                   overpass_cache_dir=str(tmp_path), nominatim_url=fake_nominatim.url)
+    (func,) = funcs
+    assert func.__name__ == "execution_reward" and weights == [2.0]
+    gold = '[out:json];{{geocodeArea:"Heidelberg"}}->.a;node["amenity"="cafe"](area.a);out;'
+    assert func([_chat(gold), _chat(gold.replace("cafe", "pub"))], gold=[gold] * 2, bbox=["none"] * 2) == [1.0, 0.0]
+    # The placeholder was expanded through the geocoder before the query reached Overpass.
+    assert all("{{" not in q for q in fake_overpass.queries())

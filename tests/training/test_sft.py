@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from training_fixtures import one_torch_thread, retrievers, tiny_model_dir  # noqa: F401 (fixtures)
 from training.callbacks import read_metrics
 from training.config import ConfigError, default_configs_dir, load_recipe
 from training.sft import run_sft
