@@ -125,33 +125,42 @@ def _format_info(compilation, elapsed: float) -> str:
     backend = getattr(compilation, "backend", "") or "?"
     timings = getattr(compilation, "timings", None) or {}
     if isinstance(timings, dict) and timings:
-        shown = ", ".join(f"{k} {v * 1000:.0f} ms" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in timings.items())
+        shown = ", ".join(
+            f"{k.removesuffix('_s')} {v * 1000:.0f} ms" if isinstance(v, (int, float)) else f"{k} {v}"
+            for k, v in timings.items()
+        )
     else:
         shown = f"total {elapsed * 1000:.0f} ms"
     candidates = getattr(compilation, "candidates", None) or []
-    return f"**backend:** {backend} · **timings:** {shown} · **candidates:** {len(candidates)}"
+    line = f"**backend:** {backend} · **timings:** {shown} · **candidates:** {len(candidates)}"
+    warnings = getattr(compilation, "warnings", None) or []
+    return line + ("\n\n" + "; ".join(str(w) for w in warnings) if warnings else "")
 
 
 class DemoService:
     """Compile and run for the demo; thread-safe, never raises to the caller."""
 
-    def __init__(self, config: DemoConfig | None = None, *, backend=None, client=None):
+    def __init__(self, config: DemoConfig | None = None, *, backend=None, compiler=None, client=None):
+        """``backend``: a name or a Backend object (default ``config.backend``);
+        ``compiler``: a ready ``app.Compiler`` (wins over ``backend``);
+        ``client``: a ready ``eval.overpass.OverpassClient``."""
         self.config = config or DemoConfig()
-        self._backend = backend  # a Backend object, or None to build config.backend on first use
-        self._backend_lock = threading.Lock()
+        self._backend = backend if backend is not None else self.config.backend
+        self._compiler = compiler
+        self._compiler_lock = threading.Lock()
         self._compile_lock = threading.Lock()
         self._client_lock = threading.Lock()
         self._client = client
         self.download_dir = Path(tempfile.mkdtemp(prefix="geoql-ui-"))
 
     # -- collaborators, built lazily so the app starts at once
-    def backend(self):
-        with self._backend_lock:
-            if self._backend is None:
-                from app.backends import get_backend
+    def compiler(self):
+        with self._compiler_lock:
+            if self._compiler is None:
+                from app import Compiler
 
-                self._backend = get_backend(self.config.backend)
-            return self._backend
+                self._compiler = Compiler(self._backend)
+            return self._compiler
 
     @property
     def client(self):
@@ -195,12 +204,10 @@ class DemoService:
             return CompileView(None, "", "", "", "Type a request first, e.g. “cafés with outdoor seating in Heidelberg”.")
         started = time.perf_counter()
         try:
-            import app
-
-            backend = self.backend()
+            compiler = self.compiler()
             # One compilation at a time: model backends are not all thread-safe.
             with self._compile_lock:
-                compilation = app.compile(request, backend=backend)
+                compilation = compiler.compile(request)
         except Exception as exc:  # shown in words; the details go to the server log
             log.exception("compile failed for %r", request)
             return CompileView(None, "", "", "", f"**Could not compile the request:** {_first_line(exc)}")
@@ -208,8 +215,11 @@ class DemoService:
         query = getattr(compilation, "query", "") or ""
         errors = [str(e) for e in (getattr(compilation, "errors", None) or [])]
         if not query.strip():
-            status = "**No query came out of the compiler.** " + ("; ".join(errors) or "Try rephrasing the request.")
-        elif getattr(compilation, "valid", True):
+            return CompileView(
+                None, "", "", _format_info(compilation, elapsed),
+                "**Could not compile the request:** " + ("; ".join(errors) or "the compiler returned no query; try rephrasing."),
+            )
+        if getattr(compilation, "valid", True):
             status = "Compiled. Edit the query if you like, then press **Run on Overpass**."
         else:
             status = "**The query did not pass the parser**: " + ("; ".join(errors) or "unknown problem") + ". You can edit it and run it anyway."
@@ -311,7 +321,9 @@ def build_app(service: DemoService):
         status = gr.Markdown(elem_id="status")
         with gr.Row():
             with gr.Column(scale=2):
-                query = gr.Code(label="OverpassQL (editable)", language=None, interactive=True, lines=8, elem_id="query")
+                query = gr.Code(
+                    label="OverpassQL (editable)", language=None, interactive=True, lines=8, wrap_lines=True, elem_id="query"
+                )
                 run_btn = gr.Button("Run on Overpass", elem_id="run")
             with gr.Column(scale=3):
                 map_view = gr.HTML(map_html({"type": "FeatureCollection", "features": []}), elem_id="map")

@@ -185,7 +185,8 @@ def expand(
             query = query.replace("{{bbox}}", bbox).replace("{{center}}", bbox)
         else:
             s, w, n, e = parse_bbox(bbox)
-            query = query.replace("{{bbox}}", ",".join(_format(v) for v in (s, w, n, e)))
+            # The numbers as the user wrote them (checked above), like overpass-turbo's map bounds.
+            query = query.replace("{{bbox}}", ",".join(part.strip() for part in bbox.split(",")))
             if center is None:
                 center = f"{_format((s + n) / 2)},{_format((w + e) / 2)}"
             query = query.replace("{{center}}", center)

@@ -234,7 +234,7 @@ def _gbnf_char(code: int, in_class: bool) -> str:
     named = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
     if ch in named:
         return named[ch]
-    if in_class and ch in "]^-[":
+    if in_class and ch in "]^[":
         return "\\" + ch
     if not in_class and ch == '"':
         return '\\"'
@@ -279,6 +279,9 @@ def _sre_to_gbnf(subpattern) -> str:
                     body.append(_CATEGORY_CLASS[str(iav)])
                 else:
                     raise GrammarFileError(f"grammar.lark: regex class item {iname} not supported")
+            # A literal "-" goes last, unescaped: not every GBNF reader knows "\-".
+            dash = "-" in body
+            body = [b for b in body if b != "-"] + (["-"] if dash else [])
             parts.append("[" + ("^" if negate else "") + "".join(body) + "]")
         elif name in ("MAX_REPEAT", "MIN_REPEAT"):
             lo, hi, sub = av
@@ -325,7 +328,15 @@ def _expr_to_gbnf(expr, in_rule: bool) -> str:
 @lru_cache(maxsize=None)
 def gbnf_grammar() -> str:
     """The grammar as GBNF (xgrammar's EBNF dialect; root rule ``root``)."""
-    g = grammar_model()
+    return _to_gbnf(grammar_model())
+
+
+def lark_to_gbnf(text: str) -> str:
+    """Convert another grammar written in the same Lark subset to GBNF."""
+    return _to_gbnf(parse_grammar_text(text))
+
+
+def _to_gbnf(g: Grammar) -> str:
     lines = ["root ::= ws start"]
     ignore = _gbnf_name(g.ignore) if g.ignore else None
     lines.append(f"ws ::= ({ignore})?" if ignore else 'ws ::= ""')

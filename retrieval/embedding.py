@@ -96,9 +96,16 @@ class QueryEncoder:
         if auto_model is None or not pooling_ok:  # unusual architectures: use the library path
             return encode(self.name, [text])[0]
         batch = tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_length)
-        with torch.inference_mode():
-            hidden = auto_model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        # One short sequence gains nothing from intra-op parallelism, and on a shared
+        # CPU two threads were measured 6-10x slower than one; restore the caller's setting.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                hidden = auto_model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        finally:
+            torch.set_num_threads(threads)
         return np.ascontiguousarray(pooled[0].numpy(), dtype="float32")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from app.backends.base import Backend
 from training.config import DevEvalConfig, EarlyStopConfig
 
 STOP_FILE = "early_stop.json"
@@ -198,70 +199,80 @@ def temperature_label(t: float) -> str:
     return "greedy" if t == 0 else f"t{t:g}"
 
 
-def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model: str, output_dir,
-                       retrievers=None):
+def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model: str, output_dir):
     """``evaluate(model, tokenizer, step) -> {"dev/oqs@greedy": ..., ...}`` on a fixed dev subset.
 
     The model is saved the way the run will export it (a LoRA adapter, or the
-    full weights) and loaded back through the app's ``transformers`` backend; the
-    requests carry the inference prompt (same retrieval, same ``build_prompt``)
-    and the backend's texts go through ``app.decoding`` (extraction, validation,
-    choice) — the compile path — before the exact metric in ``eval.metrics``
-    scores them. So the figure is what ``compile()`` would score with these weights.
+    full weights), loaded back by the app's ``transformers`` backend and driven
+    by ``app.Compiler.compile_batch`` — the compile path: the same retrieval and
+    ``build_prompt``, grammar-constrained decoding as configured, extraction,
+    validation and choice — before the exact metric in ``eval.metrics`` scores
+    the queries. So the figure is what ``compile()`` would score with these weights.
     """
     from eval.dataset import load_split
 
     examples = dev_subset(load_split("dev", data_cfg.data_dir), cfg.subset_size, cfg.seed)
     temps = sorted(set(float(t) for t in temperatures))
-    cache: dict = {}
+    slot = SwappableBackend()
+    state: dict = {}
 
-    def prompts():
-        if "prompts" not in cache:
-            from training.data import Retrievers, prompt_for
+    def compiler():
+        if "compiler" not in state:
+            from app.compile import Compiler
 
-            found = retrievers or Retrievers.load(data_cfg.index_dir)
-            # Dev requests are not in the training split: nothing to leave out.
-            cache["prompts"] = [prompt_for(ex.nl, found, data_cfg) for ex in examples]
-        return cache["prompts"]
+            # One compiler per run: it keeps the retrieval index loaded; only the weights change.
+            state["compiler"] = Compiler(slot, k_tags=data_cfg.k_tags, k_examples=data_cfg.k_examples,
+                                         index_dir=data_cfg.index_dir, max_new_tokens=cfg.max_new_tokens,
+                                         seed=cfg.seed, grammar=cfg.grammar, n=1)
+        return state["compiler"]
 
     def evaluate(model, tokenizer, step) -> dict:
-        from app.backends import GenerationRequest
-
         from eval.metrics import corpus
 
         result: dict = {"dev/n": len(examples)}
         with loaded_backend(model, tokenizer, base_model, output_dir, batch_size=cfg.batch_size) as backend:
-            for t in temps:
-                requests = [
-                    GenerationRequest(nl=ex.nl, messages=messages, tags=list(tags), examples=list(shots), n=1,
-                                      temperature=t, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)
-                    for ex, (messages, tags, shots) in zip(examples, prompts())
-                ]
-                preds = []
-                for start in tqdm_range(len(requests), cfg.batch_size, f"dev @ step {step}, {temperature_label(t)}"):
-                    outputs = backend.generate_batch(requests[start:start + cfg.batch_size])
-                    preds.extend(choose_query(texts) for texts in outputs)
-                scores = corpus(preds, [ex.query for ex in examples])
-                label = temperature_label(t)
-                for metric in ("oqs", "kvs", "tree", "chrf", "em"):
-                    result[f"dev/{metric}@{label}"] = round(scores[metric], 4)
+            slot.inner = backend
+            try:
+                for t in temps:
+                    label = temperature_label(t)
+                    comps = compiler().compile_batch([ex.nl for ex in examples], batch_size=cfg.batch_size,
+                                                     progress=True, temperature=t)
+                    scores = corpus([c.query for c in comps], [ex.query for ex in examples])
+                    for metric in ("oqs", "kvs", "tree", "chrf", "em"):
+                        result[f"dev/{metric}@{label}"] = round(scores[metric], 4)
+                    result[f"dev/valid@{label}"] = round(100 * sum(c.valid for c in comps) / max(len(comps), 1), 2)
+            finally:
+                slot.inner = None
         return result
 
     return evaluate
 
 
-def tqdm_range(n: int, step: int, desc: str):
-    from tqdm import tqdm
+class SwappableBackend(Backend):
+    """A backend slot for ``app.Compiler``: the weights change at every evaluation, the compiler stays."""
 
-    return tqdm(range(0, n, step), desc=desc, leave=False, unit="batch")
+    name = "transformers"
+    supports_grammar = True
+    needs_prompt = True
 
+    def __init__(self):
+        self.inner = None
 
-def choose_query(texts: list[str]) -> str:
-    """The query the compile path returns for a backend's texts."""
-    from app.decoding import choose, make_candidates
+    def _backend(self):
+        if self.inner is None:
+            from app.backends import BackendError
 
-    best = choose(make_candidates(texts), mbr=len(texts) > 1)
-    return best.query if best is not None else ""
+            raise BackendError("no model loaded for dev evaluation")
+        return self.inner
+
+    def generate(self, request):
+        return self._backend().generate(request)
+
+    def generate_batch(self, requests):
+        return self._backend().generate_batch(requests)
+
+    def close(self) -> None:
+        self.inner = None
 
 
 class loaded_backend:

@@ -43,8 +43,8 @@ class DataConfig:
         "rebuilding the prompts.",
         None,
     )
-    k_tags: int = _help("Tag candidates in each prompt (keep equal to inference).", 8)
-    k_examples: int = _help("Retrieved training examples in each prompt (keep equal to inference).", 4)
+    k_tags: int = _help("Tag candidates in each prompt (keep equal to inference: app.config.CompileConfig).", 10)
+    k_examples: int = _help("Retrieved training examples in each prompt (keep equal to inference).", 5)
     seed: int = _help("Seed for shuffling and subsampling; the same seed gives the same files.", 0)
     limit: int | None = _help("Use only this many training examples (smoke tests); empty = all 6,352.", None)
     tag_grounding: bool = _help("Add auxiliary tag-grounding examples (request -> its OSM tags).", False)
@@ -139,6 +139,7 @@ class DevEvalConfig:
         factory=lambda: [0.0],
     )
     max_new_tokens: int = _help("Token budget for each dev query (>= 384: the gold maximum).", 512)
+    grammar: bool = _help("Grammar-constrained decoding, as compile() does by default.", True)
     batch_size: int = _help("Dev requests generated together.", 16)
     seed: int = _help("Seed that picks the dev subset and samples at temperature > 0.", 0)
 

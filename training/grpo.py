@@ -235,7 +235,7 @@ def run_grpo(
     )
     temperatures = sorted(set(recipe.dev_eval.temperatures) | {0.0, recipe.temperature})
     evaluator = make_dev_evaluator(recipe.dev_eval, temperatures, recipe.data,
-                                   base_model=recipe.model, output_dir=out, retrievers=retrievers) if recipe.dev_eval.enabled else None
+                                   base_model=recipe.model, output_dir=out) if recipe.dev_eval.enabled else None
 
     check_lora_targets(recipe.model, recipe.lora)
     clear_output_dir(out, resume=resume, overwrite=overwrite)
@@ -362,5 +362,7 @@ def result_lines(result: GRPOResult) -> str:
         lines.append(f"seed {run.seed}: {run.steps} steps{stop}; reward means {means}; "
                      f"{run.train_runtime_s} s, peak GPU memory {run.peak_gpu_memory_gb} GB")
     for metric, s in sorted(result.dev_summary.items()):
+        if metric == "dev/n":
+            continue
         lines.append(f"{metric}: {s['mean']:.2f} ± {s['std']:.2f} over {len(s['values'])} seed(s)")
     return "\n".join(lines)

@@ -332,7 +332,7 @@ def run_sft(
             f"raise train.max_length to >= {max(lengths)} (truncation would cut gold queries) or lower data.k_examples"
         )
     evaluator = make_dev_evaluator(recipe.dev_eval, recipe.dev_eval.temperatures, recipe.data,
-                                   base_model=recipe.model, output_dir=out, retrievers=retrievers) if recipe.dev_eval.enabled else None
+                                   base_model=recipe.model, output_dir=out) if recipe.dev_eval.enabled else None
 
     model = load_model(recipe.model, bf16, recipe.attn_implementation)
     check_lora_targets(model, recipe.lora)

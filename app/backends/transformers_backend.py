@@ -30,9 +30,12 @@ def to_llguidance_grammar(grammar: str) -> str:
     """llguidance's grammar spec for a Lark or GBNF text."""
     import llguidance
 
-    from overpassql.grammar import lark_grammar, llguidance_grammar
+    from overpassql.grammar import gbnf_grammar, lark_grammar, llguidance_grammar
 
-    if grammar == lark_grammar():
+    # Our own grammar, whether it came as Lark or (over HTTP) as GBNF, goes to
+    # llguidance in its Lark form: llguidance's GBNF reader trips over some
+    # character classes of the generated GBNF.
+    if grammar in (lark_grammar(), gbnf_grammar()):
         grammar = llguidance_grammar()
     fmt = "gbnf" if "::=" in grammar else "lark"
     return llguidance.grammar_from(fmt, grammar)

@@ -18,7 +18,7 @@ class Candidate:
     votes: float = 0.0  # summed similarity of all neighbours that led to this exact query
 
 
-def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options) -> list[Candidate]:
+def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options, partial: bool = False) -> list[Candidate]:
     """Each neighbour's query as is and edited; identical queries merge (their votes add up).
 
     ``ctx_factory(example_nl)`` makes the :class:`~app.cpu.edits.EditContext`;
@@ -31,11 +31,19 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options)
         query = train_queries[nb.index]
         example_nl = train_nls[nb.index]
         versions = [(query, ())]
-        edited = apply_edits(query, ctx_factory(example_nl), options) if options.any else None
+        ctx = ctx_factory(example_nl)
+        edited = apply_edits(query, ctx, options) if options.any else None
         if options.any and edited is None:
             continue  # unparsable query: neither it nor an edit of it can be returned
         if edited is not None and edited[1]:
             versions.append(edited)
+            if partial and len(edited[1]) > 1 and options.area:
+                # The place edit is almost always right, the others less so: offer it alone too.
+                from app.cpu.edits import EditOptions
+
+                only_area = apply_edits(query, ctx, EditOptions(tags=False, types=False, output=False, numbers=False))
+                if only_area is not None and only_area[1]:
+                    versions.append(only_area)
         elif not options.any:
             from app.cpu.edits import parses
 

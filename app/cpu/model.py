@@ -53,6 +53,7 @@ class CpuConfig:
     k: int = field(default=10, metadata={"help": "neighbours per request (each gives the query as is and edited)"})
     edits: str = field(default="all", metadata={"help": "edit groups: all, none or e.g. 'area,tags'"})
     select: bool = field(default=True, metadata={"help": "choose with the trained model (False: nearest neighbour)"})
+    partial: bool = field(default=False, metadata={"help": "also offer each neighbour with only the place edited"})
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= 100:
@@ -128,7 +129,7 @@ class CpuModel:
         def ctx(example_nl: str) -> EditContext:
             return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted)
 
-        cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options)
+        cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial)
         return info, cands, pool_features(info, cands, lex)
 
     def rank(self, cands: list[Candidate], features: np.ndarray, config: CpuConfig | None = None) -> list[int]:
@@ -137,7 +138,12 @@ class CpuModel:
         if not cands:
             return []
         if config.select and self.selector is not None:
-            scores = self.selector.predict(features)
+            from threadpoolctl import threadpool_limits
+
+            # OpenMP threads cost more than they save on ~20 rows (and stall on a
+            # busy machine): one thread predicts a pool in a few milliseconds.
+            with threadpool_limits(limits=1, user_api="openmp"):
+                scores = self.selector.predict(features)
         else:
             # Nearest neighbour; its edited version first when edits are on.
             scores = np.array([-c.rank + (0.5 if c.edits else 0.0) for c in cands])

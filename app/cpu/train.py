@@ -29,6 +29,7 @@ class TrainConfig:
 
     k: int = field(default=10, metadata={"help": "neighbours per request"})
     edits: str = field(default="all", metadata={"help": "edit groups used in the pools: all, none, or e.g. 'area,tags'"})
+    partial: bool = field(default=False, metadata={"help": "also offer each neighbour with only the place edited"})
     folds: int = field(default=5, metadata={"help": "folds for the lexicon/aliases seen by the pools"})
     limit: int | None = field(default=None, metadata={"help": "train the selector on the first N training requests only"})
     max_iter: int = field(default=300, metadata={"help": "boosting rounds of the selector"})
@@ -62,7 +63,7 @@ def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress
             TagLexicon.fit([nls[i] for i in keep], [queries[i] for i in keep]),
             learn_aliases([nls[i] for i in keep], [queries[i] for i in keep]),
         )
-    pool_config = CpuConfig(k=config.k, edits=config.edits)
+    pool_config = CpuConfig(k=config.k, edits=config.edits, partial=config.partial)
     neighbours = model.neighbours.search_many(nls[:n], config.k, [{i} for i in range(n)])
     feats, labels, groups = [], [], []
     for i in tqdm(range(n), desc="scoring leave-one-out candidates", disable=not progress, unit="req"):
@@ -112,7 +113,7 @@ def train(nls: list[str], queries: list[str], config: TrainConfig | None = None,
     """A complete :class:`CpuModel` from training pairs (minutes on a laptop CPU)."""
     config = config or TrainConfig()
     start = time.time()
-    model = CpuModel.fit_retrieval(nls, queries, CpuConfig(k=config.k, edits=config.edits))
+    model = CpuModel.fit_retrieval(nls, queries, CpuConfig(k=config.k, edits=config.edits, partial=config.partial))
     feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
     model.selector = fit_selector(feats, labels, config)
     model.stats = {

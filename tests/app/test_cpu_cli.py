@@ -22,9 +22,9 @@ def test_train_then_ablation(tmp_path, capsys):
     ("argv", "message"),
     [(["cpu", "train", "--limit", "3"], "limit must be at least 20"),
      (["cpu", "train", "--edits", "colour"], "unknown edit group"),
-     (["cpu", "ablation", "--model-dir", "/nonexistent/geoql-model"], "geoql cpu train")],
+     (["cpu", "ablation", "--model-dir", "{tmp}/none"], "geoql cpu train")],
 )
-def test_user_errors_are_one_line(argv, message, capsys):
-    assert main(argv) == 2
+def test_user_errors_are_one_line(argv, message, capsys, tmp_path):
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err

@@ -8,16 +8,11 @@ import re
 
 import pytest
 from fakes.servers import payload
+from fakes.support import embedded_geojson
 
 from app.geo import element_rows, map_html, summarize, to_geojson, write_geojson
 
 CAFES = json.loads(payload("heidelberg_cafes.json"))
-
-
-def embedded_geojson(fragment: str) -> dict:
-    """The GeoJSON the map page draws, read back out of the iframe's srcdoc."""
-    srcdoc = html.unescape(re.search(r'srcdoc="(.*)"', fragment, re.S).group(1))
-    return json.loads(re.search(r"var data = (.*?);\nvar map", srcdoc, re.S).group(1).replace("<\\/", "</"))
 
 
 def test_ways_and_multipolygons_are_assembled():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -11,47 +10,25 @@ from pathlib import Path
 import pytest
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import FakeNominatim, FakeOverpass, json_reply, parse_error, payload
-from test_geo import embedded_geojson
+from fakes.support import LookupBackend, dev_requests, embedded_geojson, free_port, make_service
 
-from app.backends.base import Backend, BackendError, GenerationRequest
+from app.backends.base import BackendError
 from app.geo import to_geojson
-from app.ui import DemoConfig, DemoService, build_app, launch
-from eval.dataset import load_split
+from app.ui import DemoConfig, build_app, launch
 
-# Real dev requests whose gold queries use {{bbox}}: the map box decides what runs.
-DEV = [e for e in load_split("dev") if "{{bbox}}" in e.query and "{{bbox=" not in e.query][:5]
+DEV = dev_requests()
 CAFES = json.loads(payload("heidelberg_cafes.json"))
-
-
-class LookupBackend(Backend):
-    """A backend without a model: answers requests it knows with their gold query."""
-
-    name = "lookup"
-    needs_prompt = False
-
-    def __init__(self, table: dict[str, str]):
-        self.table = table
-        self.calls = 0
-
-    def generate(self, request: GenerationRequest) -> list[str]:
-        self.calls += 1
-        if request.nl not in self.table:
-            raise BackendError(f"no query known for {request.nl!r}: add it to the table")
-        return [self.table[request.nl]]
-
-
-def make_service(overpass, nominatim, tmp_path, backend=None) -> DemoService:
-    config = DemoConfig(overpass_url=overpass.url, nominatim_url=nominatim.url, cache_dir=str(tmp_path))
-    return DemoService(config, backend=backend or LookupBackend({e.nl: e.query for e in DEV}))
 
 
 # ---------------------------------------------------------------- DemoService
 
 
-def test_compile_shows_query_tags_examples_backend_and_timings(fake_overpass, fake_nominatim, tmp_path):
-    view = make_service(fake_overpass, fake_nominatim, tmp_path).compile(DEV[0].nl)
+def test_compile_shows_query_tags_examples_backend_and_timings(fake_overpass, fake_nominatim, tmp_path, small_index_dir):
+    view = make_service(fake_overpass, fake_nominatim, tmp_path, index_dir=small_index_dir).compile(DEV[0].nl)
     assert view.query and "{{bbox}}" in view.query
-    assert "backend:" in view.info and "timings:" in view.info
+    assert "**backend:** lookup" in view.info and "generate" in view.info and "retrieval" in view.info
+    assert view.tags.count("\n| `") >= 3  # a table of retrieved key=value tags
+    assert view.examples.count("(train #") >= 2 and "```" in view.examples
     assert view.status.startswith("Compiled")
 
 
@@ -93,21 +70,15 @@ def test_run_draws_result(fake_overpass, fake_nominatim, tmp_path):
 # ---------------------------------------------------------------- the app over HTTP
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def running_app(tmp_path_factory):
+def running_app(tmp_path_factory, small_index_dir):
     """The real Gradio app on 127.0.0.1 with loopback Overpass/Nominatim behind it."""
     from gradio_client import Client
 
     overpass, nominatim = FakeOverpass().start(), FakeNominatim().start()
     overpass.default = json_reply("heidelberg_cafes.json", delay_s=0.2)  # slow enough that requests overlap
     overpass.add("nod(", parse_error())
-    service = make_service(overpass, nominatim, tmp_path_factory.mktemp("ui-cache"))
+    service = make_service(overpass, nominatim, tmp_path_factory.mktemp("ui-cache"), index_dir=small_index_dir)
     port = free_port()
     demo = launch(service, port=port, block=False)
     try:
@@ -125,6 +96,7 @@ def test_compile_and_run_over_http(running_app):
         DEV[0].nl, "49.40,8.68,49.41,8.69", api_name="/compile_and_run"
     )
     assert "{{bbox}}" in query
+    assert "| tag |" in tags and "(train #" in examples and "**backend:** lookup" in info
     assert embedded_geojson(map_fragment) == to_geojson(CAFES)
     assert table["headers"] == ["type", "id", "name", "tags"] and len(table["data"]) == 17
     assert "17 elements" in summary and "4 on the map" in summary

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from fakes.servers import FakeNominatim, FakeOverpass, json_reply
-from test_ui import DEV, free_port, make_service
+from fakes.support import dev_requests, free_port, make_service
 
 from app.ui import launch
 
@@ -33,7 +33,7 @@ def _missing() -> str | None:
 
 
 @pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
-def test_request_to_map_in_headless_chromium(tmp_path):
+def test_request_to_map_in_headless_chromium(tmp_path, small_index_dir):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
@@ -43,7 +43,7 @@ def test_request_to_map_in_headless_chromium(tmp_path):
     overpass, nominatim = FakeOverpass().start(), FakeNominatim().start()
     overpass.default = json_reply("heidelberg_cafes.json")
     port = free_port()
-    demo = launch(make_service(overpass, nominatim, tmp_path / "cache"), port=port, block=False)
+    demo = launch(make_service(overpass, nominatim, tmp_path / "cache", index_dir=small_index_dir), port=port, block=False)
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
@@ -58,7 +58,7 @@ def test_request_to_map_in_headless_chromium(tmp_path):
         driver.get(f"http://127.0.0.1:{port}/")
         wait = WebDriverWait(driver, 120)
         box = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#request textarea")))
-        box.send_keys(DEV[0].nl)
+        box.send_keys(dev_requests()[0].nl)
         driver.find_element(By.CSS_SELECTOR, "#compile-and-run").click()
         frame = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "iframe.geoql-map[data-features='4']")))
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", frame)
@@ -69,7 +69,7 @@ def test_request_to_map_in_headless_chromium(tmp_path):
         assert len(drawn) == 4
         driver.switch_to.default_content()
         assert "Café Frisch" in driver.find_element(By.CSS_SELECTOR, "#elements").text
-        assert driver.find_element(By.CSS_SELECTOR, "#request textarea").get_attribute("value") == DEV[0].nl
+        assert driver.find_element(By.CSS_SELECTOR, "#request textarea").get_attribute("value") == dev_requests()[0].nl
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "ui_browser.png"
         tmp_shot = ARTIFACTS / ".ui_browser.tmp.png"

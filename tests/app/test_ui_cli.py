@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 from fakes.fixtures import fake_overpass  # noqa: F401 (fixture)
-from test_ui import free_port
+from fakes.support import free_port
 
 from app.cli import main
 

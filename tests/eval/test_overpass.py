@@ -9,7 +9,6 @@ import sqlite3
 import threading
 
 import pytest
-from conftest import reference_rows
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import (
     Reply,
@@ -32,6 +31,13 @@ from eval.overpass import (
 )
 
 
+def gold_rows() -> list[dict]:
+    from eval.dataset import resolve_data_dir
+
+    with open(resolve_data_dir() / "reference" / "gold_reference.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
 def make_client(server, tmp_path, geocoder=None, **overrides) -> OverpassClient:
     options = {"url": server.url, "cache_dir": str(tmp_path), "backoff_s": 0.01}
     options.update(overrides)
@@ -41,7 +47,7 @@ def make_client(server, tmp_path, geocoder=None, **overrides) -> OverpassClient:
 # ---------------------------------------------------------------- prepare_query
 
 
-@pytest.mark.parametrize("row", reference_rows("gold_reference.jsonl")[:400:7], ids=lambda r: r["query"][:40])
+@pytest.mark.parametrize("row", gold_rows()[:400:7], ids=lambda r: r["query"][:40])
 def test_prepare_query_sets_official_settings_on_gold_queries(row):
     final = prepare_query(row["query"])
     assert "[out:json]" in final

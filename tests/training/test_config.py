@@ -91,3 +91,15 @@ def test_describe_lists_every_setting_with_help():
     for name in ("max_completion_length", "early_stop:", "max_frac_reward_zero_std", "pass_rate_filter:"):
         assert name in text
     assert "  # \n" not in text  # every field has help text
+
+
+def test_training_prompt_context_matches_inference_defaults():
+    # The training prompt must be the inference prompt: same number of tags and examples.
+    from app.config import CompileConfig
+    from training.config import DataConfig
+
+    assert (DataConfig().k_tags, DataConfig().k_examples) == (CompileConfig().k_tags, CompileConfig().k_examples)
+    for name in ("qwen3-4b-sft-lora-r64.yaml", "qwen3-4b-sft-full.yaml", "qwen3-4b-grpo.yaml"):
+        path = default_configs_dir() / name
+        data = load_recipe(_kind(path), path).data
+        assert (data.k_tags, data.k_examples) == (CompileConfig().k_tags, CompileConfig().k_examples), name

@@ -92,6 +92,8 @@ def test_dev_eval_through_the_compile_path(sft_run):
     assert result.dev_eval and result.dev_eval[-1]["step"] == 30
     entry = result.dev_eval[-1]
     assert entry["dev/n"] == 2 and 0.0 <= entry["dev/oqs@greedy"] <= 100.0
+    # compile() decodes with the OverpassQL grammar by default: every dev query parses.
+    assert entry["dev/valid@greedy"] == 100.0
     summary = json.loads(open(f"{result.output_dir}/summary.json").read())
     assert summary["result"]["dev_eval"] == result.dev_eval
 

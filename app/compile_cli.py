@@ -1,0 +1,168 @@
+"""``geoql compile``: one request, or a whole split to a prediction file.
+
+    geoql compile "drinking water taps in Vienna"
+    geoql compile --split dev --backend retrieval --out runs/dev.pred --jsonl runs/dev.jsonl
+
+A split run writes ``FILE.pred.tmp`` line by line and renames it to
+``FILE.pred`` when the split is complete, so an interrupted run leaves no
+file that looks finished; running the same command again resumes after the
+last complete line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("compile", help="natural language -> OverpassQL",
+                              description="Compile a request (or a dataset split) into OverpassQL.")
+    p.add_argument("request", nargs="?", help="the request, e.g. 'cafes in Bonn'")
+    p.add_argument("--backend", help="retrieval (default, CPU), transformers, openai or vllm")
+    p.add_argument("--config", help="YAML file with compile options (see docs/compile.md)")
+    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend option, e.g. model=./runs/sft, adapter=DIR, base_url=URL (repeatable)")
+    p.add_argument("--n", type=int, help="candidates to sample (>1: choose by minimum Bayes risk)")
+    p.add_argument("--temperature", type=float, help="sampling temperature")
+    p.add_argument("--max-new-tokens", type=int, help="token budget per candidate")
+    p.add_argument("--no-grammar", action="store_true", help="do not constrain decoding with the grammar")
+    p.add_argument("--split", choices=("train", "dev", "test"), help="compile a whole split")
+    p.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
+    p.add_argument("--out", help="prediction file for --split (one query per line)")
+    p.add_argument("--jsonl", help="also write one JSON object per example (candidates, errors, timings)")
+    p.add_argument("--limit", type=int, help="only the first N examples of the split")
+    p.add_argument("--batch-size", type=int, default=16, help="requests per backend call")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON (single request)")
+    p.set_defaults(handler=run)
+
+
+def _config(args):
+    from app.cli import UserError
+    from app.config import CompileConfig, load_config
+
+    try:
+        config = load_config(args.config) if args.config else CompileConfig()
+        changes: dict = {}
+        if args.backend:
+            changes["backend"] = args.backend
+            if args.config is None or args.backend != config.backend:
+                changes["backend_options"] = {}
+        options = dict(changes.get("backend_options", config.backend_options))
+        for item in args.option:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise UserError(f"--option wants KEY=VALUE, got {item!r}")
+            options[key.strip()] = value
+        if args.option:
+            changes["backend_options"] = options
+        for name in ("n", "temperature", "max_new_tokens"):
+            value = getattr(args, name)
+            if value is not None:
+                changes[name] = value
+        if args.no_grammar:
+            changes["grammar"] = False
+        return config.replace(**changes) if changes else config
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def run(args) -> int:
+    from app.cli import UserError
+
+    config = _config(args)
+    if args.split:
+        if not args.out:
+            raise UserError("--split needs --out FILE.pred")
+        return run_split(args, config)
+    if args.request is None:
+        raise UserError("give a request, e.g. geoql compile \"cafes in Bonn\", or --split dev --out FILE.pred")
+    from app.compile import Compiler
+
+    comp = Compiler(config=config).compile(args.request)
+    if args.json:
+        print(json.dumps(comp.as_dict(), ensure_ascii=False, default=str))
+        return 0 if comp.query else 1
+    if not comp.query:
+        raise UserError("; ".join(comp.errors) or "no query")
+    print(comp.query)
+    for message in comp.errors:
+        print(f"geoql compile: warning: {message}", file=sys.stderr)
+    return 0
+
+
+def _complete_lines(path: Path) -> list[str]:
+    """Lines of an interrupted file, without a last line cut off mid-write."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    return lines[:-1]  # the part after the last newline is incomplete (or empty)
+
+
+def _rewrite(path: Path, lines: list[str]) -> None:
+    tmp = path.with_name(path.name + ".rewrite")
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_split(args, config) -> int:
+    from app.cli import UserError
+    from app.compile import Compiler
+    from eval.dataset import DatasetError, load_split
+
+    try:
+        examples = load_split(args.split, args.data_dir)
+    except DatasetError as exc:
+        raise UserError(str(exc)) from None
+    if args.limit is not None:
+        examples = examples[: max(0, args.limit)]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    jsonl = Path(args.jsonl) if args.jsonl else None
+    if out.exists() and not tmp.exists():
+        done_lines = _complete_lines(out)
+        if len(done_lines) == len(examples):
+            print(f"geoql compile: {out} is complete ({len(examples)} lines); delete it to recompute")
+            return 0
+        raise UserError(f"{out} exists with {len(done_lines)} lines for {len(examples)} examples: "
+                        "move it away or pass another --out")
+    done = _complete_lines(tmp)
+    if len(done) > len(examples):
+        raise UserError(f"{tmp} has more lines than the split: delete it to start over")
+    _rewrite(tmp, done)
+    if jsonl is not None:
+        rows = [line for line in _complete_lines(jsonl) if line.strip()]
+        rows = [r for r in rows if json.loads(r).get("i", 1 << 30) < len(done)]
+        _rewrite(jsonl, rows)
+    if done:
+        print(f"geoql compile: resuming after {len(done)} of {len(examples)} lines")
+    compiler = Compiler(config=config)
+    todo = examples[len(done):]
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(examples), initial=len(done), desc=f"compile {args.split} ({config.backend})", unit="q")
+    invalid = 0
+    try:
+        with open(tmp, "a", encoding="utf-8") as pred_f, \
+                (open(jsonl, "a", encoding="utf-8") if jsonl else open(os.devnull, "w")) as json_f:
+            for start in range(0, len(todo), max(1, args.batch_size)):
+                chunk = todo[start:start + args.batch_size]
+                comps = compiler.compile_batch([ex.nl for ex in chunk], batch_size=args.batch_size)
+                for k, (ex, comp) in enumerate(zip(chunk, comps)):
+                    row = {"i": len(done) + start + k, "index": ex.index, **comp.as_dict()}
+                    json_f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                    json_f.flush()
+                    # The official format: exactly one line per example.
+                    pred_f.write(comp.query.replace("\n", " ") + "\n")
+                    pred_f.flush()
+                    invalid += not comp.valid
+                bar.update(len(chunk))
+    finally:
+        bar.close()
+    os.replace(tmp, out)
+    print(f"geoql compile: wrote {out} ({len(examples)} lines; {invalid} of {len(todo)} new ones invalid)")
+    return 0

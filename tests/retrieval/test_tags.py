@@ -1,0 +1,84 @@
+"""TagRetriever on the small real index: known tags, evidence, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval import RetrievalConfig, TagHit, TagRetriever
+
+
+@pytest.fixture(scope="module")
+def tags(small_index_dir):
+    return TagRetriever.load(small_index_dir)
+
+
+@pytest.mark.parametrize("nl,tag", [
+    ("beekeeper", "craft=beekeeper"),
+    ("Beekeepers in the current view", "craft=beekeeper"),
+    ("post box", "amenity=post_box"),
+    ("cafes in Heidelberg", "amenity=cafe"),
+    ("bakeries in Lyon", "shop=bakery"),
+    ("playgrounds in Berlin", "leisure=playground"),
+])
+def test_known_tags_rank_first(tags, nl, tag):
+    hits = tags.search(nl, 5)
+    assert hits[0].tag == tag, [h.tag for h in hits]
+
+
+def test_paraphrase_is_near_the_top(tags):
+    hits = tags.search("Where can I post a letter in Bonn? Mailboxes please", 3)
+    assert "amenity=post_box" in [h.tag for h in hits]
+
+
+def test_hits_are_complete_and_explained(tags):
+    hits = tags.search("post box", 10)
+    assert len(hits) == 10 and len({h.tag for h in hits}) == 10
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    top = hits[0]
+    assert isinstance(top, TagHit) and (top.key, top.value, top.name) == ("amenity", "post_box", "Mail Drop Box")
+    assert "post box" in top.why
+
+
+def test_training_tags_outside_the_schema_are_found(tags, small_index_dir):
+    # place=*, boundary=*, admin_level=* come from the training queries, not from iD presets
+    assert "admin_level=8" in tags and "boundary=administrative" in tags
+    hits = tags.search("municipal boundaries (admin level 8) in Bavaria", 10)
+    assert "admin_level=8" in [h.tag for h in hits]
+
+
+def test_example_evidence_respects_exclude(tags):
+    ex = tags.examples.examples[0]
+    with_self = tags.search(ex.nl, 10)
+    without_self = tags.search(ex.nl, 10, exclude=[ex.index])
+    assert with_self and without_self
+    own = set(ex.tags)
+    assert len(own & {h.tag for h in with_self}) >= len(own & {h.tag for h in without_self})
+
+
+def test_rrf_fusion_also_works(small_index_dir):
+    rrf = TagRetriever.load(small_index_dir, RetrievalConfig(fusion="rrf"))
+    assert "craft=beekeeper" in [h.tag for h in rrf.search("beekeeper", 5)]
+
+
+def test_single_sources(small_index_dir):
+    lexical = TagRetriever.load(small_index_dir, RetrievalConfig(tag_dense_weight=0, tag_example_weight=0))
+    assert lexical.search("pillar box", 3)[0].tag == "amenity=post_box"
+    dense = TagRetriever.load(small_index_dir, RetrievalConfig(tag_bm25_weight=0, tag_example_weight=0))
+    assert dense.search("letterbox for mailing letters", 3)[0].tag == "amenity=post_box"
+
+
+@pytest.mark.parametrize("nl", ["", "   ", "?!…;;", "\x00\x1f", None, 42])
+def test_requests_without_words_give_no_tags(tags, nl):
+    assert tags.search(nl, 10) == []
+
+
+@pytest.mark.parametrize("nl", ["Кафе в Москве", "東京のカフェ", "مقهى في القاهرة", "x" * 10_000, "cafe " * 2_000, "🚲🚲 bike shop"])
+def test_odd_requests_give_a_sensible_list(tags, nl):
+    hits = tags.search(nl, 10)
+    assert isinstance(hits, list) and len(hits) <= 10
+    assert all(isinstance(h, TagHit) and "=" in h.tag for h in hits)
+
+
+def test_k_bounds(tags):
+    assert tags.search("cafe", 0) == [] and tags.search("cafe", -3) == []
+    assert len(tags.search("cafe", 10_000)) <= len(tags)
