@@ -60,6 +60,8 @@ OFFICIAL_HTTP_TIMEOUT_S = 500
 USER_AGENT = "geoql/0.1 (natural language to OverpassQL; python-requests)"
 
 _OUT_SETTING = re.compile(r"\[out:[^\]]+\]")
+# Queries longer than this (characters) are sent by POST instead of GET.
+_MAX_GET_QUERY = 2000
 
 
 def default_cache_dir() -> Path:
@@ -153,16 +155,20 @@ def classify(status: int, text: str, data: dict | None = None) -> OverpassError 
 
     ``data`` is the parsed JSON when the caller already has it.
     """
-    messages = _server_messages(text) if "<" in text[:2000] or status != 200 else []
+    is_json = text.lstrip().startswith("{")
+    messages = _server_messages(text) if not is_json else []
     joined = " ".join(messages)
-    if status == 429 or "rate_limited" in text[:5000]:
+    # Dispatcher refusals come as an HTML page (429/504, some mirrors with 200);
+    # a JSON result that merely mentions the words is a result.
+    page = "" if is_json else text[:5000]
+    if status == 429 or "request_read_and_idx::rate_limited" in page:
         return OverpassError(
             "rate_limited",
             "The Overpass server is limiting requests from this address; wait a minute and try again.",
             joined,
             status,
         )
-    if status == 504 or "Dispatcher_Client::request_read_and_idx::timeout" in text[:5000]:
+    if status == 504 or "request_read_and_idx::timeout" in page:
         return OverpassError(
             "gateway_timeout",
             "The Overpass server is too busy to take the query right now; try again in a moment.",
@@ -184,7 +190,7 @@ def classify(status: int, text: str, data: dict | None = None) -> OverpassError 
         return OverpassError(
             "http_error", f"The Overpass server answered HTTP {status}.", joined or text[:300].strip(), status
         )
-    if data is None and text.lstrip().startswith("{"):
+    if data is None and is_json:
         try:
             data = json.loads(text)
         except ValueError:
@@ -437,9 +443,14 @@ class OverpassClient:
             attempt += 1
             retry_after = None
             try:
-                response = self._session().get(
-                    self.config.url, params={"data": query}, timeout=self.config.http_timeout_s
-                )
+                if len(query) <= _MAX_GET_QUERY:
+                    response = self._session().get(
+                        self.config.url, params={"data": query}, timeout=self.config.http_timeout_s
+                    )
+                else:  # URLs this long are cut by proxies; Overpass takes the same form by POST
+                    response = self._session().post(
+                        self.config.url, data={"data": query}, timeout=self.config.http_timeout_s
+                    )
                 status, text = response.status_code, response.text
                 error = classify(status, text)
                 retry_after = response.headers.get("Retry-After")
@@ -470,16 +481,20 @@ class OverpassClient:
             return min(float(retry_after), 60.0)
         return self.config.backoff_s * (2 ** (attempt - 1))
 
-    def prepare(self, query: str, *, bbox: str | None = None, center: str | None = None, expand: bool = True) -> str:
+    def prepare(
+        self, query: str, *, bbox: str | None = None, center: str | None = None, expand: bool = True, now=None
+    ) -> str:
         """Expanded (real overpass-turbo semantics) and prepared final query text.
 
-        Raises :class:`OverpassError` (kind ``expansion``) when a shortcut cannot be expanded.
+        ``now`` (a timezone-aware datetime) is the reference for ``{{date:...}}``
+        (default: the current time). Raises :class:`OverpassError` (kind
+        ``expansion``) when a shortcut cannot be expanded.
         """
         from eval.turbo_expand import ExpansionError, expand as expand_shortcuts
 
         if expand and "{{" in query:
             try:
-                query = expand_shortcuts(query, geocoder=self.geocoder, bbox=bbox, center=center)
+                query = expand_shortcuts(query, geocoder=self.geocoder, bbox=bbox, center=center, now=now)
             except ExpansionError as exc:
                 raise OverpassError("expansion", str(exc)) from None
         return prepare_query(query, timeout=self.config.query_timeout_s, maxsize=self.config.maxsize)
@@ -492,11 +507,12 @@ class OverpassClient:
         center: str | None = None,
         expand: bool = True,
         use_cache: bool = True,
+        now=None,
     ) -> OverpassResult:
         """Expand, prepare and execute ``query``; raise :class:`OverpassError` unless it worked."""
         if not query or not query.strip():
             raise OverpassError("parse_error", "The query is empty; write or compile a query first.")
-        final = self.prepare(query, bbox=bbox, center=center, expand=expand)
+        final = self.prepare(query, bbox=bbox, center=center, expand=expand, now=now)
         raw = self.fetch(final, use_cache=use_cache)
         if raw.error is not None:
             raise raw.error

@@ -55,6 +55,45 @@ def encode(name: str, texts: list[str], *, batch_size: int = 128, progress: bool
     return np.ascontiguousarray(vectors, dtype="float32")
 
 
+_WORKER_PREFIX = "geoql-retrieval"
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        import faiss
+
+        faiss.omp_set_num_threads(1)
+    except ImportError:  # pragma: no cover - faiss is a dependency of the index extra
+        pass
+
+
+@lru_cache(maxsize=1)
+def _single_thread_worker():
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=_WORKER_PREFIX, initializer=_init_worker)
+
+
+def run_single_threaded(fn, *args, **kwargs):
+    """Run ``fn`` on the retrieval worker thread, where torch and faiss use one thread.
+
+    One short request gains nothing from intra-op parallelism, and on a shared
+    CPU two threads measured 6-10x slower than one (an encode of ~30 ms took
+    150-600 ms). Switching the global setting per call is slow too, so the work
+    runs on a thread of its own where the setting is thread-local and the
+    caller's stays untouched. Calls also serialise, which keeps the retrievers
+    safe to share between threads (e.g. a web UI's workers).
+    """
+    import threading
+
+    if threading.current_thread().name.startswith(_WORKER_PREFIX):
+        return fn(*args, **kwargs)
+    return _single_thread_worker().submit(fn, *args, **kwargs).result()
+
+
 class QueryEncoder:
     """Single-request encoder for the retrievers' hot path.
 
@@ -92,20 +131,20 @@ class QueryEncoder:
         transformer = self._model[0]
         tokenizer = self._model.tokenizer
         auto_model = getattr(transformer, "auto_model", None)
-        pooling_ok = len(self._model) >= 2 and getattr(self._model[1], "pooling_mode_mean_tokens", False)
+        pooling = self._model[1] if len(self._model) >= 2 else None
+        # sentence-transformers <5 exposes pooling_mode_mean_tokens, newer versions pooling_mode == "mean"
+        pooling_ok = pooling is not None and (
+            getattr(pooling, "pooling_mode_mean_tokens", False) is True or getattr(pooling, "pooling_mode", None) == "mean"
+        )
         if auto_model is None or not pooling_ok:  # unusual architectures: use the library path
             return encode(self.name, [text])[0]
-        batch = tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_length)
-        # One short sequence gains nothing from intra-op parallelism, and on a shared
-        # CPU two threads were measured 6-10x slower than one; restore the caller's setting.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        def forward():
+            batch = tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_length)
             with torch.inference_mode():
                 hidden = auto_model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-        finally:
-            torch.set_num_threads(threads)
+                return torch.nn.functional.normalize(pooled, dim=-1)
+
+        pooled = run_single_threaded(forward)
         return np.ascontiguousarray(pooled[0].numpy(), dtype="float32")

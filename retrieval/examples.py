@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import artifacts as A
 from .config import MAX_REQUEST_CHARS, RetrievalConfig
+from .embedding import run_single_threaded
 from .fusion import reciprocal_rank_fusion, top_indices
 from .text import tokenize
 
@@ -80,9 +81,9 @@ class ExampleRetriever:
     def search(self, nl: str, k: int = 5, exclude=()) -> list[RetrievedExample]:
         """The ``k`` most similar training examples, best first; ``exclude`` holds train indices."""
         text = clean_request(nl)
-        if k <= 0 or not has_content(text):
+        if not isinstance(k, int) or k <= 0 or not has_content(text):
             return []
-        rows = self._fused_rows(text, self.encoder(text), k, exclude)
+        rows = run_single_threaded(lambda: self._fused_rows(text, self.encoder(text), k, tuple(exclude or ())))
         return [
             RetrievedExample(self.examples[r].index, self.examples[r].nl, self.examples[r].query, round(s, 6), self.examples[r].tags)
             for r, s in rows

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import artifacts as A
 from .config import RetrievalConfig
+from .embedding import run_single_threaded
 from .examples import ExampleRetriever, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
 from .text import split_value, tokenize
@@ -78,8 +79,11 @@ class TagRetriever:
         request's own index when searching for a training request).
         """
         text = clean_request(nl)
-        if k <= 0 or not has_content(text):
+        if not isinstance(k, int) or k <= 0 or not has_content(text):
             return []
+        return run_single_threaded(self._search, text, k, tuple(exclude or ()))
+
+    def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
         evidence = self._evidence(text, exclude)
         if self.config.fusion == "rrf":
             fused = self._fuse_rrf(evidence)

@@ -116,6 +116,7 @@ class RewardCheck:
     n: int  # pairs where the reward applied (not None)
     required: float | None  # minimum correlation, for exact rewards
     by_kind: dict = field(default_factory=dict)  # perturbation kind -> mean reward
+    ms_per_item: float = 0.0  # reward time per completion, metric caches cleared first (as for fresh rollouts)
 
     @property
     def ok(self) -> bool:
@@ -138,13 +139,14 @@ class CheckReport:
         def f(x: float) -> str:
             return "   n/a" if math.isnan(x) else f"{x:6.3f}"
 
-        lines = [f"{'reward':<10} {'vs':<5} {'pearson':>7} {'spearman':>8} {'n':>6}  {'required':>8}  status"]
+        lines = [f"{'reward':<10} {'vs':<5} {'pearson':>7} {'spearman':>8} {'n':>6}  {'required':>8}  {'ms/item':>7}  status"]
         for c in self.checks:
             req = f"{c.required:.2f}" if c.required is not None else "-"
             status = "ok" if c.ok else "FAIL"
             if c.required is None:
                 status = "info"
-            lines.append(f"{c.reward:<10} {c.target:<5} {f(c.pearson):>7} {f(c.spearman):>8} {c.n:>6}  {req:>8}  {status}")
+            lines.append(f"{c.reward:<10} {c.target:<5} {f(c.pearson):>7} {f(c.spearman):>8} {c.n:>6}  {req:>8}  "
+                         f"{c.ms_per_item:>7.3f}  {status}")
         lines.append(f"{self.pairs} perturbed pairs from {self.golds} gold queries")
         return "\n".join(lines)
 
@@ -191,8 +193,15 @@ def check_rewards(
     # Completions in the chat shape TRL hands to reward functions.
     completions = [[{"role": "assistant", "content": p}] for p in preds]
     checks = []
+    import time
+
+    from eval.metrics import get_scorer
+
     for name, func in rewards.items():
+        get_scorer().clear_cache()  # rollouts are new text: time the rewards without warm caches
+        started = time.perf_counter()
         values = func(completions, gold=refs, bbox=boxes)
+        ms = (time.perf_counter() - started) * 1000 / max(len(completions), 1)
         targets = [EXACT_TARGETS.get(name, "oqs")] + (["oqs"] if name in EXACT_TARGETS else [])
         for target in targets:
             xs, ys = [], []
@@ -208,5 +217,6 @@ def check_rewards(
             checks.append(RewardCheck(
                 reward=name, target=target, pearson=pearson(xs, ys), spearman=spearman(xs, ys), n=len(xs),
                 required=required, by_kind={k: sum(v) / len(v) for k, v in sorted(by_kind.items())},
+                ms_per_item=ms,
             ))
     return CheckReport(checks=checks, pairs=len(preds), golds=len(golds))

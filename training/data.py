@@ -38,8 +38,8 @@ STATS_FILE = "stats.json"
 
 TAG_SYSTEM = "You map requests about OpenStreetMap data to the OSM tags they need."
 TAG_INSTRUCTION = (
-    "Which OpenStreetMap tags does this request need? Answer with one tag filter per line "
-    "(key=value, or just key when any value matches)."
+    "Which OpenStreetMap tags does this request need? Answer with one tag per line "
+    "(key=value, or key=* when any value matches)."
 )
 
 
@@ -68,7 +68,7 @@ class DataStats:
     gold_chars_mean: float = 0.0
     prompt_chars_max: int = 0
     prompt_chars_mean: float = 0.0
-    gold_tag_recall: float = 0.0  # share of the gold's key=value tags among the retrieved tags
+    gold_tag_recall: float = 0.0  # share of the gold's key=value / key=* tags among the retrieved tags
     self_retrieved: int = 0  # rows whose retrieved examples held their own gold (must be 0)
     comments_dropped_eval_leak: int = 0
     files: dict = field(default_factory=dict)  # name -> sha256
@@ -105,7 +105,10 @@ def leave_out(ex, same_query: dict[str, list[int]]) -> tuple[int, ...]:
 
 
 def _tag_lines(query: str) -> list[str]:
-    """The gold query's positive tag filters as ``key=value`` / ``key`` lines (deduplicated)."""
+    """The gold query's positive tag filters as ``key=value`` / ``key=*`` lines (deduplicated).
+
+    ``key=*`` is how the tag index names a key whose values are free text.
+    """
     import overpassql
 
     try:
@@ -119,7 +122,7 @@ def _tag_lines(query: str) -> list[str]:
         if f.op == "=" and f.value:
             line = f"{f.key}={f.value}"
         elif f.op == "exists":
-            line = f.key
+            line = f"{f.key}=*"
         else:
             continue
         if line not in lines:
@@ -128,15 +131,17 @@ def _tag_lines(query: str) -> list[str]:
 
 
 def tag_grounding_messages(nl: str, tags) -> list[dict]:
-    candidates = "\n".join(f"- {t.tag}" + (f" ({t.name})" if getattr(t, "name", "") else "") for t in tags)
+    from retrieval.prompt import format_tags  # the main prompt's tag lines, so both tasks read alike
+
+    candidates = format_tags(tags)
     user = f"{TAG_INSTRUCTION}\n\nRequest: {nl}"
     if candidates:
-        user += f"\n\nCandidate tags from the OSM wiki:\n{candidates}"
+        user += f"\n\nCandidate tags:\n{candidates}"
     return [{"role": "system", "content": TAG_SYSTEM}, {"role": "user", "content": user}]
 
 
 def _tag_recall(query: str, tags) -> float | None:
-    gold = {line for line in _tag_lines(query) if "=" in line}
+    gold = set(_tag_lines(query))
     if not gold:
         return None
     got = {getattr(t, "tag", "") for t in tags}

@@ -87,15 +87,16 @@ def pass_rate_filter(
     cache_file: str | os.PathLike,
     *,
     cache_key: str = "",
+    batch_size: int = 16,
     progress: bool = True,
 ) -> tuple[list[dict], list[dict]]:
     """Keep the rows where the starting model's sampled answers vary in quality.
 
-    ``sample(messages, n) -> list[str]`` draws ``n`` completions at the rollout
-    temperature. Each prompt's OQS mean and std are appended to ``cache_file`` as
-    they are computed, so an interrupted filter resumes where it stopped;
-    ``cache_key`` (model and temperature) keeps scores of another model from being reused.
-    Returns (kept rows, score records).
+    ``sample(list_of_messages, n) -> list[list[str]]`` draws ``n`` completions per
+    prompt at the rollout temperature. Each prompt's OQS mean and std are appended
+    to ``cache_file`` batch by batch, so an interrupted filter resumes where it
+    stopped; ``cache_key`` (model and temperature) keeps scores of another model
+    from being reused. Returns (kept rows, score records).
     """
     from tqdm import tqdm
 
@@ -113,14 +114,15 @@ def pass_rate_filter(
                     continue  # a line cut by a crash
                 if record.get("samples") == cfg.samples and record.get("key", "") == cache_key:
                     known[int(record["index"])] = record
+    todo = [row for row in rows if int(row["index"]) not in known]
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    records = []
-    with open(cache_path, "a", encoding="utf-8") as cache:
-        for row in tqdm(rows, desc="pass-rate filter", disable=not progress):
-            record = known.get(int(row["index"]))
-            if record is None:
-                texts = sample(row["prompt"], cfg.samples)
-                scores = [oqs(completion_text(t), row["gold"]) for t in texts]
+    with open(cache_path, "a", encoding="utf-8") as cache, \
+            tqdm(total=len(todo), desc="pass-rate filter", disable=not progress or not todo) as bar:
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start:start + batch_size]
+            outputs = sample([row["prompt"] for row in chunk], cfg.samples)
+            for row, texts in zip(chunk, outputs):
+                scores = [oqs(completion_text(t), row["gold"]) for t in texts] or [0.0]
                 record = {
                     "index": int(row["index"]),
                     "key": cache_key,
@@ -128,9 +130,11 @@ def pass_rate_filter(
                     "mean": statistics.fmean(scores),
                     "std": statistics.pstdev(scores),
                 }
+                known[record["index"]] = record
                 cache.write(json.dumps(record) + "\n")
-                cache.flush()
-            records.append(record)
+            cache.flush()
+            bar.update(len(chunk))
+    records = [known[int(row["index"])] for row in rows]
     kept = [
         row
         for row, r in zip(rows, records)
@@ -139,26 +143,17 @@ def pass_rate_filter(
     return kept, records
 
 
-def hf_sampler(model, tokenizer, temperature: float, top_p: float, max_new_tokens: int, seed: int):
-    """``sample(messages, n)`` with the policy in memory (what the rollouts will do)."""
-    import torch
+def backend_sampler(backend, temperature: float, top_p: float, max_new_tokens: int, seed: int):
+    """``sample(list_of_messages, n)`` through an app backend (batched, no grammar: like the rollouts)."""
+    from app.backends import GenerationRequest
 
-    def sample(messages, n):
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
-        ids = {k: v.to(model.device) for k, v in ids.items()}
-        torch.manual_seed(seed)
-        with torch.no_grad():
-            out = model.generate(
-                **ids,
-                do_sample=True,
-                temperature=temperature,
-                top_p=top_p,
-                max_new_tokens=max_new_tokens,
-                num_return_sequences=n,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        start = ids["input_ids"].shape[1]
-        return tokenizer.batch_decode(out[:, start:], skip_special_tokens=True)
+    def sample(prompts, n):
+        requests = [
+            GenerationRequest(nl="", messages=messages, n=n, temperature=temperature, top_p=top_p,
+                              max_new_tokens=max_new_tokens, seed=seed)
+            for messages in prompts
+        ]
+        return backend.generate_batch(requests)
 
     return sample
 
@@ -242,14 +237,20 @@ def run_grpo(
 
     filtered_out = 0
     if recipe.pass_rate_filter.enabled:
-        policy = load_model(recipe.model, bf16, recipe.attn_implementation)
-        if _cuda_available():
-            policy = policy.to("cuda")
-        sample = hf_sampler(policy, tokenizer, recipe.temperature, recipe.top_p, recipe.max_completion_length, recipe.seeds[0])
-        cache = recipe.pass_rate_filter.cache_file or (out / "pass_rates.jsonl")
-        key = f"{Path(recipe.model).resolve() if Path(recipe.model).exists() else recipe.model}|t={recipe.temperature}"
-        kept, _ = pass_rate_filter(rows, sample, recipe.pass_rate_filter, cache, cache_key=key, progress=progress)
-        del policy
+        from app.backends import get_backend
+
+        # The starting policy as the rollouts will see it, batched through the app's backend.
+        backend = get_backend("transformers", model=recipe.model, batch_size=recipe.dev_eval.batch_size)
+        try:
+            sample = backend_sampler(backend, recipe.temperature, recipe.top_p, recipe.max_completion_length,
+                                     recipe.seeds[0])
+            cache = recipe.pass_rate_filter.cache_file or (out / "pass_rates.jsonl")
+            key = f"{Path(recipe.model).resolve() if Path(recipe.model).exists() else recipe.model}|t={recipe.temperature}"
+            kept, _ = pass_rate_filter(rows, sample, recipe.pass_rate_filter, cache, cache_key=key,
+                                       batch_size=recipe.dev_eval.batch_size, progress=progress)
+        finally:
+            backend.close()
+            _free_memory()
         filtered_out = len(rows) - len(kept)
         if len(kept) < recipe.num_generations:
             raise ConfigError(
@@ -267,6 +268,7 @@ def run_grpo(
         if (seed_out / "summary.json").is_file() and resume:
             runs.append(SeedRun(**json.loads((seed_out / "summary.json").read_text())["result"]))
             continue
+        _reset_peak_memory()
         model = load_model(recipe.model, bf16, recipe.attn_implementation)
         common = training_args_common(recipe.train, seed_out, bf16)
         common["seed"] = common["data_seed"] = seed
@@ -342,6 +344,13 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _reset_peak_memory() -> None:
+    if _cuda_available():
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()
 
 
 def _free_memory() -> None:

@@ -20,7 +20,7 @@ from app.backends.base import Backend, BackendError, GenerationRequest
 # Characters tried, in this order, when closing a query under a short budget:
 # closers first, then what statements need; one letter and one digit stand
 # for names and numbers in the first pass, the whole alphabet in the second.
-_CLOSERS = list("\"')]};{(.>=,: ") + ["a", "0"]
+_CLOSERS = list("\"')]};.[({>=,: ") + ["a", "0"]
 _ALL_CHARS = _CLOSERS + [c for c in "abcdefghijklmnopqrstuvwxyz0123456789" if c not in _CLOSERS]
 # UTF-8 continuation bytes that complete any lead byte (E0 needs >= A0, F0 >= 90).
 _CONTINUATION_BYTES = (b"\x80", b"\x90", b"\xa0")
@@ -63,6 +63,8 @@ class GrammarConstraint:
         cont = [t for t in range(self.vocab) if self.ll_tokenizer.decode_bytes([t]) in _CONTINUATION_BYTES]
         self.passes = [[single[c] for c in _CLOSERS if c in single] + cont,
                        [single[c] for c in _ALL_CHARS if c in single] + cont]
+        # Letters, digits and spaces are fallbacks: tried only where no punctuation fits.
+        self._alnum = {idx for c, idx in single.items() if c.isalnum() or c == " "}
         self.matchers: list = []
         self.plans: list[list[int] | None] = []
         self.prompt_len: int | None = None
@@ -86,15 +88,29 @@ class GrammarConstraint:
         """
         budget = [0]
 
+        def allowed(chars: list[int]) -> tuple[int, ...]:
+            return tuple(t for t in chars if matcher.validate_tokens([t]) == 1)
+
         def dfs(depth: int, cap: int, chars: list[int]) -> list[int] | None:
             if matcher.is_accepting():
                 return []
             if depth >= cap or budget[0] <= 0:
                 return None
-            for tid in chars:
-                budget[0] -= 1
-                if matcher.validate_tokens([tid]) != 1:
-                    continue
+            budget[0] -= 1
+            here = allowed(chars)
+            # Letters, digits and spaces only where no punctuation fits: they
+            # would grow names and numbers instead of closing anything. Among
+            # the rest, characters that change what may follow (a closing
+            # quote or brace) go before ones that leave it as it is (more
+            # text inside a string).
+            punct = [t for t in here if t not in self._alnum] or list(here)
+            ranked = []
+            for rank, tid in enumerate(punct):
+                matcher.consume_token(tid)
+                same = allowed(chars) == here
+                matcher.rollback(1)
+                ranked.append((same, rank, tid))
+            for _, _, tid in sorted(ranked):
                 matcher.consume_token(tid)
                 rest = dfs(depth + 1, cap, chars)
                 matcher.rollback(1)
@@ -104,7 +120,7 @@ class GrammarConstraint:
 
         for chars in self.passes:
             for cap in sorted({min(c, limit) for c in (4, 8, 16, 32, limit)}):
-                budget[0] = 20000
+                budget[0] = 3000
                 plan = dfs(0, cap, chars)
                 if plan is not None:
                     return plan

@@ -31,7 +31,9 @@ class TrainConfig:
     edits: str = field(default="all", metadata={"help": "edit groups used in the pools: all, none, or e.g. 'area,tags'"})
     partial: bool = field(default=False, metadata={"help": "also offer each neighbour with only the place edited"})
     folds: int = field(default=5, metadata={"help": "folds for the lexicon/aliases seen by the pools"})
-    limit: int | None = field(default=None, metadata={"help": "train the selector on the first N training requests only"})
+    # 2,500 requests (about 30,000 scored candidates) trained as well as all 6,352 on dev
+    # in half the time, which keeps train-on-first-use to a few minutes.
+    limit: int | None = field(default=2500, metadata={"help": "train the selector on the first N training requests (None: all)"})
     max_iter: int = field(default=300, metadata={"help": "boosting rounds of the selector"})
     seed: int = field(default=0, metadata={"help": "random seed of the booster (output is deterministic)"})
 

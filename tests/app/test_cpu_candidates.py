@@ -36,3 +36,19 @@ def test_edited_versions_merge_and_votes_add_up():
 def test_without_edits_only_parseable_originals():
     pool = _pool("cafes in Oslo", EditOptions.none())
     assert [c.query for c in pool] == QUERIES[:2]
+
+
+def test_partial_adds_the_place_only_version():
+    nls = ["castles in Bonn", "springs in Bonn", "springs in Rome"]
+    queries = ['{{geocodeArea:"Bonn"}}->.a;node["historic"="castle"](area.a);out;',
+               '{{geocodeArea:"Bonn"}}->.a;node["natural"="spring"](area.a);out;',
+               '{{geocodeArea:"Rome"}}->.a;node["natural"="spring"](area.a);out;']
+    info = analyse("castles in Oslo")
+    lex = TagLexicon.fit(nls, queries, min_count=1)
+    ctx = lambda ex: EditContext(info, ex, lex)  # noqa: E731
+    nbs = [Neighbour(2, 0.5)]
+    full = build_pool(info, nbs, nls, queries, ctx, EditOptions())
+    partial = build_pool(info, nbs, nls, queries, ctx, EditOptions(), partial=True)
+    assert {c.edits for c in full} == {(), ("area", "tags")}
+    assert {c.edits for c in partial} == {(), ("area", "tags"), ("area",)}
+    assert any('"Oslo"' in c.query and "spring" in c.query for c in partial)

@@ -68,7 +68,7 @@ def test_lora_adapter_saved_and_loaded(tiny_model_dir, tmp_path):
 
     backend = TransformersBackend(tiny_model_dir, adapter=adapter, device="cpu")
     model, _ = backend._load()
-    assert type(model).__name__ == "PeftModelForCausalLM"
+    assert type(model).__name__.startswith("PeftModel")
     assert any("lora_B" in n and p.abs().sum() > 0 for n, p in model.named_parameters())
     out = backend.generate(GenerationRequest(nl="x", messages=_prompt("cafes"), max_new_tokens=48,
                                              grammar=lark_grammar(), seed=1))

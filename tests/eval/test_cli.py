@@ -11,7 +11,7 @@ import pytest
 from app.cli import main
 from eval.metrics import Scorer
 from eval.report import EvalConfig, evaluate, read_predictions
-from conftest import reference_rows
+from testdata import reference_rows
 
 KNN_ROWS = reference_rows("knn_dev.official_scores.jsonl")
 

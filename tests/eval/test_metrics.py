@@ -16,7 +16,7 @@ from sacrebleu.metrics import CHRF
 
 from eval import metrics
 from eval.metrics import EMPTY_SCRIPT_XML, Scorer, Scores
-from conftest import data_dir, reference_rows
+from testdata import data_dir, reference_rows
 
 OFFICIAL_CORPUS = {"oqs": 54.2869, "kvs": 41.6644, "tree": 61.0197, "chrf": 60.1767, "em": 0.1}
 KNN_ROWS = reference_rows("knn_dev.official_scores.jsonl")

@@ -53,12 +53,14 @@ def test_live_lookup_protocol_and_cache(fake_nominatim, tmp_path, text, kind, ex
 
 
 def test_rate_limit_spaces_live_requests(fake_nominatim, tmp_path):
-    geocoder = make(fake_nominatim, tmp_path, seed_from_benchmark=False, min_interval_s=0.25)
+    geocoder = make(fake_nominatim, tmp_path, seed_from_benchmark=False, min_interval_s=0.3)
     for place in ("a", "b", "c", "d"):
         geocoder.lookup(place)
     times = [entry["t"] for entry in fake_nominatim.log]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert len(gaps) == 3 and min(gaps) >= 0.24
+    # Unthrottled, loopback requests arrive milliseconds apart; the margin
+    # below 0.3 s absorbs scheduling jitter between send and receipt.
+    assert len(gaps) == 3 and min(gaps) >= 0.2
 
 
 def test_429_is_retried(fake_nominatim, tmp_path):

@@ -104,6 +104,16 @@ def test_classify_accepts_results(name):
     assert classify(200, payload(name)) is None
 
 
+def test_result_mentioning_error_words_is_still_a_result():
+    text = json.dumps({"elements": [{"type": "node", "id": 1, "tags": {"note": "parse error: rate_limited <strong>Error</strong>"}}]})
+    assert classify(200, text) is None
+
+
+def test_dispatcher_refusal_with_status_200_is_recognised():
+    assert classify(200, rate_limited().body).kind == "rate_limited"
+    assert classify(200, gateway_timeout().body).kind == "gateway_timeout"
+
+
 # ---------------------------------------------------------------- the client over HTTP
 
 
@@ -265,3 +275,22 @@ def test_result_json_round_trip(fake_overpass, tmp_path):
     fake_overpass.add("node", json_reply("heidelberg_cafes.json"))
     data = make_client(fake_overpass, tmp_path).run("node(1);out;").data
     assert data == json.loads(payload("heidelberg_cafes.json"))
+
+
+def test_long_queries_go_by_post(fake_overpass, tmp_path):
+    fake_overpass.add("node", json_reply("count.json"))
+    client = make_client(fake_overpass, tmp_path)
+    long_query = "(" + "".join(f"node({i});" for i in range(400)) + ");out count;"
+    assert client.run(long_query).elements[0]["type"] == "count"
+    assert client.run("node(1);out count;").elements[0]["type"] == "count"
+    assert [e["method"] for e in fake_overpass.log] == ["POST", "GET"]
+    assert fake_overpass.log[0]["query"] == prepare_query(long_query)
+
+
+def test_relative_dates_count_back_from_the_reference_time(fake_overpass, tmp_path):
+    from datetime import datetime, timezone
+
+    client = make_client(fake_overpass, tmp_path)
+    now = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
+    client.run("node(newer:'{{date:2 weeks}}');out;", now=now)
+    assert fake_overpass.queries() == ["[out:json][timeout:300];node(newer:'2024-02-16T12:00:00Z');out;"]

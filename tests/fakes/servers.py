@@ -180,7 +180,9 @@ class FakeOverpass(_Server):
             return self._send(handler, Reply(404, "not found", "text/plain"))
         query = (params.get("data") or [""])[0]
         with self.lock:
-            self.log.append({"query": query, "user_agent": handler.headers.get("User-Agent"), "t": time.monotonic()})
+            self.log.append(
+                {"query": query, "method": handler.command, "user_agent": handler.headers.get("User-Agent"), "t": time.monotonic()}
+            )
             reply = None
             if not query.strip():
                 reply = parse_error("line 1: parse error: An empty query is not allowed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import reference_rows
+from testdata import reference_rows
 from eval.dataset import Example
 from fixtures_index import schema_tarball, sri_sha512
 from index.documents import TagCollection, add_schema, add_training

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import overpassql
-from conftest import reference_rows
+from testdata import reference_rows
 from overpassql import ast as A
 
 GOLD = reference_rows("gold_reference.jsonl")

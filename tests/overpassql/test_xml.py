@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import reference_rows
+from testdata import reference_rows
 from overpassql import to_xml, to_xml_with_errors
 from overpassql.lower import Element
 from overpassql.xml import element_to_xml, escape

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import reference_rows
+from testdata import reference_rows
 from retrieval import SYSTEM_PROMPT, TagHit, build_prompt
 from retrieval.examples import RetrievedExample
 

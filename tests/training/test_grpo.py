@@ -107,17 +107,22 @@ def test_pass_rate_filter_keeps_the_varying_band(tmp_path):
         1: ["", "", "x", ""],  # always wrong: no signal
         2: [train[2].query, "", train[2].query, ""],  # sometimes right: keep
     }
-    def sample(messages, n):  # scripted answers per prompt; the real sampler is tested below
-        return answers[int(messages[0]["content"])][:n]
+    def sample(prompts, n):  # scripted answers per prompt; the real sampler is tested below
+        return [answers[int(messages[0]["content"])][:n] for messages in prompts]
 
     cfg = PassRateFilterConfig(enabled=True, samples=4)
-    kept, records = pass_rate_filter(rows, sample, cfg, tmp_path / "rates.jsonl", progress=False)
+    kept, records = pass_rate_filter(rows, sample, cfg, tmp_path / "rates.jsonl", batch_size=2, progress=False)
     assert [r["index"] for r in kept] == [2]
     assert records[0]["mean"] == 1.0 and records[1]["std"] < 0.05
     # A rerun reads the cached scores instead of sampling again.
     kept2, _ = pass_rate_filter(rows, lambda m, n: pytest.fail("sampled again"), cfg, tmp_path / "rates.jsonl",
                                 progress=False)
     assert kept2 == kept
+    # Scores of another model (another cache key) are not reused.
+    again = []
+    pass_rate_filter(rows, lambda prompts, n: again.extend(prompts) or sample(prompts, n), cfg,
+                     tmp_path / "rates.jsonl", cache_key="other-model", progress=False)
+    assert len(again) == 3
 
 
 def test_pass_rate_filter_with_the_model(tiny_overrides, retrievers, tmp_path):

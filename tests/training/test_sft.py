@@ -115,3 +115,18 @@ def test_checks_run_before_the_model_loads(tiny_model_dir, small_index_dir, retr
         run_sft(load_recipe("sft", TINY, base + ["train.bf16=true"]), retrievers=retrievers, progress=False)
     with pytest.raises(ConfigError, match="cannot load the tokenizer"):
         run_sft(load_recipe("sft", TINY, base + [f"model={tmp_path / 'no-model'}"]), retrievers=retrievers, progress=False)
+
+
+def test_trains_from_a_written_dataset(tiny_model_dir, small_index_dir, retrievers, tmp_path):
+    from training.config import DataConfig
+    from training.data import build_rows, write_dataset
+
+    cfg = DataConfig(index_dir=str(small_index_dir), k_tags=2, k_examples=1, limit=8)
+    written = write_dataset(tmp_path / "data", *build_rows(cfg, retrievers, progress=False), cfg)
+    recipe = load_recipe("sft", TINY, [
+        f"model={tiny_model_dir}", f"data.dataset_dir={written}", f"train.output_dir={tmp_path / 'run'}",
+        "train.max_steps=2", "dev_eval.enabled=false", "export_merged=false",
+    ])
+    result = run_sft(recipe, progress=False)  # no retrievers needed: the prompts are in the files
+    assert result.steps == 2 and result.data_stats["grpo_rows"] == 8
+    assert result.merged_dir is None and result.adapter_dir

@@ -1,0 +1,67 @@
+"""``geoql compile``: one request, a split to a .pred file, resuming."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.cli import main
+
+
+@pytest.fixture(scope="module")
+def tiny_args(tiny_model_dir):
+    return ["--backend", "transformers", "-o", f"model={tiny_model_dir}", "-o", "device=cpu",
+            "--max-new-tokens", "32"]
+
+
+def test_single_request_prints_one_query(tiny_args, capsys):
+    assert main(["compile", "cafes in Bonn", *tiny_args]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    from app.decoding import validate
+
+    assert validate(out[0]) == []
+
+
+def test_json_output(tiny_args, capsys):
+    assert main(["compile", "cafes", "--json", *tiny_args]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["valid"] and data["backend"] == "transformers" and data["candidates"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compile"], "give a request"),
+    (["compile", "   "], "empty request"),
+    (["compile", "x", "--option", "novalue"], "KEY=VALUE"),
+    (["compile", "x", "--n", "0"], "n must be >= 1"),
+    (["compile", "--split", "dev"], "--out"),
+])
+def test_user_errors_exit_2(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_split_run_resumes_and_writes_the_official_format(tiny_args, tmp_path, capsys, overpassnl_dir):
+    from eval.dataset import load_split
+
+    dev = load_split("dev")[:4]
+    out = tmp_path / "dev.pred"
+    jsonl = tmp_path / "dev.jsonl"
+    tmp = tmp_path / "dev.pred.tmp"
+    # An interrupted earlier run: two finished lines and half a third one.
+    tmp.write_text("node[a];out;\nway[b];out;\nrel[", encoding="utf-8")
+    jsonl.write_text(json.dumps({"i": 0}) + "\n" + json.dumps({"i": 1}) + "\n" + '{"i": 2, "tr', encoding="utf-8")
+    argv = ["compile", "--split", "dev", "--limit", "4", "--out", str(out), "--jsonl", str(jsonl), *tiny_args]
+    assert main(argv) == 0
+    assert "resuming after 2 of 4" in capsys.readouterr().out
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == "" and len(lines) == 5  # one query per line, newline-terminated
+    assert lines[:2] == ["node[a];out;", "way[b];out;"]  # finished lines are not redone
+    assert not tmp.exists()
+    rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert [r["i"] for r in rows] == [0, 1, 2, 3]
+    assert [r["index"] for r in rows[2:]] == [ex.index for ex in dev[2:]]
+    # Running again leaves the finished file alone.
+    assert main(argv) == 0
+    assert "is complete" in capsys.readouterr().out
