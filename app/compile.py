@@ -141,7 +141,7 @@ class Compiler:
 
     def _finish(self, comp: Compilation, texts: list[str], config: CompileConfig) -> Compilation:
         t0 = time.perf_counter()
-        comp.candidates = make_candidates(texts)
+        comp.candidates = make_candidates(texts, repair=config.repair)
         best = choose(comp.candidates, mbr=config.mbr and config.n > 1)
         if best is None or not best.query:
             comp.errors.append("the backend returned no query")

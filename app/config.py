@@ -36,6 +36,7 @@ class CompileConfig:
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling mass"})
     max_new_tokens: int = field(default=DEFAULT_MAX_NEW_TOKENS, metadata={"help": "token budget per candidate (gold queries reach 541 characters)"})
     grammar: bool = field(default=True, metadata={"help": "constrain decoding with the OverpassQL grammar"})
+    repair: bool = field(default=True, metadata={"help": "close cut-off queries with the grammar's shortest valid ending"})
     mbr: bool = field(default=True, metadata={"help": "choose among candidates by expected OQS (else: first valid)"})
     k_tags: int = field(default=10, metadata={"help": "retrieved tags in the prompt"})
     k_examples: int = field(default=5, metadata={"help": "retrieved training examples in the prompt"})

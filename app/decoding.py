@@ -42,10 +42,11 @@ class Candidate:
     score: float | None = None  # MBR expected OQS against the other samples
     count: int = 1  # how many samples produced this query
     raw: str = ""  # the first raw text that produced it
+    repaired: bool = False  # a cut-off query closed by the grammar (see repair_truncated)
 
     def as_dict(self) -> dict:
         return {"query": self.query, "valid": self.valid, "errors": list(self.errors),
-                "score": self.score, "count": self.count}
+                "score": self.score, "count": self.count, "repaired": self.repaired}
 
 
 # ------------------------------------------------------------------ extraction
@@ -173,18 +174,48 @@ def validate(query: str) -> list[str]:
     return [str(d) for d in (getattr(first, "errors", None) or [first])]
 
 
-def make_candidates(texts: Sequence[str]) -> list[Candidate]:
-    """Extract and validate raw texts; identical queries merge (``count``)."""
+def make_candidates(texts: Sequence[str], *, repair: bool = False) -> list[Candidate]:
+    """Extract and validate raw texts; identical queries merge (``count``).
+
+    With ``repair``, an invalid query that is a cut-off prefix of a valid
+    one is closed by the grammar (:func:`repair_truncated`) and marked.
+    """
     by_query: dict[str, Candidate] = {}
     for text in texts:
         query = extract_query(text or "")
+        repaired = False
+        errors = validate(query) if query not in by_query else by_query[query].errors
+        if errors and repair and query:
+            fixed = repair_truncated(query)
+            if fixed is not None:
+                query, errors, repaired = fixed, [], True
         cand = by_query.get(query)
         if cand is None:
-            errors = validate(query)
-            by_query[query] = Candidate(query=query, valid=not errors, errors=errors, raw=text or "")
+            by_query[query] = Candidate(query=query, valid=not errors, errors=list(errors), raw=text or "",
+                                        repaired=repaired)
         else:
             cand.count += 1
     return list(by_query.values())
+
+
+def repair_truncated(query: str) -> str | None:
+    """A valid query made from a cut-off one by the shortest grammar-valid ending.
+
+    None when ``query`` is not a prefix of anything the grammar accepts (then
+    it is not a truncation but a different error) or the repair does not parse.
+
+    >>> repair_truncated('[out:json];node["amenity"="drinking_water"](area.a')
+    '[out:json];node["amenity"="drinking_water"](area.a);'
+    """
+    try:
+        from app.backends.transformers_backend import complete_truncated
+
+        fixed = complete_truncated(query)
+    except ImportError:  # llguidance / transformers not installed: no repair
+        return None
+    if fixed is None or fixed == query or validate(fixed):
+        return None
+    return fixed
 
 
 # --------------------------------------------------------------------- choosing

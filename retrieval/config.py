@@ -1,4 +1,9 @@
-"""Query-time settings of the retrievers (tuned on dev; defaults are the tuned values)."""
+"""Query-time settings of the retrievers.
+
+The tag-fusion defaults were tuned on every second dev example (grid over the
+three source weights, the popularity prior, the number of voting examples and
+the vote power; see docs/retrieval.md). The test split was not used.
+"""
 
 from __future__ import annotations
 
@@ -18,13 +23,13 @@ class RetrievalConfig:
     # tag retrieval
     fusion: str = field(default="linear", metadata={"help": "tag fusion: 'linear' (weighted calibrated scores) or 'rrf' (weighted reciprocal rank)"})
     example_vote_power: float = field(default=2.0, metadata={"help": "an example's vote is cos(request, example) ** power"})
-    tag_dense_weight: float = field(default=1.0, metadata={"help": "weight of the dense (name/synonym) ranking of tags"})
-    tag_bm25_weight: float = field(default=1.0, metadata={"help": "weight of the BM25 ranking of tags"})
-    tag_example_weight: float = field(default=2.0, metadata={"help": "weight of the tags of the nearest training examples"})
+    tag_dense_weight: float = field(default=0.5, metadata={"help": "weight of the dense (name/synonym) ranking of tags"})
+    tag_bm25_weight: float = field(default=0.5, metadata={"help": "weight of the BM25 ranking of tags"})
+    tag_example_weight: float = field(default=8.0, metadata={"help": "weight of the tags of the nearest training examples"})
     tag_pool: int = field(default=100, metadata={"help": "candidates taken from each tag ranking before fusion"})
     surface_pool: int = field(default=400, metadata={"help": "dense surfaces (names, synonyms, phrases) searched per request"})
     evidence_examples: int = field(default=20, metadata={"help": "nearest training examples whose tags vote"})
-    popularity_weight: float = field(default=0.0, metadata={"help": "weight of the log-popularity prior"})
+    popularity_weight: float = field(default=0.3, metadata={"help": "weight of the log-popularity prior"})
 
     def __post_init__(self) -> None:
         if self.rrf_k <= 0:

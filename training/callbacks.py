@@ -227,6 +227,8 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
         return state["compiler"]
 
     def evaluate(model, tokenizer, step) -> dict:
+        from tqdm import tqdm
+
         from eval.metrics import corpus
 
         result: dict = {"dev/n": len(examples)}
@@ -235,12 +237,20 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
             try:
                 for t in temps:
                     label = temperature_label(t)
-                    comps = compiler().compile_batch([ex.nl for ex in examples], batch_size=cfg.batch_size,
-                                                     progress=True, temperature=t)
+                    comps = []
+                    for start in tqdm(range(0, len(examples), cfg.batch_size), leave=False, unit="batch",
+                                      desc=f"dev @ step {step}, {label}"):
+                        chunk = [ex.nl for ex in examples[start:start + cfg.batch_size]]
+                        comps += compiler().compile_batch(chunk, batch_size=cfg.batch_size, temperature=t)
                     scores = corpus([c.query for c in comps], [ex.query for ex in examples])
                     for metric in ("oqs", "kvs", "tree", "chrf", "em"):
                         result[f"dev/{metric}@{label}"] = round(scores[metric], 4)
                     result[f"dev/valid@{label}"] = round(100 * sum(c.valid for c in comps) / max(len(comps), 1), 2)
+                    failed = [c for c in comps if not c.query and c.errors]
+                    if failed:
+                        # Reported, not raised: a broken evaluation must not cost the training run.
+                        result[f"dev/failed@{label}"] = len(failed)
+                        result["dev/first_error"] = failed[0].errors[0]
             finally:
                 slot.inner = None
         return result

@@ -20,8 +20,9 @@ from app.backends.base import Backend, BackendError, GenerationRequest
 # Characters tried, in this order, when closing a query under a short budget:
 # closers first, then what statements need; one letter and one digit stand
 # for names and numbers in the first pass, the whole alphabet in the second.
-_CLOSERS = list("\"')]};.[({>=,: ") + ["a", "0"]
-_ALL_CHARS = _CLOSERS + [c for c in "abcdefghijklmnopqrstuvwxyz0123456789" if c not in _CLOSERS]
+_CLOSERS = list("\"')]};.[({>=,:~- ") + ["a", "0"]
+# T and Z: timestamps (yyyy-mm-ddThh:mm:ssZ) are the only place upper case is required.
+_ALL_CHARS = _CLOSERS + [c for c in "abcdefghijklmnopqrstuvwxyz0123456789_TZ" if c not in _CLOSERS]
 # UTF-8 continuation bytes that complete any lead byte (E0 needs >= A0, F0 >= 90).
 _CONTINUATION_BYTES = (b"\x80", b"\x90", b"\xa0")
 
@@ -64,7 +65,7 @@ class GrammarConstraint:
         self.passes = [[single[c] for c in _CLOSERS if c in single] + cont,
                        [single[c] for c in _ALL_CHARS if c in single] + cont]
         # Letters, digits and spaces are fallbacks: tried only where no punctuation fits.
-        self._alnum = {idx for c, idx in single.items() if c.isalnum() or c == " "}
+        self._alnum = {idx for c, idx in single.items() if c.isalnum() or c in " _"}
         self.matchers: list = []
         self.plans: list[list[int] | None] = []
         self.prompt_len: int | None = None
@@ -289,3 +290,40 @@ class TransformersBackend(Backend):
     def close(self) -> None:
         self._model = None
         self._tokenizer = None
+
+
+_TEXT_CLOSER: list = []
+
+
+def complete_truncated(text: str, limit: int = 64) -> str | None:
+    """``text`` closed into a grammar-valid query, or None when it is no prefix of one.
+
+    For outputs cut off by a token budget elsewhere (vLLM, OpenAI servers):
+    the same closing search as during constrained decoding, over a small
+    byte-level tokenizer, so any model's text can be repaired.
+
+    >>> complete_truncated('node["amenity"="cafe"](around:100')
+    'node["amenity"="cafe"](around:100);'
+    >>> complete_truncated('SELECT * FROM nodes') is None
+    True
+    """
+    import llguidance
+
+    from overpassql.grammar import lark_grammar
+
+    if not _TEXT_CLOSER:
+        from app.tiny_model import train_tokenizer
+
+        tok = train_tokenizer(["node;out;"], vocab_size=300)  # the 256 bytes, few merges
+        _TEXT_CLOSER.append((tok, GrammarConstraint(tok, lark_grammar(), max_new_tokens=2 * limit + 2)))
+    tok, closer = _TEXT_CLOSER[0]
+    matcher = llguidance.LLMatcher(closer.ll_tokenizer, closer.spec)
+    ids = tok.encode(text, add_special_tokens=False)
+    if matcher.try_consume_tokens(ids) != len(ids):
+        return None
+    if matcher.is_accepting():
+        return text
+    plan = closer._closing_plan(matcher, limit)
+    if plan is None:
+        return None
+    return tok.decode(ids + plan)

@@ -23,6 +23,7 @@ _USER_WORDS = re.compile(r"\b(?:user|uid|mapper|contributor|changeset)\b", re.IG
 _AROUND_WORDS = re.compile(r"\b(?:around|near|nearby|close|within|distance|radius|metres?|meters?|km|m)\b", re.IGNORECASE)
 _TYPE = re.compile(r"\b(node|way|relation|rel|nwr|nw|wr|nr|area)\b(?=[\[(.;])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_PLACE = re.compile(r'\{\{(?:geocodeArea|nominatimArea):\s*"?(.*?)"?\s*\}\}|area\["name"="([^"]*)"\]')
 
 FEATURE_NAMES = (
     "similarity",
@@ -41,6 +42,7 @@ FEATURE_NAMES = (
     "request_area",
     "query_area",
     "query_name_area",
+    "place_match",
     "request_view",
     "query_bbox",
     "request_count",
@@ -79,8 +81,12 @@ def _gram_f(a: frozenset, b: frozenset) -> float:
     return 2 * len(a & b) / total if total else 1.0
 
 
-def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon) -> np.ndarray:
-    """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool."""
+def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None) -> np.ndarray:
+    """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool.
+
+    ``place`` is the request's place as the queries would spell it (after aliases).
+    """
+    place = place or info.area
     if not candidates:
         return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
     top = max(c.similarity for c in candidates)
@@ -110,6 +116,9 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon) -> np.ndar
         if "nwr" in qtypes:
             qtypes |= {"node", "way", "relation"}
         qnumbers = set(_NUMBER.findall(q))
+        places = {a or b for a, b in _PLACE.findall(q)}
+        # 1: the query names the request's place, 0: another place, -1: nothing to compare
+        place_match = float(places == {place}) if places and place else -1.0
         rows.append(
             [
                 c.similarity,
@@ -128,6 +137,7 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon) -> np.ndar
                 info.area is not None,
                 "{{geocodeArea" in q or "{{nominatimArea" in q or "area(" in q,
                 'area["name' in q or "area[name" in q,
+                place_match,
                 info.in_view,
                 "{{bbox}}" in q or "[bbox" in q,
                 info.count,

@@ -130,7 +130,8 @@ class CpuModel:
             return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted)
 
         cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial)
-        return info, cands, pool_features(info, cands, lex)
+        place = al.get(info.area, info.area) if info.area else None
+        return info, cands, pool_features(info, cands, lex, place)
 
     def rank(self, cands: list[Candidate], features: np.ndarray, config: CpuConfig | None = None) -> list[int]:
         """Candidate indices, best first (deterministic: ties keep neighbour order)."""

@@ -34,6 +34,9 @@ def test_shape_and_columns():
     assert f[0, col("query_area")] == 1 and f[1, col("query_bbox")] == 1
     assert f[0, col("tag_support_mean")] > f[1, col("tag_support_mean")]  # "cafes" supports amenity=cafe
     assert f[0, col("edits")] == 1
+    assert f[0, col("place_match")] == 1 and f[1, col("place_match")] == -1  # Bonn named / no place at all
+    other = pool_features(analyse("How many cafes in Rome?"), _pool(), LEX)
+    assert other[0, col("place_match")] == 0
 
 
 def test_empty_pool():

@@ -104,3 +104,21 @@ def test_a_failing_similarity_does_not_sink_the_choice():
 
     cands = [Candidate("node[a];out;", True), Candidate("way[a];out;", True)]
     assert choose(cands, similarity=broken).query == "node[a];out;"
+
+
+@pytest.mark.parametrize("row", reference_rows("gold_reference.jsonl")[::101], ids=lambda r: f"{r['split']}-{r['index']}")
+def test_cut_off_gold_queries_are_repaired_into_valid_ones(row):
+    if validate(row["query"]):
+        pytest.skip("gold query does not parse in the first place")
+    cut = row["query"][: max(8, len(row["query"]) * 2 // 3)]
+    cands = make_candidates([cut], repair=True)
+    if not validate(cut):  # the cut happened to be valid already
+        assert cands[0].query == cut and not cands[0].repaired
+        return
+    assert cands[0].valid and cands[0].repaired and cands[0].query.startswith(cut)
+
+
+def test_repair_leaves_other_errors_alone():
+    cands = make_candidates(["SELECT * FROM nodes;", 'node["a"]];out;'], repair=True)
+    assert [c.valid for c in cands] == [False, False] and not any(c.repaired for c in cands)
+    assert make_candidates(['node["a"'], repair=False)[0].valid is False

@@ -81,7 +81,7 @@ def test_everything_accepted_from_reference_files_parses(name, xgr_accepts, llg_
     queries = [r["query"] for r in reference_rows(name)]
     accepted_invalid = [q for q in queries if (xgr_accepts(q) or llg_accepts(q)) and validate(q)]
     assert accepted_invalid == []
-    assert sum(1 for q in queries if validate(q) and not xgr_accepts(q)) > 0 or name == "gold_reference.jsonl"
+    assert any(validate(q) for q in queries)  # the files do hold queries to reject
 
 
 def test_random_strings_of_the_grammar_parse(xgr_accepts, llg_accepts):

@@ -56,7 +56,7 @@ def test_example_evidence_respects_exclude(tags):
 
 
 def test_rrf_fusion_also_works(small_index_dir):
-    rrf = TagRetriever.load(small_index_dir, RetrievalConfig(fusion="rrf"))
+    rrf = TagRetriever.load(small_index_dir, RetrievalConfig(fusion="rrf", tag_dense_weight=1, tag_bm25_weight=1, tag_example_weight=1))
     assert "craft=beekeeper" in [h.tag for h in rrf.search("beekeeper", 5)]
 
 

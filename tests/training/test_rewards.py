@@ -8,6 +8,7 @@ import pytest
 
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import gateway_timeout, json_reply, parse_error
+from testdata import reference_rows
 from training.rewards import (
     REWARDS,
     build_rewards,
@@ -20,16 +21,6 @@ from training.rewards import (
     tree_reward,
     validity_reward,
 )
-
-
-
-def reference_rows(name: str) -> list[dict]:
-    """Rows of a reference file shipped with the test data (../shared/overpassnl/reference)."""
-    from eval.dataset import resolve_data_dir
-
-    with open(resolve_data_dir(download=False) / "reference" / name, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
-
 
 EXACT = {"kvs": kvs_reward, "tree": tree_reward, "chrf": chrf_reward}
 KNN = reference_rows("knn_dev.official_scores.jsonl")[:40]

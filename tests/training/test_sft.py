@@ -130,3 +130,26 @@ def test_trains_from_a_written_dataset(tiny_model_dir, small_index_dir, retrieve
     result = run_sft(recipe, progress=False)  # no retrievers needed: the prompts are in the files
     assert result.steps == 2 and result.data_stats["grpo_rows"] == 8
     assert result.merged_dir is None and result.adapter_dir
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_model_dir, small_index_dir, retrievers, tmp_path):
+    from transformers import TrainerCallback
+
+    class CrashAtStep3(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 3:
+                raise KeyboardInterrupt  # the user pressed Ctrl-C (or the machine went away)
+
+    overrides = [f"model={tiny_model_dir}", f"data.index_dir={small_index_dir}", f"train.output_dir={tmp_path / 'run'}",
+                 "data.limit=16", "train.max_steps=4", "train.save_steps=2", "train.logging_steps=1",
+                 "dev_eval.enabled=false", "export_merged=false"]
+    recipe = load_recipe("sft", TINY, overrides)
+    with pytest.raises(KeyboardInterrupt):
+        run_sft(recipe, retrievers=retrievers, progress=False, extra_callbacks=[CrashAtStep3()])
+    assert (tmp_path / "run" / "checkpoint-2").is_dir() and not (tmp_path / "run" / "summary.json").exists()
+    with pytest.raises(ConfigError, match="--resume"):
+        run_sft(recipe, retrievers=retrievers, progress=False)
+    result = run_sft(recipe, retrievers=retrievers, progress=False, resume=True)
+    assert result.steps == 4
+    steps = [e["step"] for e in read_metrics(result.output_dir) if "loss" in e]
+    assert steps[:2] == [1, 2] and steps[-2:] == [3, 4]  # steps 3-4 came from checkpoint-2

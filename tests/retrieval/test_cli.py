@@ -1,0 +1,37 @@
+"""``geoql retrieval-eval`` through the dispatcher."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.cli import main
+from retrieval.cli import parse_ks
+
+
+def test_retrieval_eval_writes_json(small_index_dir, tmp_path, capsys):
+    out = tmp_path / "r" / "figures.json"
+    code = main(["retrieval-eval", "--split", "dev", "--k", "5,10,20", "--index-dir", str(small_index_dir),
+                 "--limit", "15", "--json", str(out)])
+    assert code == 0
+    figures = json.loads(out.read_text())
+    for name in ("recall@5", "recall@10", "recall@20", "key_recall@10", "coverage", "p50_ms", "p95_ms"):
+        assert name in figures and f"{name}:" in capsys.readouterr().out + name + ":"
+    assert 0 <= figures["recall@5"] <= figures["recall@20"] <= 1 and figures["n_examples"] == 15
+
+
+def test_missing_index_is_a_user_error(tmp_path, capsys):
+    assert main(["retrieval-eval", "--index-dir", str(tmp_path / "none")]) == 2
+    assert "geoql index build --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["", "a,b", "0,5", "-1"])
+def test_bad_k(text):
+    with pytest.raises(ValueError, match="5,10,20"):
+        parse_ks(text)
+
+
+def test_bad_k_via_cli(capsys):
+    assert main(["retrieval-eval", "--k", "ten"]) == 2
+    assert "--k must be" in capsys.readouterr().err

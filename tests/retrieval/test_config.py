@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from retrieval import RetrievalConfig
+
+
+def test_every_setting_is_documented():
+    assert all(f.metadata.get("help") for f in dataclasses.fields(RetrievalConfig))
+
+
+@pytest.mark.parametrize("kwargs,fix", [
+    ({"rrf_k": 0}, "60"),
+    ({"tag_pool": 0}, "tag_pool"),
+    ({"evidence_examples": -1}, "turns example evidence off"),
+    ({"fusion": "max"}, "'linear' or 'rrf'"),
+    ({"example_dense_weight": 0, "example_bm25_weight": 0, "example_char_weight": 0}, "at least one"),
+    ({"tag_dense_weight": 0, "tag_bm25_weight": 0, "tag_example_weight": 0}, "at least one"),
+])
+def test_bad_settings_name_the_fix(kwargs, fix):
+    with pytest.raises(ValueError, match=fix):
+        RetrievalConfig(**kwargs)

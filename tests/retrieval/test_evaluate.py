@@ -1,0 +1,55 @@
+"""retrieval-eval figures on the small index: definitions checked against a hand count."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.dataset import load_split
+from retrieval import TagHit, TagRetriever
+from retrieval.evaluate import evaluate, percentile
+from retrieval.gold import controlled_pairs
+
+
+class FixedRetriever:
+    """Answers from a table: lets the test know every figure in advance."""
+
+    def __init__(self, answers, known):
+        self.answers, self.known = answers, known
+
+    def __contains__(self, tag):
+        return tag in self.known
+
+    def search(self, nl, k):
+        return [TagHit(t, t.split("=")[0], t.split("=")[1], t, 1.0, "") for t in self.answers.get(nl, [])][:k]
+
+
+def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
+    dev = load_split("dev", overpassnl_dir)
+    chosen = [e for e in dev if len(controlled_pairs(e.query)) == 2][:3]
+    pairs = [controlled_pairs(e.query) for e in chosen]
+    answers = {
+        chosen[0].nl: pairs[0],  # both found at ranks 1-2
+        chosen[1].nl: [f"filler{i}=x" for i in range(6)] + pairs[1][:1],  # one found at rank 7
+        chosen[2].nl: [],  # none found
+    }
+    known = set(pairs[0]) | set(pairs[1]) | {pairs[2][0]}
+    report = evaluate(FixedRetriever(answers, known), chosen, (5, 10), progress=False)
+    assert report.n_pairs == 6
+    assert report.recall == {5: 2 / 6, 10: 3 / 6}
+    assert report.coverage == pytest.approx(5 / 6)
+    assert len(report.misses) == 3
+    figures = report.as_json()
+    assert set(figures) >= {"recall@5", "recall@10", "key_recall@10", "coverage", "p50_ms", "p95_ms"}
+
+
+def test_on_the_small_real_index(small_index_dir, overpassnl_dir):
+    dev = load_split("dev", overpassnl_dir)[:40]
+    report = evaluate(TagRetriever.load(small_index_dir), dev, (5, 10, 20), progress=False)
+    assert 0 < report.recall[5] <= report.recall[10] <= report.recall[20] <= report.coverage <= 1
+    assert 0 < report.key_recall[10] <= 1
+    assert 0 < report.p50_ms <= report.p95_ms
+
+
+def test_percentile():
+    assert percentile([], 50) == 0.0
+    assert percentile([3, 1, 2], 50) == 2 and percentile(list(range(1, 101)), 95) == 95
