@@ -66,4 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Under ``python -m app.cli`` this file runs as __main__; handlers raise
+    # app.cli.UserError, so dispatch through the imported module, not this copy.
+    from app.cli import main as _main
+
+    sys.exit(_main())

@@ -153,3 +153,21 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_model_dir, small_in
     assert result.steps == 4
     steps = [e["step"] for e in read_metrics(result.output_dir) if "loss" in e]
     assert steps[:2] == [1, 2] and steps[-2:] == [3, 4]  # steps 3-4 came from checkpoint-2
+
+
+def test_full_fine_tuning_exports_a_plain_model(tiny_model_dir, small_index_dir, retrievers, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    recipe = load_recipe("sft", TINY, [
+        f"model={tiny_model_dir}", f"data.index_dir={small_index_dir}", f"train.output_dir={tmp_path / 'run'}",
+        "data.limit=8", "lora.enabled=false", "train.max_steps=2", "train.learning_rate=1e-3",
+        "dev_eval.enabled=true", "dev_eval.subset_size=1",
+    ])
+    result = run_sft(recipe, retrievers=retrievers, progress=False)
+    assert result.adapter_dir is None and result.merged_dir
+    # Dev evaluation loaded the full weights (no adapter) through the compile path.
+    assert result.dev_eval[-1]["dev/valid@greedy"] == 100.0
+    trained = AutoModelForCausalLM.from_pretrained(result.merged_dir)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    changed = [n for (n, a), (_, b) in zip(trained.named_parameters(), base.named_parameters()) if not a.equal(b)]
+    assert changed  # every weight was trainable, and some moved
