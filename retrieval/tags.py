@@ -98,10 +98,12 @@ class TagRetriever:
         vector = self.examples.encoder(text)
         dense: dict[int, float] = {}
         dense_why: dict[int, str] = {}
+        # Leave-one-out must also hide an excluded request where it is a tag's phrase surface.
+        hidden = {self.examples.examples[r].nl for r in (self.examples._row_of.get(i) for i in exclude) if r is not None}
         if cfg.tag_dense_weight > 0:
             scores, ids = self._dense.search(vector.reshape(1, -1), min(cfg.surface_pool, self._dense.ntotal))
             for score, sid in zip(scores[0], ids[0]):
-                if sid < 0:
+                if sid < 0 or (hidden and self._surface_kind[sid] == "phrase" and self._surface_text[sid] in hidden):
                     continue
                 doc = self._surface_doc[sid]
                 if doc not in dense:

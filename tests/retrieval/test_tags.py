@@ -55,6 +55,13 @@ def test_example_evidence_respects_exclude(tags):
     assert len(own & {h.tag for h in with_self}) >= len(own & {h.tag for h in without_self})
 
 
+def test_exclude_hides_the_request_as_a_phrase(tags):
+    ex = next(e for e in tags.examples.examples if e.tags)
+    hits = tags.search(ex.nl, 50, exclude=[ex.index])
+    assert all(ex.nl not in h.why for h in hits)
+    assert any(ex.nl in h.why for h in tags.search(ex.nl, 50))
+
+
 def test_rrf_fusion_also_works(small_index_dir):
     rrf = TagRetriever.load(small_index_dir, RetrievalConfig(fusion="rrf", tag_dense_weight=1, tag_bm25_weight=1, tag_example_weight=1))
     assert "craft=beekeeper" in [h.tag for h in rrf.search("beekeeper", 5)]
