@@ -101,10 +101,11 @@ class Compiler:
     def _load_retrievers(self):
         if self._retrievers is None and self._retrieval_warning is None:
             try:
-                from retrieval import ExampleRetriever, TagRetriever
+                from retrieval import TagRetriever
 
-                self._retrievers = (TagRetriever.load(self.config.index_dir),
-                                    ExampleRetriever.load(self.config.index_dir))
+                tags = TagRetriever.load(self.config.index_dir)
+                # The tag retriever already holds a loaded example retriever: share it.
+                self._retrievers = (tags, tags.examples)
             except Exception as exc:  # missing index, missing extra: prompt without context
                 self._retrieval_warning = f"no retrieval context ({str(exc).splitlines()[0]})"
         return self._retrievers

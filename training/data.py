@@ -54,7 +54,8 @@ class Retrievers:
     def load(cls, index_dir: str | os.PathLike | None = None) -> "Retrievers":
         import retrieval
 
-        return cls(retrieval.TagRetriever.load(index_dir), retrieval.ExampleRetriever.load(index_dir))
+        tags = retrieval.TagRetriever.load(index_dir)
+        return cls(tags, tags.examples)  # one loaded copy of the examples
 
 
 @dataclass
@@ -78,8 +79,10 @@ def prompt_for(nl: str, retrievers: Retrievers, cfg: DataConfig, exclude: Iterab
     """(messages, tags, examples) for one request, exactly as inference builds it."""
     import retrieval
 
-    tags = retrievers.tags.search(nl, cfg.k_tags) if cfg.k_tags else []
-    examples = retrievers.examples.search(nl, cfg.k_examples, exclude=tuple(exclude)) if cfg.k_examples else []
+    exclude = tuple(exclude)
+    # Leave-one-out for tags too: the tag retriever votes with neighbours' gold tags.
+    tags = retrievers.tags.search(nl, cfg.k_tags, exclude=exclude) if cfg.k_tags else []
+    examples = retrievers.examples.search(nl, cfg.k_examples, exclude=exclude) if cfg.k_examples else []
     return retrieval.build_prompt(nl, tags, examples), tags, examples
 
 

@@ -43,7 +43,7 @@ def test_prompt_is_the_inference_prompt_with_leave_one_out(built, small_cfg, ret
         # Leave-one-out: the request and its exact twins in the training split are excluded.
         twins = tuple(e.index for e in train if normalize_for_em(e.query) == normalize_for_em(ex.query))
         assert ex.index in twins
-        tags = retrievers.tags.search(ex.nl, small_cfg.k_tags)
+        tags = retrievers.tags.search(ex.nl, small_cfg.k_tags, exclude=twins)
         examples = retrievers.examples.search(ex.nl, small_cfg.k_examples, exclude=twins)
         assert row["prompt"] == retrieval.build_prompt(ex.nl, tags, examples)
         assert " ".join(ex.query.split()) not in row["prompt"][-1]["content"]  # never its own answer
