@@ -11,6 +11,8 @@ def register(subparsers) -> None:
     parser.add_argument("--index-dir", type=str, default=None, help="index directory (default: the built default index)")
     parser.add_argument("--data-dir", type=str, default=None, help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N examples")
+    parser.add_argument("--half", choices=("even", "odd"), default=None,
+                        help="evaluate only every second example (even = the tuning half of dev, odd = the held-out half)")
     parser.set_defaults(handler=_retrieval_eval)
 
 
@@ -47,6 +49,8 @@ def _retrieval_eval(args) -> int:
         raise UserError(str(exc)) from None
     if args.limit is not None:
         examples = examples[: max(0, args.limit)]
+    if args.half is not None:
+        examples = examples[(0 if args.half == "even" else 1)::2]
     figures = evaluate(retriever, examples, ks).as_json()
     for name, value in figures.items():
         print(f"{name:>16}: {value}")

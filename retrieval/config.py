@@ -21,7 +21,8 @@ class RetrievalConfig:
     example_char_weight: float = field(default=1.0, metadata={"help": "weight of the char n-gram TF-IDF ranking of examples"})
     example_pool: int = field(default=100, metadata={"help": "candidates taken from each example ranking before fusion"})
     # tag retrieval
-    fusion: str = field(default="linear", metadata={"help": "tag fusion: 'linear' (weighted calibrated scores) or 'rrf' (weighted reciprocal rank)"})
+    fusion: str = field(default="learned", metadata={"help": "tag fusion: 'learned' (the index's ranker.json from `geoql index fit-ranker`; "
+                        "falls back to 'linear' without it), 'linear' (weighted calibrated scores) or 'rrf' (weighted reciprocal rank)"})
     example_vote_power: float = field(default=2.0, metadata={"help": "an example's vote is cos(request, example) ** power"})
     tag_dense_weight: float = field(default=0.5, metadata={"help": "weight of the dense (name/synonym) ranking of tags"})
     tag_bm25_weight: float = field(default=0.5, metadata={"help": "weight of the BM25 ranking of tags"})
@@ -37,8 +38,8 @@ class RetrievalConfig:
         for name in ("example_pool", "tag_pool", "surface_pool"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.fusion not in {"linear", "rrf"}:
-            raise ValueError(f"fusion must be 'linear' or 'rrf', got {self.fusion!r}")
+        if self.fusion not in {"learned", "linear", "rrf"}:
+            raise ValueError(f"fusion must be 'learned', 'linear' or 'rrf', got {self.fusion!r}")
         if self.evidence_examples < 0:
             raise ValueError("evidence_examples must be >= 0 (0 turns example evidence off)")
         weights = [self.example_dense_weight, self.example_bm25_weight, self.example_char_weight]

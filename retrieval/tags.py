@@ -1,6 +1,8 @@
 """Tag grounding: which OSM tags a request is about.
 
-Three kinds of evidence are fused by weighted reciprocal rank:
+Three kinds of evidence are combined, by a learned ranker
+(``retrieval.ranker``, when the index has ``ranker.json``) or by a hand-tuned
+weighted sum (``fusion="linear"``) or weighted reciprocal rank (``"rrf"``):
 
 * dense: the request's embedding against every name, synonym and training
   phrase of every tag (max over a tag's surfaces);
@@ -12,6 +14,7 @@ Three kinds of evidence are fused by weighted reciprocal rank:
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from .config import RetrievalConfig
 from .embedding import run_single_threaded
 from .examples import ExampleRetriever, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
+from .ranker import NEIGHBOURS, RANKER_JSON, LinearRanker, candidate_features
 from .text import split_value, tokenize
 
 
@@ -56,6 +60,18 @@ class TagRetriever:
         peak = max((d.get("popularity", 0.0) for d in self.docs), default=0.0) or 1.0
         self._popularity = [d.get("popularity", 0.0) / peak for d in self.docs]  # 0..1
         self.examples = ExampleRetriever(index_dir, manifest, self.config)
+        # Ranker features: the tags each training request uses, and how many requests use each tag.
+        self._example_docs = [tuple(sorted({self._doc_of[t] for t in ex.tags if t in self._doc_of})) for ex in self.examples.examples]
+        self._train_count: dict[int, int] = {}
+        for used in self._example_docs:
+            for doc in used:
+                self._train_count[doc] = self._train_count.get(doc, 0) + 1
+        self.ranker = None
+        if self.config.fusion == "learned" and (index_dir / RANKER_JSON).is_file():
+            try:
+                self.ranker = LinearRanker.load(index_dir / RANKER_JSON)
+            except (ValueError, KeyError, OSError) as exc:
+                warnings.warn(f"ignoring {index_dir / RANKER_JSON} ({exc}); using linear fusion", stacklevel=2)
 
     @classmethod
     def load(cls, index_dir: str | os.PathLike | None = None, config: RetrievalConfig | None = None) -> "TagRetriever":
@@ -84,18 +100,39 @@ class TagRetriever:
         return run_single_threaded(self._search, text, k, tuple(exclude or ()))
 
     def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
-        evidence = self._evidence(text, exclude)
-        if self.config.fusion == "rrf":
+        if self.ranker is not None:
+            evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS)
+            candidates, rows = self._candidate_features(evidence, exclude)
+            fused = dict(zip(candidates, self.ranker.score(rows)))
+        elif self.config.fusion == "rrf":
+            evidence = self._evidence(text, exclude)
             fused = self._fuse_rrf(evidence)
         else:
+            evidence = self._evidence(text, exclude)
             fused = self._fuse_linear(evidence)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
 
-    def _evidence(self, text: str, exclude) -> dict:
-        """Per-source scores of candidate tags: {"dense": {doc: cos}, "bm25": {doc: 0..1}, "votes": {doc: 0..1}}."""
+    def _candidate_features(self, evidence: dict, exclude) -> tuple[list[int], list[list[float]]]:
+        excluded_rows = [self.examples._row_of[i] for i in exclude if i in self.examples._row_of]
+        return candidate_features(
+            self.docs, self._popularity, evidence, evidence["neighbours"], self._example_docs.__getitem__, self._train_count,
+            [doc for r in excluded_rows for doc in self._example_docs[r]],
+        )
+
+    def _features(self, text: str, vector, exclude) -> tuple[list[int], list[list[float]]]:
+        """Ranker candidates and feature rows for a request whose embedding is known (ranker fitting)."""
+        evidence = self._evidence(clean_request(text), tuple(exclude), neighbours=NEIGHBOURS, vector=vector)
+        return self._candidate_features(evidence, exclude)
+
+    def _evidence(self, text: str, exclude, *, neighbours: int = 0, vector=None) -> dict:
+        """Per-source scores of candidate tags: {"dense": {doc: cos}, "bm25": {doc: 0..1}, "votes": {doc: 0..1}}.
+
+        ``neighbours`` > 0 also returns the nearest training rows with their cosines (``"neighbours"``).
+        """
         cfg = self.config
-        vector = self.examples.encoder(text)
+        if vector is None:
+            vector = self.examples.encoder(text)
         dense: dict[int, float] = {}
         dense_why: dict[int, str] = {}
         # Leave-one-out must also hide an excluded request where it is a tag's phrase surface.
@@ -122,16 +159,22 @@ class TagRetriever:
                 bm25 = {doc: float(raw[doc]) / peak for doc in top}
         votes: dict[int, float] = {}
         voters: dict[int, str] = {}
+        near: list[tuple[int, float]] = []
+        if neighbours > 0 or (cfg.tag_example_weight > 0 and cfg.evidence_examples > 0):
+            n = max(neighbours, cfg.evidence_examples)
+            all_rows = [r for r, _ in self.examples._fused_rows(text, vector, n, exclude)]
+            near = list(zip(all_rows, self.examples.cosine(vector, all_rows)))
         if cfg.tag_example_weight > 0 and cfg.evidence_examples > 0:
-            rows = [r for r, _ in self.examples._fused_rows(text, vector, cfg.evidence_examples, exclude)]
-            for row, cos in zip(rows, self.examples.cosine(vector, rows)):
+            rows = [r for r, _ in near[: cfg.evidence_examples]]
+            for row, cos in near[: cfg.evidence_examples]:
                 weight = max(cos, 0.0) ** cfg.example_vote_power / max(len(rows), 1)
                 for tag in self.examples.examples[row].tags:
                     doc = self._doc_of.get(tag)
                     if doc is not None:
                         votes[doc] = votes.get(doc, 0.0) + weight
                         voters.setdefault(doc, self.examples.examples[row].nl)
-        return {"dense": dense, "dense_why": dense_why, "bm25": bm25, "tokens": set(tokens), "votes": votes, "voters": voters}
+        return {"dense": dense, "dense_why": dense_why, "bm25": bm25, "tokens": set(tokens), "votes": votes, "voters": voters,
+                "neighbours": near}
 
     def _fuse_linear(self, ev: dict) -> dict[int, float]:
         cfg = self.config

@@ -37,16 +37,6 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
             continue  # unparsable query: neither it nor an edit of it can be returned
         if edited is not None and edited[1]:
             versions.append(edited)
-            if options.area and "area" in edited[1] and len(edited[1]) > 1:
-                # A neighbour's query naming another place is never better than the
-                # same query naming the request's place: offer that as the base version.
-                from app.cpu.edits import EditOptions
-
-                renamed = apply_edits(query, ctx, EditOptions(tags=False, types=False, output=False, numbers=False))
-                if renamed is not None and renamed[1]:
-                    versions[0] = renamed
-            elif options.area and edited[1] == ("area",):
-                versions = [edited]
             if partial and len(edited[1]) > 1 and options.area:
                 # The place edit is almost always right, the others less so: offer it alone too.
                 from app.cpu.edits import EditOptions

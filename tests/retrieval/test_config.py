@@ -15,7 +15,7 @@ def test_every_setting_is_documented():
     ({"rrf_k": 0}, "60"),
     ({"tag_pool": 0}, "tag_pool"),
     ({"evidence_examples": -1}, "turns example evidence off"),
-    ({"fusion": "max"}, "'linear' or 'rrf'"),
+    ({"fusion": "max"}, "'learned', 'linear' or 'rrf'"),
     ({"example_dense_weight": 0, "example_bm25_weight": 0, "example_char_weight": 0}, "at least one"),
     ({"tag_dense_weight": 0, "tag_bm25_weight": 0, "tag_example_weight": 0}, "at least one"),
 ])
