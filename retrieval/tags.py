@@ -102,8 +102,7 @@ class TagRetriever:
     def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
         if self.ranker is not None:
             evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS)
-            candidates, rows = self._candidate_features(evidence, exclude)
-            fused = dict(zip(candidates, self.ranker.score(rows)))
+            return self._learned_hits(evidence, exclude, k)
         elif self.config.fusion == "rrf":
             evidence = self._evidence(text, exclude)
             fused = self._fuse_rrf(evidence)
@@ -112,6 +111,34 @@ class TagRetriever:
             fused = self._fuse_linear(evidence)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
+
+    def _learned_hits(self, evidence: dict, exclude, k: int) -> list[TagHit]:
+        """Controlled tags ordered by the learned ranker; free-text ``key=*`` tags keep their linear-fusion places.
+
+        The ranker is fitted on controlled pairs only (it learns to push ``name=*`` and the like down);
+        the keys of free-text filters still matter to the prompt, so they keep the slots the
+        hand-tuned fusion gives them.
+        """
+        import math
+
+        candidates, rows = self._candidate_features(evidence, exclude)
+        prob = {doc: 1.0 / (1.0 + math.exp(-max(min(s, 50.0), -50.0))) for doc, s in zip(candidates, self.ranker.score(rows))}
+        linear = self._fuse_linear(evidence)
+        linear_top = sorted(linear.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        free_slots = {i: doc for i, (doc, _) in enumerate(linear_top) if self.docs[doc]["value"] == "*"}
+        controlled = iter(sorted((d for d in prob if self.docs[d]["value"] != "*"), key=lambda d: (-prob[d], d)))
+        order: list[int] = []
+        for i in range(min(k, len(candidates))):
+            doc = free_slots.get(i)
+            if doc is None:
+                doc = next(controlled, None)
+            if doc is None:
+                break
+            order.append(doc)
+        scores = [prob.get(doc, 0.0) for doc in order]
+        for i in range(len(scores) - 2, -1, -1):  # keep scores non-increasing along the list
+            scores[i] = max(scores[i], scores[i + 1])
+        return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in zip(order, scores)]
 
     def _candidate_features(self, evidence: dict, exclude) -> tuple[list[int], list[list[float]]]:
         excluded_rows = [self.examples._row_of[i] for i in exclude if i in self.examples._row_of]
