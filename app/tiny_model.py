@@ -22,10 +22,11 @@ tests use it to check plumbing and grammar-constrained decoding, never quality.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterable
+
+from app.files import atomic_dir
 
 # Qwen2/Qwen3 special tokens (same strings, so templates and stop tokens match).
 ENDOFTEXT = "<|endoftext|>"
@@ -151,20 +152,8 @@ def build_tiny_model(
         do_sample=False,
     )
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    def write(staging: Path) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        if out.exists():
-            # Replace a previous build only once the new one is complete.
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.rename(out, old / "m")
-            os.rename(staging, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return out
+
+    return atomic_dir(out, write)

@@ -24,12 +24,11 @@ import hashlib
 import json
 import os
 import random
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from app.files import atomic_dir
 from training.config import DataConfig
 
 SFT_FILE = "sft.jsonl"
@@ -262,23 +261,12 @@ def write_dataset(out_dir: str | os.PathLike, sft: list[dict], grpo: list[dict],
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()) and not (out / STATS_FILE).is_file():
         raise FileExistsError(f"{out} is not empty and holds no training dataset; choose an empty or new directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    def write(staging: Path) -> None:
         stats.files = {SFT_FILE: _write_jsonl(staging / SFT_FILE, sft), GRPO_FILE: _write_jsonl(staging / GRPO_FILE, grpo)}
         payload = {"stats": asdict(stats), "config": asdict(cfg)}
         (staging / STATS_FILE).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.rename(out, old / "d")
-            os.rename(staging, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return out
+
+    return atomic_dir(out, write)
 
 
 def read_dataset(dataset_dir: str | os.PathLike) -> tuple[list[dict], list[dict], dict]:

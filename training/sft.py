@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from app.files import atomic_dir
 from training.config import ConfigError, DataConfig, LoraConfig, SFTRecipe, TrainConfig
 
 ADAPTER_DIR = "adapter"
@@ -169,25 +169,6 @@ def sequence_token_lengths(tokenizer, rows: list[dict]) -> list[int]:
     return lengths
 
 
-def _atomic_dir(out: Path, write) -> Path:
-    """Write a directory beside ``out`` and swap it in only when complete."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        write(staging)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.rename(out, old / "x")
-            os.rename(staging, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return out
-
-
 def save_outputs(model, tokenizer, out: Path, *, lora_enabled: bool, export_merged: bool) -> tuple[str | None, str | None]:
     """Write ``adapter/`` (LoRA) and ``merged/``; return their paths."""
     adapter_dir = merged_dir = None
@@ -196,7 +177,7 @@ def save_outputs(model, tokenizer, out: Path, *, lora_enabled: bool, export_merg
             model.save_pretrained(d, safe_serialization=True)
             tokenizer.save_pretrained(d)
 
-        adapter_dir = str(_atomic_dir(out / ADAPTER_DIR, write_adapter))
+        adapter_dir = str(atomic_dir(out / ADAPTER_DIR, write_adapter))
     if export_merged or not lora_enabled:
         def write_merged(d: Path):
             merged = model.merge_and_unload() if lora_enabled else model
@@ -205,7 +186,7 @@ def save_outputs(model, tokenizer, out: Path, *, lora_enabled: bool, export_merg
 
         # merge_and_unload folds the adapter into the base in place, so it runs only
         # after the adapter is safely on disk; the caller must not train further.
-        merged_dir = str(_atomic_dir(out / MERGED_DIR, write_merged))
+        merged_dir = str(atomic_dir(out / MERGED_DIR, write_merged))
     return adapter_dir, merged_dir
 
 
