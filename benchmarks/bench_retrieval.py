@@ -54,6 +54,8 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"index: {tags.index_dir} ({len(tags)} tags, {len(tags.examples)} examples)")
     print(f"load TagRetriever: {load_s:.2f} s   ExampleRetriever: {load_examples_s:.2f} s")
+    print(f"tag ranking: {'learned (ranker.json)' if tags.ranker is not None else tags.config.fusion}   "
+          f"query encoder: {'int8' if tags.examples.encoder.int8 else 'fp32'}")
     for name, values in (("TagRetriever.search", tag_ms), ("ExampleRetriever.search", ex_ms), ("query embedding", enc_ms)):
         print(f"{name:>24}: p50 {percentile(values, 50):6.1f} ms   p95 {percentile(values, 95):6.1f} ms   (n={len(values)})")
 

@@ -143,6 +143,8 @@ def build_index(config: IndexConfig) -> Path:
 
         manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started)
         (staging / A.MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if config.fit_ranker:
+            _fit_ranker(staging, config.progress)
         _swap_into_place(staging, out_dir)
         steps.update()
     finally:
@@ -150,6 +152,18 @@ def build_index(config: IndexConfig) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+def _fit_ranker(index_dir: Path, progress: bool) -> None:
+    """Fit ``ranker.json`` on the staged index (leave-one-out over its training requests)."""
+    from retrieval import RetrievalConfig, TagRetriever
+    from retrieval.ranker import fit_ranker, write_ranker
+
+    retriever = TagRetriever.load(index_dir, RetrievalConfig(fusion="linear"))
+    try:
+        write_ranker(fit_ranker(retriever, progress=progress), index_dir)
+    except ValueError:  # too few gold tags (tiny test indexes): the retriever falls back to linear fusion
+        pass
 
 
 def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):

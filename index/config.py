@@ -33,6 +33,7 @@ class IndexConfig:
     taginfo_timeout: float = field(default=3.0, metadata={"help": "seconds before taginfo counts as unreachable"})
     batch_size: int = field(default=128, metadata={"help": "embedding batch size"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
+    fit_ranker: bool = field(default=True, metadata={"help": "fit the learned tag ranker (ranker.json) on the built index"})
 
     def __post_init__(self) -> None:
         for name in ("out_dir", "data_dir", "cache_dir"):

@@ -14,6 +14,7 @@ MAX_REQUEST_CHARS = 2000  # longer requests are cut: no OverpassNL request comes
 
 @dataclass
 class RetrievalConfig:
+    int8_query_encoder: bool = field(default=True, metadata={"help": "embed requests with an int8-quantised copy of the encoder (~2x faster; same recall on dev)"})
     rrf_k: float = field(default=60.0, metadata={"help": "reciprocal-rank-fusion constant (higher = flatter)"})
     # example retrieval
     example_dense_weight: float = field(default=1.0, metadata={"help": "weight of the dense ranking of examples"})
@@ -30,6 +31,10 @@ class RetrievalConfig:
     tag_pool: int = field(default=100, metadata={"help": "candidates taken from each tag ranking before fusion"})
     surface_pool: int = field(default=400, metadata={"help": "dense surfaces (names, synonyms, phrases) searched per request"})
     evidence_examples: int = field(default=20, metadata={"help": "nearest training examples whose tags vote"})
+    max_free_text: int | None = field(default=None, metadata={"help": "learned fusion: at most this many free-text key=* tags "
+                                      "in a result (they keep their linear-fusion places); None = no cap, 0 = none"})
+    free_text_shift: int = field(default=2, metadata={"help": "learned fusion: free-text key=* tags move this many places "
+                                 "below their linear-fusion place (controlled tags fill the gap)"})
     popularity_weight: float = field(default=0.3, metadata={"help": "weight of the log-popularity prior"})
 
     def __post_init__(self) -> None:
@@ -40,6 +45,8 @@ class RetrievalConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.fusion not in {"learned", "linear", "rrf"}:
             raise ValueError(f"fusion must be 'learned', 'linear' or 'rrf', got {self.fusion!r}")
+        if self.free_text_shift < 0:
+            raise ValueError(f"free_text_shift must be >= 0, got {self.free_text_shift}")
         if self.evidence_examples < 0:
             raise ValueError("evidence_examples must be >= 0 (0 turns example evidence off)")
         weights = [self.example_dense_weight, self.example_bm25_weight, self.example_char_weight]

@@ -64,7 +64,7 @@ class ExampleRetriever:
         # Fitted at load time from the indexed requests (deterministic, ~1 s): no pickles to go stale.
         self._char = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, min_df=2, dtype=np.float32)
         self._char_matrix = self._char.fit_transform([ex.nl for ex in self.examples]).T.tocsr()
-        self.encoder = QueryEncoder(manifest.embedding_model)
+        self.encoder = QueryEncoder(manifest.embedding_model, int8=self.config.int8_query_encoder)
         self.vectors = self._dense.reconstruct_n(0, self._dense.ntotal)  # for cosines of fused hits
 
     def cosine(self, vector, rows) -> list[float]:

@@ -113,7 +113,9 @@ class TagRetriever:
         return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
 
     def _learned_hits(self, evidence: dict, exclude, k: int) -> list[TagHit]:
-        """Controlled tags ordered by the learned ranker; free-text ``key=*`` tags keep their linear-fusion places.
+        """Controlled tags ordered by the learned ranker; free-text ``key=*`` tags take their linear-fusion
+        places moved down by ``free_text_shift`` (never the first: a request is about a kind of feature;
+        names and refs qualify it).
 
         The ranker is fitted on controlled pairs only (it learns to push ``name=*`` and the like down);
         the keys of free-text filters still matter to the prompt, so they keep the slots the
@@ -125,16 +127,25 @@ class TagRetriever:
         prob = {doc: 1.0 / (1.0 + math.exp(-max(min(s, 50.0), -50.0))) for doc, s in zip(candidates, self.ranker.score(rows))}
         linear = self._fuse_linear(evidence)
         linear_top = sorted(linear.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-        free_slots = {i: doc for i, (doc, _) in enumerate(linear_top) if self.docs[doc]["value"] == "*"}
+        free = [(i, doc) for i, (doc, _) in enumerate(linear_top) if self.docs[doc]["value"] == "*"]
+        if self.config.max_free_text is not None:
+            free = free[: max(self.config.max_free_text, 0)]
+        free_slots: dict[int, int] = {}
+        place = 0
+        for i, doc in free:  # moved down by free_text_shift; the best controlled tag always leads
+            place = max(i + self.config.free_text_shift, place + 1, 1)
+            free_slots[place] = doc
         controlled = iter(sorted((d for d in prob if self.docs[d]["value"] != "*"), key=lambda d: (-prob[d], d)))
         order: list[int] = []
         for i in range(min(k, len(candidates))):
-            doc = free_slots.get(i)
+            doc = free_slots.pop(i, None)
             if doc is None:
                 doc = next(controlled, None)
-            if doc is None:
+            if doc is None:  # controlled tags ran out: the remaining free-text tags close the list
+                order.extend(free_slots[j] for j in sorted(free_slots))
                 break
             order.append(doc)
+        order = order[:k]
         scores = [prob.get(doc, 0.0) for doc in order]
         for i in range(len(scores) - 2, -1, -1):  # keep scores non-increasing along the list
             scores[i] = max(scores[i], scores[i + 1])
@@ -237,9 +248,10 @@ class TagRetriever:
         source = max(parts, key=parts.get)
         if source == "bm25":
             d = self.docs[doc]
-            matched = [n for n in d["names"] + d["terms"] if ev["tokens"] & set(tokenize(n))]
-            if matched:
-                return f"name: {matched[0]}"
+            overlap = [(len(ev["tokens"] & set(tokenize(n))), -i, n) for i, n in enumerate(d["names"] + d["terms"])]
+            best = max(overlap, default=(0, 0, ""))
+            if best[0]:  # the name or term sharing most words with the request
+                return f"name: {best[2]}"
         if source == "votes" and doc in ev["voters"]:
             return f"used for similar request: {ev['voters'][doc]}"
         return ev["dense_why"].get(doc) or (f"used for similar request: {ev['voters'][doc]}" if doc in ev["voters"] else "")

@@ -31,3 +31,29 @@ def test_unreachable_registry_is_a_user_error(tmp_path, overpassnl_dir, capsys):
 def test_bad_option_is_a_user_error(tmp_path, capsys):
     assert main(["index", "build", "--out", str(tmp_path), "--registry", "ftp://x"]) == 2
     assert "--registry" in capsys.readouterr().err
+
+
+def test_fit_ranker_command(small_index_dir, tmp_path, capsys):
+    import shutil
+
+    from retrieval import TagRetriever
+
+    copy = tmp_path / "idx"
+    shutil.copytree(small_index_dir, copy)
+    (copy / "ranker.json").unlink(missing_ok=True)
+    assert TagRetriever.load(copy).ranker is None  # learned fusion without a ranker falls back to linear
+    assert main(["index", "fit-ranker", "--index-dir", str(copy), "--every", "4"]) == 0
+    assert f"ranker written to {copy / 'ranker.json'}" in capsys.readouterr().out
+    data = json.loads((copy / "ranker.json").read_text())
+    assert data["trained_on"]["every"] == 4 and data["trained_on"]["leave_one_out"] is True
+    assert TagRetriever.load(copy).ranker is not None
+
+
+def test_fit_ranker_without_index_is_a_user_error(tmp_path, capsys):
+    assert main(["index", "fit-ranker", "--index-dir", str(tmp_path / "none")]) == 2
+    assert "geoql index build" in capsys.readouterr().err
+
+
+def test_build_fits_the_ranker(small_index_dir):
+    data = json.loads((small_index_dir / "ranker.json").read_text())
+    assert data["model"] == "logistic_regression" and data["trained_on"]["split"] == "train"

@@ -35,3 +35,12 @@ def test_bad_k(text):
 def test_bad_k_via_cli(capsys):
     assert main(["retrieval-eval", "--k", "ten"]) == 2
     assert "--k must be" in capsys.readouterr().err
+
+
+def test_retrieval_eval_halves(small_index_dir, tmp_path):
+    sizes = {}
+    for half in ("even", "odd"):
+        out = tmp_path / f"{half}.json"
+        assert main(["retrieval-eval", "--index-dir", str(small_index_dir), "--limit", "9", "--half", half, "--json", str(out)]) == 0
+        sizes[half] = json.loads(out.read_text())["n_examples"]
+    assert sizes == {"even": 5, "odd": 4}

@@ -16,6 +16,7 @@ def test_every_setting_is_documented():
     ({"tag_pool": 0}, "tag_pool"),
     ({"evidence_examples": -1}, "turns example evidence off"),
     ({"fusion": "max"}, "'learned', 'linear' or 'rrf'"),
+    ({"free_text_shift": -1}, "free_text_shift"),
     ({"example_dense_weight": 0, "example_bm25_weight": 0, "example_char_weight": 0}, "at least one"),
     ({"tag_dense_weight": 0, "tag_bm25_weight": 0, "tag_example_weight": 0}, "at least one"),
 ])

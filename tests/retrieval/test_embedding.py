@@ -37,3 +37,18 @@ def test_worker_keeps_the_callers_torch_threads():
     assert run_single_threaded(torch.get_num_threads) == 1
     assert torch.get_num_threads() == before
     assert run_single_threaded(lambda: run_single_threaded(threading.current_thread)).name.startswith("geoql-retrieval")
+
+
+def test_int8_query_encoder_is_close_and_leaves_the_shared_model_fp32():
+    texts = ["post boxes in Heidelberg", "schools in the area of Greater London", "Кафе в Москве"]
+    before = encode(DEFAULT_MODEL, texts)
+    quantized = QueryEncoder(DEFAULT_MODEL, int8=True)
+    assert quantized.int8
+    for text, expected in zip(texts, before):
+        got = quantized(text)
+        assert got.dtype == np.float32 and got.shape == (384,)
+        assert abs(float(np.linalg.norm(got)) - 1) < 1e-5
+        assert 0.85 < float(got @ expected) < 0.99999  # close, but really a different (quantised) model
+    after = encode(DEFAULT_MODEL, texts)  # the index-building path still runs the fp32 model
+    assert np.allclose(before, after, atol=1e-6)
+    assert not QueryEncoder(DEFAULT_MODEL).int8
