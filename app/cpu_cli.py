@@ -14,8 +14,8 @@ def register(subparsers) -> None:
     train.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
     train.add_argument("--k", type=int, default=10, help="neighbours per request (default 10)")
     train.add_argument("--edits", default="all", help="edit groups: all, none or e.g. area,tags (default all)")
-    train.add_argument("--limit", type=int, default=2500,
-                       help="train the selector on the first N training requests (default 2500; 6352 = all)")
+    train.add_argument("--limit", type=int, default=None,
+                       help="train the selector on the first N training requests (default: all)")
     train.set_defaults(handler=_train)
 
     ablation = sub.add_parser("ablation", help="dev OQS of copy top-1 -> + selection -> + each edit group")

@@ -26,7 +26,8 @@ def run_ablation(split: str = "dev", *, model_dir=None, data_dir=None, limit: in
     golds = [e.query for e in examples]
     rows = []
     for name, step in STEPS:
-        config = CpuConfig(k=model.config.k, edits=step.edits, select=step.select, partial=model.config.partial)
+        config = CpuConfig(k=model.config.k, edits=step.edits, select=step.select,
+                           partial=model.config.partial, fix_place=getattr(model.config, "fix_place", False))
         preds = [model.compile(e.nl, config=config)[0] for e in tqdm(examples, desc=name, disable=not progress)]
         rows.append((name, corpus(preds, golds)))
     return rows

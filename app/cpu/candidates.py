@@ -18,8 +18,14 @@ class Candidate:
     votes: float = 0.0  # summed similarity of all neighbours that led to this exact query
 
 
-def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options, partial: bool = False) -> list[Candidate]:
+def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options, partial: bool = False,
+               fix_place: bool = False) -> list[Candidate]:
     """Each neighbour's query as is and edited; identical queries merge (their votes add up).
+
+    With ``fix_place`` (and area edits on), a query that names another place than
+    the request (or a place where the request means the map view, or the reverse)
+    is never offered as it is: its place-only edit takes the place of the copy,
+    so every candidate names the request's place whenever an edit can put it there.
 
     ``ctx_factory(example_nl)`` makes the :class:`~app.cpu.edits.EditContext`;
     neighbours whose query does not parse are skipped.
@@ -37,6 +43,12 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
             continue  # unparsable query: neither it nor an edit of it can be returned
         if edited is not None and edited[1]:
             versions.append(edited)
+            if fix_place and "area" in edited[1]:
+                from app.cpu.edits import EditOptions
+
+                only_area = apply_edits(query, ctx, EditOptions(tags=False, types=False, output=False, numbers=False))
+                if only_area is not None and only_area[1]:
+                    versions[0] = only_area
             if partial and len(edited[1]) > 1 and options.area:
                 # The place edit is almost always right, the others less so: offer it alone too.
                 from app.cpu.edits import EditOptions

@@ -21,7 +21,7 @@ from app.cpu.edits import EditContext, EditOptions
 from app.cpu.features import FEATURE_NAMES, pool_features
 from app.cpu.lexicon import TagLexicon
 from app.cpu.neighbours import CharTfidfNeighbours
-from app.cpu.request import analyse, extract_area
+from app.cpu.request import analyse, extract_area, known_places
 
 FORMAT_VERSION = 1
 ENV_VAR = "GEOQL_CPU_MODEL_DIR"
@@ -29,6 +29,8 @@ TRAIN_COMMAND = "geoql cpu train"
 MODEL_FILE = "model.pkl"
 MANIFEST = "manifest.json"
 # Used when nothing in the training data fits at all (no neighbour parses).
+_REQUEST_COUNT = FEATURE_NAMES.index("request_count")
+_QUERY_COUNT = FEATURE_NAMES.index("query_count")
 FALLBACK_QUERY = "[out:json][timeout:25];nwr({{bbox}});out;"
 
 
@@ -54,6 +56,8 @@ class CpuConfig:
     edits: str = field(default="all", metadata={"help": "edit groups: all, none or e.g. 'area,tags'"})
     select: bool = field(default=True, metadata={"help": "choose with the trained model (False: nearest neighbour)"})
     partial: bool = field(default=False, metadata={"help": "also offer each neighbour with only the place edited"})
+    fix_place: bool = field(default=True, metadata={
+        "help": "never offer a neighbour's query with another place as it is: offer it with the request's place"})
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= 100:
@@ -65,7 +69,8 @@ class CpuConfig:
         return EditOptions.parse(self.edits)
 
 
-def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2) -> dict[str, str]:
+def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2,
+                  places: dict[str, str] | None = None) -> dict[str, str]:
     """Place names as the requests write them -> as the queries write them ("Germany" -> "Deutschland").
 
     >>> learn_aliases(["bars in Germany", "pubs in Germany", "cafes in Bonn"],
@@ -78,7 +83,7 @@ def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2) -> 
     seen: dict[str, Counter] = defaultdict(Counter)
     for nl, query in zip(nls, queries):
         names = pattern.findall(query)
-        span = extract_area(nl)
+        span = extract_area(nl, places)
         if len(names) == 1 and span:
             seen[span][names[0]] += 1
     aliases = {}
@@ -100,25 +105,29 @@ class CpuModel:
     feature_names: tuple[str, ...] = FEATURE_NAMES
     config: CpuConfig = field(default_factory=CpuConfig)
     stats: dict = field(default_factory=dict)
+    places: dict[str, str] = field(default_factory=dict)  # folded place name -> spelling (lower-case places)
 
     @classmethod
     def fit_retrieval(cls, nls: list[str], queries: list[str], config: CpuConfig | None = None) -> "CpuModel":
         """Everything except the selection model (seconds)."""
+        places = known_places(queries)
         return cls(
             train_nls=list(nls),
             train_queries=list(queries),
             neighbours=CharTfidfNeighbours(list(nls)),
             lexicon=TagLexicon.fit(nls, queries),
-            aliases=learn_aliases(nls, queries),
+            aliases=learn_aliases(nls, queries, places=places),
             config=config or CpuConfig(),
+            places=places,
         )
 
     # -- inference ------------------------------------------------------------
     def pool(self, nl: str, *, exclude=frozenset(), config: CpuConfig | None = None,
-             lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None):
+             lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None,
+             places: dict | None = None):
         """The request analysis and its candidate pool (with features)."""
         config = config or self.config
-        info = analyse(nl)
+        info = analyse(nl, getattr(self, "places", None) if places is None else places)
         if neighbours is None:
             neighbours = self.neighbours.search(nl, config.k, exclude)
         lex = lexicon or self.lexicon
@@ -129,7 +138,8 @@ class CpuModel:
         def ctx(example_nl: str) -> EditContext:
             return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted)
 
-        cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial)
+        cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial,
+                           getattr(config, "fix_place", False))
         place = al.get(info.area, info.area) if info.area else None
         return info, cands, pool_features(info, cands, lex, place)
 
@@ -148,6 +158,12 @@ class CpuModel:
         else:
             # Nearest neighbour; its edited version first when edits are on.
             scores = np.array([-c.rank + (0.5 if c.edits else 0.0) for c in cands])
+        scores = np.asarray(scores, dtype=np.float64)
+        if config.edit_options.output:
+            # "How many ...": a listing is never the answer while a counting candidate exists.
+            req, counts = features[:, _REQUEST_COUNT], features[:, _QUERY_COUNT]
+            if req.size and req[0] > 0 and (counts > 0).any():
+                scores = np.where(counts > 0, scores, -np.inf)
         return sorted(range(len(cands)), key=lambda i: (-float(scores[i]), cands[i].rank, len(cands[i].edits) == 0, i))
 
     def compile(self, nl: str, n: int = 1, config: CpuConfig | None = None) -> list[str]:

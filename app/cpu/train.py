@@ -21,6 +21,7 @@ import numpy as np
 
 from app.cpu.lexicon import TagLexicon
 from app.cpu.model import CpuConfig, CpuModel, learn_aliases
+from app.cpu.request import known_places
 
 
 @dataclass
@@ -30,10 +31,12 @@ class TrainConfig:
     k: int = field(default=10, metadata={"help": "neighbours per request"})
     edits: str = field(default="all", metadata={"help": "edit groups used in the pools: all, none, or e.g. 'area,tags'"})
     partial: bool = field(default=False, metadata={"help": "also offer each neighbour with only the place edited"})
+    fix_place: bool = field(default=True, metadata={"help": "offer a neighbour with another place only with the request's place"})
     folds: int = field(default=5, metadata={"help": "folds for the lexicon/aliases seen by the pools"})
-    # 2,500 requests (about 30,000 scored candidates) trained as well as all 6,352 on dev
-    # in half the time, which keeps train-on-first-use to a few minutes.
-    limit: int | None = field(default=2500, metadata={"help": "train the selector on the first N training requests (None: all)"})
+    # All 6,352 requests (about 70,000 scored candidates, ~4 minutes): in 5-fold cross-validation
+    # over the training requests, a selector fitted on all other folds chooses better
+    # (67.46 OQS) than one fitted on the first 2,500 requests only (67.00), in every fold.
+    limit: int | None = field(default=None, metadata={"help": "train the selector on the first N training requests (None: all)"})
     max_iter: int = field(default=300, metadata={"help": "boosting rounds of the selector"})
     seed: int = field(default=0, metadata={"help": "random seed of the booster (output is deterministic)"})
 
@@ -61,16 +64,19 @@ def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress
     fold_models = {}
     for f in range(config.folds):
         keep = [i for i in range(len(nls)) if fold_of[i] != f]
+        places = known_places([queries[i] for i in keep])
         fold_models[f] = (
             TagLexicon.fit([nls[i] for i in keep], [queries[i] for i in keep]),
-            learn_aliases([nls[i] for i in keep], [queries[i] for i in keep]),
+            learn_aliases([nls[i] for i in keep], [queries[i] for i in keep], places=places),
+            places,
         )
-    pool_config = CpuConfig(k=config.k, edits=config.edits, partial=config.partial)
+    pool_config = CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place)
     neighbours = model.neighbours.search_many(nls[:n], config.k, [{i} for i in range(n)])
     feats, labels, groups = [], [], []
     for i in tqdm(range(n), desc="scoring leave-one-out candidates", disable=not progress, unit="req"):
-        lex, aliases = fold_models[int(fold_of[i])]
-        _, cands, f = model.pool(nls[i], config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[i])
+        lex, aliases, places = fold_models[int(fold_of[i])]
+        _, cands, f = model.pool(nls[i], config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[i],
+                                 places=places)
         if not cands:
             continue
         feats.append(f)
@@ -115,7 +121,8 @@ def train(nls: list[str], queries: list[str], config: TrainConfig | None = None,
     """A complete :class:`CpuModel` from training pairs (minutes on a laptop CPU)."""
     config = config or TrainConfig()
     start = time.time()
-    model = CpuModel.fit_retrieval(nls, queries, CpuConfig(k=config.k, edits=config.edits, partial=config.partial))
+    model = CpuModel.fit_retrieval(
+        nls, queries, CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place))
     feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
     model.selector = fit_selector(feats, labels, config)
     model.stats = {

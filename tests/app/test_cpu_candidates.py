@@ -52,3 +52,28 @@ def test_partial_adds_the_place_only_version():
     assert {c.edits for c in full} == {(), ("area", "tags")}
     assert {c.edits for c in partial} == {(), ("area", "tags"), ("area",)}
     assert any('"Oslo"' in c.query and "spring" in c.query for c in partial)
+
+
+def test_fix_place_never_offers_another_place_as_is():
+    nls = ["castles in Tuscany", "springs in Bonn"]
+    queries = ['{{geocodeArea:"Tuscany"}}->.a;node["historic"="castle"](area.a);out;',
+               '{{geocodeArea:"Bonn"}}->.a;way["natural"="spring"](area.a);out count;']
+    info = analyse("castles in Bavaria")
+    lex = TagLexicon.fit(nls, queries, min_count=1)
+    ctx = lambda ex: EditContext(info, ex, lex)  # noqa: E731
+    nbs = [Neighbour(0, 0.9), Neighbour(1, 0.5)]
+    plain = build_pool(info, nbs, nls, queries, ctx, EditOptions())
+    fixed = build_pool(info, nbs, nls, queries, ctx, EditOptions(), fix_place=True)
+    assert any('"Tuscany"' in c.query for c in plain)
+    assert all('"Bavaria"' in c.query for c in fixed)
+    # the place-only version replaces the copy; the fully edited one stays
+    spring = [c for c in fixed if c.source == 1]
+    assert {c.edits for c in spring} == {("area",), ("area", "tags", "output")}
+    assert any(c.query.endswith("out count;") and "spring" in c.query for c in spring)
+
+
+def test_fix_place_keeps_queries_that_already_name_the_place():
+    pool = build_pool(analyse("cafes in Bonn"), [Neighbour(0, 0.9)], NLS, QUERIES,
+                      lambda ex: EditContext(analyse("cafes in Bonn"), ex, TagLexicon.fit(NLS, QUERIES, min_count=1)),
+                      EditOptions(), fix_place=True)
+    assert [c.query for c in pool] == [QUERIES[0]]

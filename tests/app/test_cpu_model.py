@@ -86,3 +86,31 @@ def test_aliases_from_the_training_split():
     train_split = load_split("train")
     aliases = learn_aliases([e.nl for e in train_split], [e.query for e in train_split])
     assert aliases.get("Germany") == "Deutschland"
+
+
+@pytest.mark.parametrize("nl", ["How many restaurants are there in Timbuktu?", "Count of benches in Oslo"])
+def test_counting_request_gets_a_count(model, nl):
+    query = model.compile(nl)[0]
+    assert "out count" in query
+    overpassql.parse(query)
+
+
+def test_count_rule_overrides_the_selector(model):
+    class Listing:  # a selector that always prefers the listing version
+        def predict(self, features):
+            from app.cpu.features import FEATURE_NAMES
+
+            return -features[:, FEATURE_NAMES.index("query_count")]
+
+    listing = CpuModel(model.train_nls, model.train_queries, model.neighbours, model.lexicon, model.aliases,
+                       selector=Listing(), config=model.config, places=model.places)
+    assert "out count" in listing.compile("How many cafes in Bonn")[0]
+    assert "out count" not in listing.compile("cafes in Bonn")[0]
+    # with the output edits switched off (ablation rows), the selector decides alone
+    assert "out count" not in listing.compile("How many cafes in Bonn", config=CpuConfig(edits="area,tags"))[0]
+
+
+def test_lower_case_place_reaches_the_query(model):
+    assert model.places  # learned from the training queries
+    name = next(n for n in model.places if n.isalpha() and len(n) > 4)
+    assert f'"{name}"' in model.compile(f"restaurants in {name}")[0]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from app.cpu.request import analyse, content_words, extract_area
+from app.cpu.request import analyse, content_words, extract_area, known_places
 from eval.dataset import load_split
 
 _GEOCODE = re.compile(r'\{\{geocodeArea:"([^"]+)"\}\}')
@@ -61,3 +61,70 @@ def test_view_and_quotes():
 
 def test_content_words_fold_and_stem():
     assert content_words("Cafés and Libraries in the city") == {"cafe", "library", "city"}
+
+
+# -- lower-case places, the selected window, counting -------------------------------------
+
+PLACES = known_places(['{{geocodeArea:"Algeria"}}->.a;', '{{geocodeArea:"jaraguá do sul"}}->.a;',
+                       '{{geocodeArea:"Bonn"}}->.a;', '{{geocodeArea:"the"}}->.a;'])
+
+
+@pytest.mark.parametrize(
+    ("nl", "place"),
+    [
+        ("Admin level 6 in algeria", "algeria"),  # as the request writes it
+        ("highway in jaragua do sul.", "jaragua do sul"),  # accents folded, longest name wins
+        ("castles in Algeria", "Algeria"),
+        ("castles in Bavaria or in algeria", "algeria"),  # the last place counts
+        ("benches in use", None),  # an unknown lower-case word is no place
+        ("benches in the park", None),  # stop words are never places
+    ],
+)
+def test_lower_case_places_known_from_training_queries(nl, place):
+    assert extract_area(nl, PLACES) == place
+
+
+def test_lower_case_place_needs_the_gazetteer():
+    assert extract_area("Admin level 6 in algeria") is None
+    assert analyse("Admin level 6 in algeria", PLACES).area == "algeria"
+    assert "algeria" not in analyse("Admin level 6 in algeria", PLACES).words
+
+
+def test_known_places_most_common_spelling_and_filters():
+    places = known_places(['{{geocodeArea:"Paris"}}', '{{geocodeArea:"paris"}}', '{{geocodeArea:"Paris"}}',
+                           '{{nominatimArea:"Köln"}}', '{{geocodeArea:"of"}}', '{{geocodeArea:"{{x}}"}}'])
+    assert places == {"koln": "Köln", "paris": "Paris"}
+
+
+def test_elided_article_stays_in_the_name():
+    assert extract_area("Charging stations in Provence-Alpes-Côte d'Azur") == "Provence-Alpes-Côte d'Azur"
+
+
+@pytest.mark.parametrize(
+    ("nl", "in_view"),
+    [("toilets in the selected window", True), ("cafes in the displayed area", True),
+     ("cafes in Bonn", False), ("selected cafes in Bonn", False)],
+)
+def test_selected_window_is_the_map_view(nl, in_view):
+    assert analyse(nl).in_view is in_view
+
+
+@pytest.mark.parametrize(
+    ("nl", "count"),
+    [
+        ("How many benches in Bonn", True),
+        ("Count of old name in brazil", True),
+        ("Number of cafes in Bonn", True),
+        ("The number of subway tracks in Berlin", True),
+        ("Motorways in Saarland without information about the number of lanes", False),
+        ("hospitals without a given number of beds in the selected window", False),
+        ("Cafes in the country of Chile", False),
+    ],
+)
+def test_counting_requests(nl, count):
+    assert analyse(nl).count is count
+
+
+def test_of_inside_a_place_name_starts_no_new_place():
+    assert extract_area("oneway ways in United States of America") == "United States of America"
+    assert extract_area("Schools in the city of Frankfurt am Main") == "Frankfurt am Main"
