@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import ast as A
-from .lower import Element
+from .lower import Element, split_commas
 from .parser import decode_string
 
 BINARY = {"==": "eval-equal", "!=": "eval-not-equal", "<": "eval-less", "<=": "eval-less-equal",
@@ -31,16 +31,6 @@ SET_FUNCS = {"min", "max", "sum", "set", "u", "count"}
 PROP_COUNT = {"count_tags": "tags", "count_members": "members",
               "count_distinct_members": "distinct_members", "count_by_role": "by_role",
               "count_distinct_by_role": "distinct_by_role"}
-
-
-def _args(node: Optional[A.Expr]) -> list[A.Expr]:
-    items = []
-    while node is not None and node.token == "," and node.lhs is not None and node.rhs is not None:
-        items.append(node.rhs)
-        node = node.lhs
-    if node is not None:
-        items.append(node)
-    return items[::-1]
 
 
 def lower_expr(lw, node: Optional[A.Expr]) -> Optional[Element]:
@@ -86,7 +76,7 @@ def _kids(lw, nodes) -> list[Element]:
 
 
 def _call(lw, name: str, args_node: Optional[A.Expr], from_set: str) -> Optional[Element]:
-    args = _args(args_node)
+    args = split_commas(args_node)
     if name in PROP_COUNT:
         attrs = [("type", PROP_COUNT[name])]
         if args:

@@ -146,7 +146,7 @@ class Lowerer:
         el = Element(st.keyword, _sorted(**attrs), src=st)
         from .evaluators import lower_assignment
         for tree in st.assignments:
-            for item in _split_commas(tree):
+            for item in split_commas(tree):
                 lowered = lower_assignment(self, item, st.keyword)
                 if lowered is not None:
                     el.children.append(lowered)
@@ -163,7 +163,7 @@ class Lowerer:
         elif kw == "compare":
             el = Element(kw, [("from", st.set or "_"), ("into", st.into)], src=st)
         elif kw == "timeline":
-            args = [_leaf_text(a) for a in _split_commas(st.arg)] if st.arg is not None else []
+            args = [_leaf_text(a) for a in split_commas(st.arg)] if st.arg is not None else []
             attrs = dict(zip(("type", "ref", "version"), args))
             return Element(kw, sorted(attrs.items()) + [("into", st.into)], src=st)
         elif kw == "local":
@@ -360,7 +360,8 @@ def _numbered(name: str, values: list[str]) -> list:
     return [(f"{name}_{k + 1}", v) for k, v in enumerate(values)]
 
 
-def _split_commas(tree: A.Expr) -> list[A.Expr]:
+def split_commas(tree: Optional[A.Expr]) -> list[A.Expr]:
+    """The operands of a comma chain (`a, b, c` parses as `((a, b), c)`), in source order."""
     items = []
     while tree is not None and tree.token == "," and tree.lhs is not None and tree.rhs is not None:
         items.append(tree.rhs)
