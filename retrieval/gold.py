@@ -54,13 +54,18 @@ _ALTERNATION = re.compile(r"^\^?\(?([\w:.\- ]+(?:\|[\w:.\- ]+)*)\)?\$?$")
 def regex_values(pattern: str) -> list[str]:
     """The literal values of a simple alternation regex, else [].
 
-    >>> regex_values("^(primary|secondary)$"), regex_values("bus_stop"), regex_values("^foo.*")
-    (['primary', 'secondary'], ['bus_stop'], [])
+    A value without a letter or digit (``craft~"."``) is a wildcard — "any value" — not a literal.
+
+    >>> regex_values("^(primary|secondary)$"), regex_values("bus_stop"), regex_values("^foo.*"), regex_values(".")
+    (['primary', 'secondary'], ['bus_stop'], [], [])
     """
     match = _ALTERNATION.match(pattern.strip())
     if not match:
         return []
-    return [v.strip() for v in match.group(1).split("|") if v.strip()]
+    values = [v.strip() for v in match.group(1).split("|") if v.strip()]
+    if not all(any(ch.isalnum() for ch in v) for v in values):
+        return []
+    return values
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 
 RANKER_JSON = "ranker.json"
-RANKER_FORMAT = 1
+RANKER_FORMAT = 2  # 2: word-match and within-request relative features
 NEIGHBOURS = 50  # nearest training requests whose tags give features
 
 FEATURES = (
@@ -42,18 +42,49 @@ FEATURES = (
     "free_text",  # key=* tag of a free-text or bare key (not a recall target)
     "in_dense",
     "in_bm25",
+    "value_words",  # share of the tag value's words that the request uses ("living streets" -> living_street)
+    "key_words",  # share of the key's words that the request uses
+    "name_in_request",  # some name or synonym of the tag occurs in the request word for word
+    # Each request's best score per source is 1: a tag's standing against the other candidates of
+    # the same request, which absolute cosines and votes do not show.
+    "dense_rel",
+    "bm25_rel",
+    "votes20_rel",
+    "votes50_rel",
+    "max_cos_rel",
 )
+_RELATIVE = tuple((FEATURES.index(name), FEATURES.index(name + "_rel")) for name in ("dense", "bm25", "votes20", "votes50", "max_cos"))
 
 
-def candidate_features(docs, popularity, evidence: dict, neighbours, example_tags, train_count, excluded_tags=()):
+def tag_words(doc: dict) -> tuple[frozenset, frozenset, tuple]:
+    """(value words, key words, word sets of names and synonyms) of a tag document, as ``tokenize`` spells them.
+
+    >>> v, k, names = tag_words({"key": "highway", "value": "living_street", "names": ["Living Street"], "terms": []})
+    >>> sorted(v), sorted(k), names
+    (['living', 'street'], ['highway'], (frozenset({'living', 'street'}),))
+    """
+    from .text import split_value, tokenize
+
+    value = frozenset(tokenize(split_value(doc["value"]))) if doc["value"] != "*" else frozenset()
+    key = frozenset(tokenize(split_value(doc["key"])))
+    names = tuple(frozenset(w) for w in (tokenize(n) for n in list(doc.get("names", ()))[:3] + list(doc.get("terms", ()))[:20]) if w)
+    return value, key, names
+
+
+def candidate_features(docs, popularity, evidence: dict, neighbours, example_tags, train_count, excluded_tags=(), doc_words=None):
     """(candidate doc ids, feature rows) for one request.
 
     ``evidence``: the retriever's ``dense``/``bm25`` score dicts; ``neighbours``:
     [(row, cos)] of the nearest training requests, best first;
     ``example_tags(row)``: the doc ids a training request uses; ``train_count``:
     doc id -> number of training requests using it; ``excluded_tags``: doc ids of
-    left-out requests (their own use is taken off ``log_train_count``).
+    left-out requests (their own use is taken off ``log_train_count``); ``doc_words(doc)``: the
+    tag's ``tag_words`` (cached by the caller; computed here when None). The request's words are
+    ``evidence["tokens"]``.
     """
+    words = set(evidence.get("tokens", ()))
+    if doc_words is None:
+        doc_words = lambda doc: tag_words(docs[doc])  # noqa: E731
     dense, bm25 = evidence["dense"], evidence["bm25"]
     dense_rank = {d: i for i, d in enumerate(sorted(dense, key=lambda d: (-dense[d], d)))}
     bm25_rank = {d: i for i, d in enumerate(sorted(bm25, key=lambda d: (-bm25[d], d)))}
@@ -105,6 +136,18 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             float(doc in dense),
             float(doc in bm25),
         ])
+        value_words, key_words, names = doc_words(doc)
+        rows[-1] += [
+            len(value_words & words) / len(value_words) if value_words else 0.0,
+            len(key_words & words) / len(key_words) if key_words else 0.0,
+            float(any(name <= words for name in names)),
+            0.0, 0.0, 0.0, 0.0, 0.0,
+        ]
+    for source, relative in _RELATIVE:
+        peak = max((row[source] for row in rows), default=0.0)
+        if peak > 0:
+            for row in rows:
+                row[relative] = row[source] / peak
     return candidates, rows
 
 

@@ -23,7 +23,7 @@ from .config import RetrievalConfig
 from .embedding import run_single_threaded
 from .examples import ExampleRetriever, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
-from .ranker import NEIGHBOURS, RANKER_JSON, LinearRanker, candidate_features
+from .ranker import NEIGHBOURS, RANKER_JSON, LinearRanker, candidate_features, tag_words
 from .text import split_value, tokenize
 
 
@@ -66,6 +66,7 @@ class TagRetriever:
         for used in self._example_docs:
             for doc in used:
                 self._train_count[doc] = self._train_count.get(doc, 0) + 1
+        self._tag_words: dict[int, tuple] = {}  # filled as tags become candidates: tokenising all 5k up front costs ~1 s
         self.ranker = None
         if self.config.fusion == "learned" and (index_dir / RANKER_JSON).is_file():
             try:
@@ -155,8 +156,14 @@ class TagRetriever:
         excluded_rows = [self.examples._row_of[i] for i in exclude if i in self.examples._row_of]
         return candidate_features(
             self.docs, self._popularity, evidence, evidence["neighbours"], self._example_docs.__getitem__, self._train_count,
-            [doc for r in excluded_rows for doc in self._example_docs[r]],
+            [doc for r in excluded_rows for doc in self._example_docs[r]], self._words_of,
         )
+
+    def _words_of(self, doc: int) -> tuple:
+        words = self._tag_words.get(doc)
+        if words is None:
+            words = self._tag_words[doc] = tag_words(self.docs[doc])
+        return words
 
     def _features(self, text: str, vector, exclude) -> tuple[list[int], list[list[float]]]:
         """Ranker candidates and feature rows for a request whose embedding is known (ranker fitting)."""

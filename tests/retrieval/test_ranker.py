@@ -37,6 +37,7 @@ def test_fit_is_deterministic_and_readable(fitted, index_copy):
     # evidence from the nearest requests and from names must count for a tag, free-text keys against it
     coef = dict(zip(FEATURES, fitted.coef))
     assert coef["frac5"] > 0 and coef["free_text"] < 0
+    assert data["format"] == 2 and len(FEATURES) == 25
 
 
 def test_learned_retriever_uses_the_ranker(fitted, index_copy):
@@ -81,8 +82,9 @@ def test_stale_ranker_falls_back_to_linear(index_copy, tmp_path):
 
 
 def test_features_follow_the_evidence():
-    docs = [{"key": "amenity", "value": "cafe"}, {"key": "name", "value": "*"}, {"key": "shop", "value": "bakery"}]
-    evidence = {"dense": {0: 0.9, 2: 0.3}, "bm25": {0: 1.0}}
+    docs = [{"key": "amenity", "value": "cafe", "names": ["Cafe"]}, {"key": "name", "value": "*"},
+            {"key": "shop", "value": "bakery", "names": ["Bakery"], "terms": ["bread shop"]}]
+    evidence = {"dense": {0: 0.9, 2: 0.3}, "bm25": {0: 1.0}, "tokens": {"bread", "shop", "cafe"}}
     neighbours = [(0, 0.8), (1, 0.5)]
     used = {0: (0, 1), 1: (2,)}
     candidates, rows = candidate_features(docs, [0.5, 1.0, 0.2], evidence, neighbours, used.__getitem__, {0: 3, 2: 1}, [0])
@@ -92,5 +94,11 @@ def test_features_follow_the_evidence():
     assert f[0]["frac5"] == pytest.approx(0.2) and f[2]["max_cos"] == 0.5
     assert f[1]["free_text"] == 1.0 and f[0]["free_text"] == 0.0
     assert f[0]["log_train_count"] == pytest.approx(__import__("math").log1p(2))  # the excluded request's own use is removed
+    # word matches: the value "cafe" is in the request; for the bakery only its key and a synonym are
+    assert f[0]["value_words"] == 1.0 and f[2]["value_words"] == 0.0 and f[2]["key_words"] == 1.0
+    assert f[2]["name_in_request"] == 1.0 and f[1]["name_in_request"] == 0.0
+    # relative columns: the request's best candidate per source is 1
+    assert f[0]["dense_rel"] == 1.0 and f[2]["dense_rel"] == pytest.approx(0.3 / 0.9) and f[1]["dense_rel"] == 0.0
+    assert f[0]["max_cos_rel"] == 1.0 and f[2]["max_cos_rel"] == pytest.approx(0.5 / 0.8)
     with pytest.raises(ValueError, match="fit-ranker"):
         LinearRanker([1.0], 0.0, ["dense"])
