@@ -19,7 +19,7 @@ class Candidate:
 
 
 def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options, partial: bool = False,
-               fix_place: bool = False) -> list[Candidate]:
+               fix_place: bool = False, extra: tuple[str, ...] = ()) -> list[Candidate]:
     """Each neighbour's query as is and edited; identical queries merge (their votes add up).
 
     With ``fix_place`` (and area edits on), a query that names another place than
@@ -27,10 +27,13 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
     is never offered as it is: its place-only edit takes the place of the copy,
     so every candidate names the request's place whenever an edit can put it there.
 
+    ``extra`` names edits of :data:`~app.cpu.edits.EXTRA_EDITS` (with tag edits on):
+    each is offered as one more version, applied to the fully edited query.
+
     ``ctx_factory(example_nl)`` makes the :class:`~app.cpu.edits.EditContext`;
     neighbours whose query does not parse are skipped.
     """
-    from app.cpu.edits import apply_edits
+    from app.cpu.edits import EXTRA_EDITS, apply_edits, apply_extra
 
     pool: dict[str, Candidate] = {}
     for rank, nb in enumerate(neighbours):
@@ -61,6 +64,13 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
 
             if not parses(query):
                 continue
+        if extra and options.tags:
+            base, base_edits = versions[-1]
+            for name, edit in EXTRA_EDITS:
+                if name in extra:
+                    text = apply_extra(base, ctx, edit)
+                    if text is not None:
+                        versions.append((text, tuple(base_edits) + (name,)))
         for text, edits in versions:
             cand = pool.get(text)
             if cand is None:

@@ -10,6 +10,7 @@ formatting and always parses. Groups of edits can be switched off
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -237,6 +238,90 @@ def edit_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float = 0.3
     return changed
 
 
+def _tag_name(tag) -> str:
+    return f"{tag.key}={tag.value}" if tag.op == "=" and tag.value else tag.key
+
+
+def _tag_queries(script) -> list:
+    """The statements that select the elements asked for: non-area queries with a tag filter."""
+    A = _ast()
+    return [
+        q for q in A.walk(script)
+        if isinstance(q, A.Query) and q.type != "area"
+        and any(isinstance(f, A.Tag) and not f.key_regex and f.key not in NAME_KEYS for f in q.filters)
+    ]
+
+
+def _negated(nl: str, word: str) -> bool:
+    """Whether ``word`` (a content word, maybe stemmed) follows "without"/"no"/"not" closely."""
+    return re.search(rf"\b(?:without|no|not|missing|lacking)\s+(?:\S+\s+){{0,2}}{re.escape(word[:5])}", nl,
+                     re.IGNORECASE) is not None
+
+
+def edit_add_tags(script, ctx: EditContext, *, want: float = 0.5, limit: int = 2) -> bool:
+    """Add the qualifying tags the request's own words call for but the query lacks.
+
+    "... with wheelchair access" gets ``["wheelchair"="yes"]``, "... without a
+    website" ``[!"website"]``. Only words the example's request does not have
+    count: the example's words are already answered by its query. A key the
+    query filters on in any way is left alone (that is :func:`edit_tags`' job),
+    and so are the keys that say what an element is (``amenity``): adding one
+    next to another main tag would select nothing. The new filters go after the
+    last tag filter of every statement that selects the elements asked for.
+    """
+    A = _ast()
+    new_words = ctx.info.words - content_words(ctx.example_nl)
+    if not new_words:
+        return False
+    queries = _tag_queries(script)
+    if not queries:
+        return False
+    keys = {n.key for n in A.walk(script) if isinstance(n, A.Tag)}
+    added = []
+    for tag, _ in ctx.lexicon.qualifiers(new_words, threshold=want):
+        key, _, value = tag.partition("=")
+        if key in keys or key.startswith(NAME_KEYS):
+            continue
+        word = max(sorted(new_words), key=lambda w: ctx.lexicon.word_tag.get(w, {}).get(tag, 0.0))
+        if _negated(ctx.info.nl, word):
+            if value:
+                continue
+            added.append(A.Tag(key, op="not_exists"))
+        else:
+            added.append(A.Tag(key, value, "=") if value else A.Tag(key))
+        keys.add(key)
+        if len(added) == limit:
+            break
+    for q in queries:
+        last = max(i for i, f in enumerate(q.filters) if isinstance(f, A.Tag))
+        for offset, tag in enumerate(added, 1):
+            q.filters.insert(last + offset, dataclasses.replace(tag, line=q.filters[last].line))
+    return bool(added)
+
+
+def edit_drop_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float = 0.35) -> bool:
+    """Remove extra filters that only the example's words explain ("... with wifi" copied to "cafes").
+
+    The first tag filter of a statement (its main tag) always stays, so the
+    query keeps selecting the kind of element it did.
+    """
+    A = _ast()
+    lex = ctx.lexicon
+    words = ctx.info.words
+    example_only = content_words(ctx.example_nl) - words
+    if not example_only:
+        return False
+    changed = False
+    for q in _tag_queries(script):
+        tags = [f for f in q.filters if isinstance(f, A.Tag) and not f.key_regex and f.key not in NAME_KEYS]
+        for t in tags[1:]:
+            name = _tag_name(t)
+            if lex.support(example_only, name) >= want and lex.support(words, name) < keep:
+                q.filters.remove(t)
+                changed = True
+    return changed
+
+
 def _filters_key(q) -> str:
     return repr([{k: v for k, v in vars(f).items() if k != "line"} for f in q.filters]) + q.into
 
@@ -361,6 +446,30 @@ def apply_edits(query: str, ctx: EditContext, options: EditOptions) -> tuple[str
         # An edit produced something the parser rejects: keep the unedited query.
         return query, ()
     return text, tuple(applied)
+
+
+# Edits that are offered as extra versions on top of the full edit (the selector
+# chooses): unlike the others they are often wrong, so they never replace it.
+EXTRA_EDITS = (
+    ("add_tags", edit_add_tags),
+    ("drop_tags", edit_drop_tags),
+)
+
+
+def apply_extra(query: str, ctx: EditContext, edit) -> str | None:
+    """``query`` with one more edit, or ``None`` when it changes nothing (or would not parse)."""
+    import overpassql
+
+    try:
+        script = overpassql.parse(query)
+    except overpassql.ParseError:
+        return None
+    if not edit(script, ctx):
+        return None
+    text = overpassql.dump(script)
+    if text == query or not parses(text):
+        return None
+    return text
 
 
 def parses(query: str) -> bool:

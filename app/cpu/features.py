@@ -25,7 +25,7 @@ _TYPE = re.compile(r"\b(node|way|relation|rel|nwr|nw|wr|nr|area)\b(?=[\[(.;])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _PLACE = re.compile(r'\{\{(?:geocodeArea|nominatimArea):\s*"?(.*?)"?\s*\}\}|area\["name"="([^"]*)"\]')
 
-FEATURE_NAMES = (
+BASE_FEATURES = (
     "similarity",
     "rank",
     "similarity_gap",
@@ -63,6 +63,31 @@ FEATURE_NAMES = (
     "query_length",
     "length_ratio",
     "edits",
+    "added_tags",
+    "dropped_tags",
+    "wanted_missing",
+    "wanted_missing_support",
+)
+# Columns also given relative to the pool (minus the pool's best, minus its mean): the
+# selector compares candidates of one request, and "the most similar of this pool"
+# means more than a similarity of 0.6 does across requests.
+RELATIVE = (
+    "similarity",
+    "votes",
+    "word_jaccard",
+    "tag_support_mean",
+    "tag_support_min",
+    "predicted_tags_covered",
+    "consensus_chrf",
+    "consensus_tags",
+    "length_ratio",
+    "type_agreement",
+    "place_match",
+)
+FEATURE_NAMES = (
+    BASE_FEATURES
+    + tuple(f"{n}_{how}" for n in RELATIVE for how in ("below_best", "below_mean"))
+    + ("pool_size",)
 )
 
 
@@ -94,7 +119,10 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
     grams = [_char_grams(c.query) for c in candidates]
     tagsets = [tag_names(c.query) for c in candidates]
     weights = np.array([c.similarity for c in candidates], dtype=np.float64) + 1e-6
-    predicted = {t for t, p in lexicon.best_tags(info.words, limit=8) if p >= 0.3}
+    best = lexicon.best_tags(info.words, limit=8)
+    predicted = {t for t, p in best if p >= 0.3}
+    # Tags the request's words call for strongly: one missing from a candidate is a tag it lacks.
+    strong = [(t, p) for t, p in best if p >= 0.5]
     request_time = bool(_TIME_WORDS.search(info.nl) or info.dates)
     request_user = bool(_USER_WORDS.search(info.nl))
     request_around = bool(_AROUND_WORDS.search(info.nl))
@@ -115,6 +143,7 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
         qtypes = {m if m != "rel" else "relation" for m in _TYPE.findall(q)}
         if "nwr" in qtypes:
             qtypes |= {"node", "way", "relation"}
+        missing = [p for t, p in strong if t not in tagsets[i]]
         qnumbers = set(_NUMBER.findall(q))
         places = {a or b for a, b in _PLACE.findall(q)}
         # 1: the query names the request's place, 0: another place, -1: nothing to compare
@@ -158,6 +187,16 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
                 len(q),
                 len(q) / mean_len if mean_len else 1.0,
                 len(c.edits),
+                "add_tags" in c.edits,
+                "drop_tags" in c.edits,
+                len(missing),
+                max(missing, default=0.0),
             ]
         )
-    return np.asarray(rows, dtype=np.float32)
+    base = np.asarray(rows, dtype=np.float64)
+    cols = [base]
+    for name in RELATIVE:
+        x = base[:, BASE_FEATURES.index(name)]
+        cols += [(x - x.max())[:, None], (x - x.mean())[:, None]]
+    cols.append(np.full((len(candidates), 1), float(len(candidates))))
+    return np.hstack(cols).astype(np.float32)

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 from app.cpu.request import content_words
 
 # Reads tag filters for statistics only; edits go through the overpassql AST.
+# Keys at least this often first in their statement say what an element is (amenity 0.96,
+# boundary 0.75 in the training queries); below, they qualify it (cuisine 0.73, wheelchair 0.49).
+MAIN_SHARE = 0.75
+_PLAIN_KEY = re.compile(r"^[a-z][a-z0-9_:]*$")
 _FILTER = re.compile(r'\[\s*(!?~?)\s*"?([^"\]=!~]+?)"?\s*(?:(=|!=|~|!~)\s*"([^"]*)")?\s*(?:,\s*i)?\s*\]')
 
 
@@ -56,13 +60,24 @@ def tag_names(query: str) -> set[str]:
 class TagLexicon:
     word_tag: dict[str, dict[str, float]] = field(default_factory=dict)
     tag_count: dict[str, int] = field(default_factory=dict)
+    # Share of the statements filtering on a key where it is the first tag filter: near 1
+    # for keys that say what an element is (amenity, highway), near 0 for keys that
+    # qualify it (wheelchair, cuisine), which are the ones a request can add.
+    key_main: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def fit(cls, nls: list[str], queries: list[str], *, min_count: int = 2) -> "TagLexicon":
         word_count: Counter = Counter()
         pair: dict[str, Counter] = defaultdict(Counter)
         tag_count: Counter = Counter()
+        key_seen: Counter = Counter()
+        key_first: Counter = Counter()
         for nl, query in zip(nls, queries):
+            for statement in query.split(";"):
+                keys = [key for key, _, _ in query_tags(statement)]
+                key_seen.update(set(keys))
+                if keys:
+                    key_first[keys[0]] += 1
             words = content_words(nl)
             tags = tag_names(query)
             word_count.update(words)
@@ -78,11 +93,34 @@ class TagLexicon:
             probs = {t: c / (n + 1) for t, c in counts.items() if c >= min_count}
             if probs:
                 word_tag[w] = probs
-        return cls(word_tag=word_tag, tag_count=dict(tag_count))
+        key_main = {k: key_first[k] / n for k, n in key_seen.items()}
+        return cls(word_tag=word_tag, tag_count=dict(tag_count), key_main=key_main)
+
+    def main_share(self, key: str) -> float:
+        """How often ``key`` is the first tag filter of a statement (1.0 for unseen keys)."""
+        return getattr(self, "key_main", {}).get(key, 1.0)
 
     def support(self, words: set[str], tag: str) -> float:
         """How strongly the request words call for ``tag`` (0..1)."""
         return max((self.word_tag.get(w, {}).get(tag, 0.0) for w in words), default=0.0)
+
+    def qualifiers(self, words: set[str], *, threshold: float) -> list[tuple[str, float]]:
+        """Qualifying tags (``key=value`` or a bare ``key``) the words call for, best first.
+
+        A qualifying tag has a key that is rarely a statement's first filter
+        (``wheelchair=yes``, ``cuisine=italian``, ``website``); a bare key only
+        when none of its ``key=value`` tags qualifies.
+        """
+        scores: dict[str, float] = {}
+        for w in words:
+            for tag, p in self.word_tag.get(w, {}).items():
+                key = tag.split("=", 1)[0]
+                if p < threshold or not _PLAIN_KEY.match(key) or self.main_share(key) >= MAIN_SHARE:
+                    continue
+                scores[tag] = max(p, scores.get(tag, 0.0))
+        valued = {t.split("=", 1)[0] for t in scores if "=" in t}
+        best = [(t, p) for t, p in scores.items() if "=" in t or t not in valued]
+        return sorted(best, key=lambda kv: (-kv[1], kv[0]))
 
     def best_tags(self, words: set[str], *, key: str | None = None, limit: int = 5) -> list[tuple[str, float]]:
         """Tags the words call for, best first (``key=value`` tags only; optionally one key)."""

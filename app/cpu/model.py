@@ -58,6 +58,10 @@ class CpuConfig:
     partial: bool = field(default=False, metadata={"help": "also offer each neighbour with only the place edited"})
     fix_place: bool = field(default=True, metadata={
         "help": "never offer a neighbour's query with another place as it is: offer it with the request's place"})
+    add_tags: bool = field(default=True, metadata={
+        "help": "also offer each edited query with the tags the request's new words call for added"})
+    drop_tags: bool = field(default=True, metadata={
+        "help": "also offer each edited query without the extra tags only the example's words explain"})
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= 100:
@@ -67,6 +71,11 @@ class CpuConfig:
     @property
     def edit_options(self) -> EditOptions:
         return EditOptions.parse(self.edits)
+
+    @property
+    def extra_edits(self) -> tuple[str, ...]:
+        # getattr: a model pickled before these options existed has neither.
+        return tuple(n for n in ("add_tags", "drop_tags") if getattr(self, n, False))
 
 
 def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2,
@@ -139,7 +148,7 @@ class CpuModel:
             return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted)
 
         cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial,
-                           getattr(config, "fix_place", False))
+                           getattr(config, "fix_place", False), config.extra_edits)
         place = al.get(info.area, info.area) if info.area else None
         return info, cands, pool_features(info, cands, lex, place)
 

@@ -77,3 +77,22 @@ def test_fix_place_keeps_queries_that_already_name_the_place():
                       lambda ex: EditContext(analyse("cafes in Bonn"), ex, TagLexicon.fit(NLS, QUERIES, min_count=1)),
                       EditOptions(), fix_place=True)
     assert [c.query for c in pool] == [QUERIES[0]]
+
+
+def test_extra_edits_are_offered_next_to_the_full_edit():
+    nls = ["toilets in Bonn", "wheelchair toilets in Oslo", "wheelchair toilets in Kiel"]
+    queries = ['{{geocodeArea:"Bonn"}}->.a;node["amenity"="toilets"](area.a);out;',
+               'node["amenity"="toilets"]["wheelchair"="yes"];out;',
+               'node["amenity"="toilets"]["wheelchair"="yes"];out;']
+    info = analyse("wheelchair toilets in Rome")
+    lex = TagLexicon.fit(nls, queries, min_count=1)
+    ctx = lambda ex: EditContext(info, ex, lex)  # noqa: E731
+    nbs = [Neighbour(0, 0.9)]
+    plain = build_pool(info, nbs, nls, queries, ctx, EditOptions(), fix_place=True)
+    extra = build_pool(info, nbs, nls, queries, ctx, EditOptions(), fix_place=True, extra=("add_tags", "drop_tags"))
+    assert {c.edits for c in plain} == {("area",)}
+    assert {c.edits: c.query for c in extra}[("area", "add_tags")] == (
+        '{{geocodeArea:"Rome"}}->.a;node["amenity"="toilets"]["wheelchair"="yes"](area.a);out;')
+    # without tag edits there are no extra versions either
+    no_tags = build_pool(info, nbs, nls, queries, ctx, EditOptions.parse("area"), extra=("add_tags",))
+    assert {c.edits for c in no_tags} == {(), ("area",)}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import overpassql
-from app.cpu.edits import EditContext, EditOptions, apply_edits, area_names
+from app.cpu.edits import (EditContext, EditOptions, apply_edits, apply_extra, area_names, edit_add_tags,
+                           edit_drop_tags)
 from app.cpu.lexicon import TagLexicon
 from app.cpu.request import analyse
 
@@ -108,3 +109,60 @@ def test_edit_options_spec_round_trip():
     assert EditOptions.parse("tags,area").spec() == "area,tags"
     assert EditOptions.parse("all").spec() == "area,tags,types,output,numbers"
     assert not EditOptions.parse("none").any
+
+
+QUALIFIERS = TagLexicon.fit(
+    ["toilets in Bonn", "toilets in Rome", "wheelchair toilets in Oslo", "wheelchair toilets in Kiel",
+     "cafes with website in Bonn", "cafes with website in Rome", "cafes in Rome"],
+    [
+        'node["amenity"="toilets"];out;',
+        'node["amenity"="toilets"];out;',
+        'node["amenity"="toilets"]["wheelchair"="yes"];out;',
+        'node["amenity"="toilets"]["wheelchair"="yes"];out;',
+        'node["amenity"="cafe"]["website"];out;',
+        'node["amenity"="cafe"]["website"];out;',
+        'node["amenity"="cafe"];out;',
+    ],
+    min_count=1,
+)
+TOILETS = '{{geocodeArea:"Bonn"}}->.a;(node["amenity"="toilets"](area.a);way["amenity"="toilets"](area.a););out;'
+
+
+def extra(query: str, nl: str, example_nl: str, edit_fn):
+    ctx = EditContext(info=analyse(nl), example_nl=example_nl, lexicon=QUALIFIERS)
+    text = apply_extra(query, ctx, edit_fn)
+    if text is not None:
+        overpassql.parse(text)  # the edited query parses
+    return text
+
+
+def test_add_tags_puts_the_asked_for_tag_into_every_statement():
+    text = extra(TOILETS, "wheelchair toilets in Bonn", "toilets in Bonn", edit_add_tags)
+    assert text == ('{{geocodeArea:"Bonn"}}->.a;(node["amenity"="toilets"]["wheelchair"="yes"](area.a);'
+                    'way["amenity"="toilets"]["wheelchair"="yes"](area.a););out;')
+
+
+def test_add_tags_bare_key_and_negation():
+    cafes = 'node["amenity"="cafe"];out;'
+    assert extra(cafes, "cafes with a website in Kiel", "cafes in Rome", edit_add_tags) == (
+        'node["amenity"="cafe"]["website"];out;')
+    assert extra(cafes, "cafes without website in Kiel", "cafes in Rome", edit_add_tags) == (
+        'node["amenity"="cafe"][!"website"];out;')
+
+
+def test_add_tags_leaves_main_keys_and_explained_words_alone():
+    # "toilets" calls for amenity=toilets, a main tag: never added next to amenity=cafe
+    assert extra('node["amenity"="cafe"];out;', "cafes and toilets", "cafes", edit_add_tags) is None
+    # the example already says "wheelchair": its query answers that word (here: on purpose, not at all)
+    assert extra(TOILETS, "wheelchair toilets in Bonn", "wheelchair toilets in Rome", edit_add_tags) is None
+    # a key the query already filters on is the replacing edit's business
+    assert extra('node["amenity"="toilets"]["wheelchair"="no"];out;', "wheelchair toilets", "toilets",
+                 edit_add_tags) is None
+
+
+def test_drop_tags_removes_what_only_the_example_asked_for():
+    query = 'node["amenity"="bar"]["website"];out;'
+    assert extra(query, "bars in Kiel", "bars with website in Rome", edit_drop_tags) == 'node["amenity"="bar"];out;'
+    assert extra(query, "bars with website in Kiel", "bars with website in Rome", edit_drop_tags) is None
+    # the main tag stays even when the example's words explain it and the request's do not
+    assert extra('node["amenity"="toilets"];out;', "benches", "toilets in Bonn", edit_drop_tags) is None

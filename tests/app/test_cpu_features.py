@@ -39,5 +39,17 @@ def test_shape_and_columns():
     assert other[0, col("place_match")] == 0
 
 
+def test_tags_the_request_calls_for_and_pool_relative_columns():
+    f = pool_features(analyse("cafes in Bonn"), _pool(), LEX)
+    assert f[0, col("wanted_missing")] == 0 and f[1, col("wanted_missing")] == 1  # the bar query lacks amenity=cafe
+    assert f[1, col("wanted_missing_support")] >= 0.5
+    assert f[0, col("similarity_below_best")] == 0 and f[1, col("similarity_below_best")] < 0
+    assert np.isclose(f[:, col("votes_below_mean")].sum(), 0.0)
+    assert (f[:, col("pool_size")] == 2).all()
+    added = Candidate('node["amenity"="cafe"]["wifi"];out;', 0, 0, 0.8, "cafes", ("tags", "add_tags"))
+    g = pool_features(analyse("cafes with wifi"), _pool() + [added], LEX)
+    assert g[2, col("added_tags")] == 1 and g[0, col("added_tags")] == 0 and g[2, col("dropped_tags")] == 0
+
+
 def test_empty_pool():
     assert pool_features(analyse("x"), [], LEX).shape == (0, len(FEATURE_NAMES))

@@ -33,3 +33,11 @@ def test_query_tags_reads_all_filter_forms():
     assert query_tags(q) == [("amenity", "=", "cafe"), ("wifi", "", ""), ("name", "!=", "x"),
                              ("highway", "~", "^(primary|secondary)$"), ("fee", "!", "")]
     assert tag_names(q) >= {"amenity=cafe", "amenity", "wifi", "fee"}
+
+
+def test_main_keys_and_qualifiers(lexicon):
+    assert lexicon.main_share("amenity") > 0.9 and lexicon.main_share("wheelchair") < 0.75
+    assert lexicon.main_share("never_seen_key") == 1.0
+    tags = [t for t, _ in lexicon.qualifiers(content_words("wheelchair toilets"), threshold=0.3)]
+    assert "wheelchair" in tags or "wheelchair=yes" in tags
+    assert not any(t.startswith("amenity") for t in tags)  # "toilets" calls for a main tag
