@@ -67,6 +67,10 @@ BASE_FEATURES = (
     "dropped_tags",
     "wanted_missing",
     "wanted_missing_support",
+    "idf_recall",
+    "idf_precision",
+    "key_support_mean",
+    "unexplained_tags",
 )
 # Columns also given relative to the pool (minus the pool's best, minus its mean): the
 # selector compares candidates of one request, and "the most similar of this pool"
@@ -75,6 +79,8 @@ RELATIVE = (
     "similarity",
     "votes",
     "word_jaccard",
+    "idf_recall",
+    "key_support_mean",
     "tag_support_mean",
     "tag_support_min",
     "predicted_tags_covered",
@@ -106,6 +112,12 @@ def _gram_f(a: frozenset, b: frozenset) -> float:
     return 2 * len(a & b) / total if total else 1.0
 
 
+def _idf_share(words: set, other: set, lexicon: TagLexicon) -> float:
+    """The rarity-weighted share of ``words`` that ``other`` has too: "castle" counts more than "show"."""
+    total = sum(lexicon.idf(w) for w in words)
+    return sum(lexicon.idf(w) for w in words & other) / total if total else 1.0
+
+
 def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None) -> np.ndarray:
     """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool.
 
@@ -133,6 +145,8 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
         example_words = content_words(c.example_nl)
         kv_tags = [t for t in tagsets[i] if "=" in t]
         supports = [lexicon.support(info.words, t) for t in kv_tags]
+        valued_keys = {t.split("=", 1)[0] for t in kv_tags}
+        key_supports = [lexicon.support(info.words, t) for t in tagsets[i] if "=" not in t and t not in valued_keys]
         others = [j for j in range(len(candidates)) if j != i]
         if others:
             w = weights[others]
@@ -191,6 +205,10 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
                 "drop_tags" in c.edits,
                 len(missing),
                 max(missing, default=0.0),
+                _idf_share(info.words, example_words, lexicon),
+                _idf_share(example_words, info.words, lexicon),
+                float(np.mean(key_supports)) if key_supports else -1.0,
+                sum(p < 0.05 for p in supports),
             ]
         )
     base = np.asarray(rows, dtype=np.float64)

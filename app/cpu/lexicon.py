@@ -18,6 +18,7 @@ and the tag edits the tag that does (``historic=castle``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ class TagLexicon:
     # for keys that say what an element is (amenity, highway), near 0 for keys that
     # qualify it (wheelchair, cuisine), which are the ones a request can add.
     key_main: dict[str, float] = field(default_factory=dict)
+    word_idf: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def fit(cls, nls: list[str], queries: list[str], *, min_count: int = 2) -> "TagLexicon":
@@ -94,7 +96,13 @@ class TagLexicon:
             if probs:
                 word_tag[w] = probs
         key_main = {k: key_first[k] / n for k, n in key_seen.items()}
-        return cls(word_tag=word_tag, tag_count=dict(tag_count), key_main=key_main)
+        word_idf = {w: math.log((len(nls) + 1) / (n + 1)) for w, n in word_count.items()}
+        return cls(word_tag=word_tag, tag_count=dict(tag_count), key_main=key_main, word_idf=word_idf)
+
+    def idf(self, word: str) -> float:
+        """Rarity of a request word in the training requests (unseen words count as rarest)."""
+        table = getattr(self, "word_idf", {})
+        return table.get(word, max(table.values(), default=1.0))
 
     def main_share(self, key: str) -> float:
         """How often ``key`` is the first tag filter of a statement (1.0 for unseen keys)."""

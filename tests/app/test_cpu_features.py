@@ -51,5 +51,19 @@ def test_tags_the_request_calls_for_and_pool_relative_columns():
     assert g[2, col("added_tags")] == 1 and g[0, col("added_tags")] == 0 and g[2, col("dropped_tags")] == 0
 
 
+def test_rare_words_weigh_more():
+    lex = TagLexicon.fit(["castles in Bonn", "cafes in Bonn", "cafes in Rome", "cafes in Oslo"],
+                         ['node["historic"="castle"];out;'] + ['node["amenity"="cafe"];out;'] * 3, min_count=1)
+    assert lex.idf("castle") > lex.idf("cafe") and lex.idf("never_seen") >= lex.idf("castle")
+    pool = [Candidate('node["historic"="castle"];out;', 0, 0, 0.5, "castles in Bonn"),
+            Candidate('node["amenity"="cafe"]["wifi"];out;', 1, 1, 0.5, "cafes in Bonn"),
+            Candidate('node["natural"="spring"];out;', 2, 2, 0.4, "springs")]
+    f = pool_features(analyse("castles and cafes"), pool, lex)
+    assert f[0, col("idf_recall")] > f[1, col("idf_recall")]  # "castle" is the rarer shared word
+    assert f[1, col("key_support_mean")] == 0 and f[0, col("key_support_mean")] == -1  # wifi: no word asks for it
+    assert f[0, col("unexplained_tags")] == 0 and f[1, col("unexplained_tags")] == 0
+    assert f[2, col("unexplained_tags")] == 1  # no word of the request asks for natural=spring
+
+
 def test_empty_pool():
     assert pool_features(analyse("x"), [], LEX).shape == (0, len(FEATURE_NAMES))
