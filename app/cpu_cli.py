@@ -12,8 +12,8 @@ def register(subparsers) -> None:
     train = sub.add_parser("train", help="fit the CPU model on the training split (a few minutes)")
     train.add_argument("--out", help="model directory (default: $GEOQL_CPU_MODEL_DIR or the user data dir)")
     train.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
-    train.add_argument("--k", type=int, default=10, help="neighbours per request (default 10)")
-    train.add_argument("--edits", default="all", help="edit groups: all, none or e.g. area,tags (default all)")
+    train.add_argument("--k", type=int, default=None, help="neighbours per request (default: TrainConfig.k)")
+    train.add_argument("--edits", default=None, help="edit groups: all, none or e.g. area,tags (default: TrainConfig.edits)")
     train.add_argument("--limit", type=int, default=None,
                        help="train the selector on the first N training requests (default: all)")
     train.set_defaults(handler=_train)
@@ -33,7 +33,9 @@ def _train(args: argparse.Namespace) -> int:
     from eval.dataset import DatasetError
 
     try:
-        config = TrainConfig(k=args.k, edits=args.edits, limit=args.limit)
+        # Unset options keep TrainConfig's defaults, so the defaults live in one place.
+        given = {"k": args.k, "edits": args.edits, "limit": args.limit}
+        config = TrainConfig(**{name: value for name, value in given.items() if value is not None})
         model = train_and_save(args.out, args.data_dir, config)
     except (ValueError, DatasetError) as exc:
         raise UserError(str(exc)) from None
