@@ -60,8 +60,8 @@ def tag_words(doc: dict) -> tuple[frozenset, frozenset, tuple]:
     """(value words, key words, word sets of names and synonyms) of a tag document, as ``tokenize`` spells them.
 
     >>> v, k, names = tag_words({"key": "highway", "value": "living_street", "names": ["Living Street"], "terms": []})
-    >>> sorted(v), sorted(k), names
-    (['living', 'street'], ['highway'], (frozenset({'living', 'street'}),))
+    >>> sorted(v), sorted(k), [sorted(name) for name in names]
+    (['living', 'street'], ['highway'], [['living', 'street']])
     """
     from .text import split_value, tokenize
 
