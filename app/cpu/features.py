@@ -8,6 +8,7 @@ may be approximate); only edits must go through the parser.
 
 from __future__ import annotations
 
+import math
 import re
 import numpy as np
 
@@ -114,8 +115,10 @@ def _gram_f(a: frozenset, b: frozenset) -> float:
 
 def _idf_share(words: set, other: set, lexicon: TagLexicon) -> float:
     """The rarity-weighted share of ``words`` that ``other`` has too: "castle" counts more than "show"."""
-    total = sum(lexicon.idf(w) for w in words)
-    return sum(lexicon.idf(w) for w in words & other) / total if total else 1.0
+    # fsum: exact, so the result does not depend on the set's iteration order (which changes with
+    # PYTHONHASHSEED) and `geoql cpu train` gives the same model in every process.
+    total = math.fsum(lexicon.idf(w) for w in words)
+    return math.fsum(lexicon.idf(w) for w in words & other) / total if total else 1.0
 
 
 def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None) -> np.ndarray:
@@ -143,10 +146,10 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
     for i, c in enumerate(candidates):
         q = c.query
         example_words = content_words(c.example_nl)
-        kv_tags = [t for t in tagsets[i] if "=" in t]
+        kv_tags = sorted(t for t in tagsets[i] if "=" in t)  # sorted: float means must not depend on set order
         supports = [lexicon.support(info.words, t) for t in kv_tags]
         valued_keys = {t.split("=", 1)[0] for t in kv_tags}
-        key_supports = [lexicon.support(info.words, t) for t in tagsets[i] if "=" not in t and t not in valued_keys]
+        key_supports = [lexicon.support(info.words, t) for t in sorted(tagsets[i]) if "=" not in t and t not in valued_keys]
         others = [j for j in range(len(candidates)) if j != i]
         if others:
             w = weights[others]

@@ -67,3 +67,28 @@ def test_rare_words_weigh_more():
 
 def test_empty_pool():
     assert pool_features(analyse("x"), [], LEX).shape == (0, len(FEATURE_NAMES))
+
+
+
+class _OrderedSet(set):
+    """A set that iterates in a chosen order, as two processes with different PYTHONHASHSEED would."""
+
+    reverse = False
+
+    def __iter__(self):
+        return iter(sorted(set.__iter__(self), reverse=self.reverse))
+
+    def __and__(self, other):
+        return type(self)(set.__and__(self, other))
+
+
+def test_idf_share_does_not_depend_on_set_order():
+    """`geoql cpu train` must make the same model in every process: no float sum in hash order."""
+    from app.cpu.features import _idf_share
+
+    lex = TagLexicon(word_idf={"a": 0.1, "b": 0.2, "c": 0.3, "d": 1e-17, "e": 0.7})
+    results = set()
+    for reverse in (False, True):
+        cls = type("S", (_OrderedSet,), {"reverse": reverse})
+        results.add(_idf_share(cls("abcde"), cls("abc"), lex))
+    assert len(results) == 1
