@@ -117,6 +117,7 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
     rows = []
     for doc in candidates:
         d = docs[doc]
+        value_words, key_words, names = doc_words(doc)
         rows.append([
             dense.get(doc, 0.0),
             1.0 / (1 + dense_rank.get(doc, 1000)),
@@ -135,14 +136,11 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             float(d["value"] == "*"),
             float(doc in dense),
             float(doc in bm25),
-        ])
-        value_words, key_words, names = doc_words(doc)
-        rows[-1] += [
             len(value_words & words) / len(value_words) if value_words else 0.0,
             len(key_words & words) / len(key_words) if key_words else 0.0,
             float(any(name <= words for name in names)),
-            0.0, 0.0, 0.0, 0.0, 0.0,
-        ]
+            0.0, 0.0, 0.0, 0.0, 0.0,  # the *_rel columns, filled below once every row is known
+        ])
     for source, relative in _RELATIVE:
         peak = max((row[source] for row in rows), default=0.0)
         if peak > 0:

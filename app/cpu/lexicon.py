@@ -22,6 +22,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from app.cpu.request import content_words
 
@@ -101,15 +102,12 @@ class TagLexicon:
 
     def idf(self, word: str) -> float:
         """Rarity of a request word in the training requests (unseen words count as rarest)."""
-        table = getattr(self, "word_idf", {})
-        value = table.get(word)
-        if value is None:
-            # The ceiling is computed once: as a .get default it scanned every word on every call
-            # and was a third of a request's time.
-            value = self.__dict__.get("_idf_ceiling")
-            if value is None:
-                value = self.__dict__["_idf_ceiling"] = max(table.values(), default=1.0)
-        return value
+        return getattr(self, "word_idf", {}).get(word, self._idf_ceiling)
+
+    @cached_property
+    def _idf_ceiling(self) -> float:
+        # Computed once: recomputed per call it scanned every word and was a third of a request's time.
+        return max(getattr(self, "word_idf", {}).values(), default=1.0)
 
     def main_share(self, key: str) -> float:
         """How often ``key`` is the first tag filter of a statement (1.0 for unseen keys)."""
