@@ -16,11 +16,19 @@ QUERIES = [
 ]
 
 
-def _pool(nl, options):
+def _builder(nl, nls, queries):
+    """``build_pool`` for request ``nl`` over a small training set, with a lexicon fitted on it."""
     info = analyse(nl)
-    lex = TagLexicon.fit(NLS, QUERIES, min_count=1)
-    neighbours = [Neighbour(0, 0.9), Neighbour(1, 0.5), Neighbour(2, 0.4)]
-    return build_pool(info, neighbours, NLS, QUERIES, lambda ex: EditContext(info, ex, lex), options)
+    lex = TagLexicon.fit(nls, queries, min_count=1)
+
+    def pool(neighbours, options=None, **flags):
+        return build_pool(info, neighbours, nls, queries, lambda ex: EditContext(info, ex, lex), EditOptions() if options is None else options, **flags)
+
+    return pool
+
+
+def _pool(nl, options):
+    return _builder(nl, NLS, QUERIES)([Neighbour(0, 0.9), Neighbour(1, 0.5), Neighbour(2, 0.4)], options)
 
 
 def test_edited_versions_merge_and_votes_add_up():
@@ -43,12 +51,10 @@ def test_partial_adds_the_place_only_version():
     queries = ['{{geocodeArea:"Bonn"}}->.a;node["historic"="castle"](area.a);out;',
                '{{geocodeArea:"Bonn"}}->.a;node["natural"="spring"](area.a);out;',
                '{{geocodeArea:"Rome"}}->.a;node["natural"="spring"](area.a);out;']
-    info = analyse("castles in Oslo")
-    lex = TagLexicon.fit(nls, queries, min_count=1)
-    ctx = lambda ex: EditContext(info, ex, lex)  # noqa: E731
+    pool = _builder("castles in Oslo", nls, queries)
     nbs = [Neighbour(2, 0.5)]
-    full = build_pool(info, nbs, nls, queries, ctx, EditOptions())
-    partial = build_pool(info, nbs, nls, queries, ctx, EditOptions(), partial=True)
+    full = pool(nbs)
+    partial = pool(nbs, partial=True)
     assert {c.edits for c in full} == {(), ("area", "tags")}
     assert {c.edits for c in partial} == {(), ("area", "tags"), ("area",)}
     assert any('"Oslo"' in c.query and "spring" in c.query for c in partial)
@@ -58,12 +64,10 @@ def test_fix_place_never_offers_another_place_as_is():
     nls = ["castles in Tuscany", "springs in Bonn"]
     queries = ['{{geocodeArea:"Tuscany"}}->.a;node["historic"="castle"](area.a);out;',
                '{{geocodeArea:"Bonn"}}->.a;way["natural"="spring"](area.a);out count;']
-    info = analyse("castles in Bavaria")
-    lex = TagLexicon.fit(nls, queries, min_count=1)
-    ctx = lambda ex: EditContext(info, ex, lex)  # noqa: E731
+    pool = _builder("castles in Bavaria", nls, queries)
     nbs = [Neighbour(0, 0.9), Neighbour(1, 0.5)]
-    plain = build_pool(info, nbs, nls, queries, ctx, EditOptions())
-    fixed = build_pool(info, nbs, nls, queries, ctx, EditOptions(), fix_place=True)
+    plain = pool(nbs)
+    fixed = pool(nbs, fix_place=True)
     assert any('"Tuscany"' in c.query for c in plain)
     assert all('"Bavaria"' in c.query for c in fixed)
     # the place-only version replaces the copy; the fully edited one stays
@@ -73,9 +77,7 @@ def test_fix_place_never_offers_another_place_as_is():
 
 
 def test_fix_place_keeps_queries_that_already_name_the_place():
-    pool = build_pool(analyse("cafes in Bonn"), [Neighbour(0, 0.9)], NLS, QUERIES,
-                      lambda ex: EditContext(analyse("cafes in Bonn"), ex, TagLexicon.fit(NLS, QUERIES, min_count=1)),
-                      EditOptions(), fix_place=True)
+    pool = _builder("cafes in Bonn", NLS, QUERIES)([Neighbour(0, 0.9)], fix_place=True)
     assert [c.query for c in pool] == [QUERIES[0]]
 
 
@@ -84,15 +86,13 @@ def test_extra_edits_are_offered_next_to_the_full_edit():
     queries = ['{{geocodeArea:"Bonn"}}->.a;node["amenity"="toilets"](area.a);out;',
                'node["amenity"="toilets"]["wheelchair"="yes"];out;',
                'node["amenity"="toilets"]["wheelchair"="yes"];out;']
-    info = analyse("wheelchair toilets in Rome")
-    lex = TagLexicon.fit(nls, queries, min_count=1)
-    ctx = lambda ex: EditContext(info, ex, lex)  # noqa: E731
+    pool = _builder("wheelchair toilets in Rome", nls, queries)
     nbs = [Neighbour(0, 0.9)]
-    plain = build_pool(info, nbs, nls, queries, ctx, EditOptions(), fix_place=True)
-    extra = build_pool(info, nbs, nls, queries, ctx, EditOptions(), fix_place=True, extra=("add_tags", "drop_tags"))
+    plain = pool(nbs, fix_place=True)
+    extra = pool(nbs, fix_place=True, extra=("add_tags", "drop_tags"))
     assert {c.edits for c in plain} == {("area",)}
     assert {c.edits: c.query for c in extra}[("area", "add_tags")] == (
         '{{geocodeArea:"Rome"}}->.a;node["amenity"="toilets"]["wheelchair"="yes"](area.a);out;')
     # without tag edits there are no extra versions either
-    no_tags = build_pool(info, nbs, nls, queries, ctx, EditOptions.parse("area"), extra=("add_tags",))
+    no_tags = pool(nbs, EditOptions.parse("area"), extra=("add_tags",))
     assert {c.edits for c in no_tags} == {(), ("area",)}
