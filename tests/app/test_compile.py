@@ -11,15 +11,8 @@ from app.config import CompileConfig
 
 
 @pytest.fixture(scope="module")
-def cpu_model_dir(tmp_path_factory):
-    # A real CPU model trained on a slice of train (the full one trains for minutes).
-    from app.cpu.train import TrainConfig, train
-    from eval.dataset import load_split
-
-    pairs = load_split("train")[:300]
-    model = train([e.nl for e in pairs], [e.query for e in pairs], TrainConfig(k=5, limit=40, max_iter=30),
-                  progress=False)
-    return model.save(tmp_path_factory.mktemp("cpu-model"))
+def cpu_model_dir(small_cpu_model_dir):
+    return small_cpu_model_dir
 
 
 def test_public_api():

@@ -8,15 +8,12 @@ import pytest
 
 import overpassql
 from app.cpu.model import FALLBACK_QUERY, MANIFEST, MODEL_FILE, CpuConfig, CpuModel, ModelMissingError, learn_aliases
-from app.cpu.train import TrainConfig, train
 from eval.dataset import load_split
 
 
 @pytest.fixture(scope="module")
-def model():
-    pairs = load_split("train")[:300]
-    return train([e.nl for e in pairs], [e.query for e in pairs], TrainConfig(k=5, limit=40, max_iter=30),
-                 progress=False)
+def model(small_cpu_model):
+    return small_cpu_model
 
 
 @pytest.mark.parametrize("example", load_split("dev")[:25], ids=lambda e: f"dev{e.index}")

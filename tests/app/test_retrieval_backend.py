@@ -7,16 +7,12 @@ import pytest
 import overpassql
 from app.backends import get_backend
 from app.backends.base import BackendError, GenerationRequest
-from app.cpu.train import TrainConfig, train
 from eval.dataset import load_split
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    pairs = load_split("train")[:300]
-    model = train([e.nl for e in pairs], [e.query for e in pairs], TrainConfig(k=5, limit=40, max_iter=30),
-                  progress=False)
-    return model.save(tmp_path_factory.mktemp("cpu-model"))
+def model_dir(small_cpu_model_dir):
+    return small_cpu_model_dir
 
 
 def _request(nl: str, n: int = 1) -> GenerationRequest:
