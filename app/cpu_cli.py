@@ -16,6 +16,9 @@ def register(subparsers) -> None:
     train.add_argument("--edits", default=None, help="edit groups: all, none or e.g. area,tags (default: TrainConfig.edits)")
     train.add_argument("--limit", type=int, default=None,
                        help="train the selector on the first N training requests (default: all)")
+    train.add_argument("--tag-hints", choices=("auto", "on", "off"), default=None,
+                       help="use the tag index's retriever: auto (when `geoql index build` has run), on, off (default: auto)")
+    train.add_argument("--index-dir", help="tag index directory (default: $GEOQL_INDEX_DIR or the user data dir)")
     train.set_defaults(handler=_train)
 
     ablation = sub.add_parser("ablation", help="dev OQS of copy top-1 -> + selection -> + each edit group")
@@ -34,7 +37,8 @@ def _train(args: argparse.Namespace) -> int:
 
     try:
         # Unset options keep TrainConfig's defaults, so the defaults live in one place.
-        given = {"k": args.k, "edits": args.edits, "limit": args.limit}
+        given = {"k": args.k, "edits": args.edits, "limit": args.limit, "tag_hints": args.tag_hints,
+                 "index_dir": args.index_dir}
         config = TrainConfig(**{name: value for name, value in given.items() if value is not None})
         model = train_and_save(args.out, args.data_dir, config)
     except (ValueError, DatasetError) as exc:
@@ -42,7 +46,8 @@ def _train(args: argparse.Namespace) -> int:
     stats = model.stats
     print(
         f"trained on {stats['train_requests']} requests / {stats['train_candidates']} candidates "
-        f"in {stats['train_seconds']} s; leave-one-out OQS {stats['train_fit_oqs']}"
+        f"in {stats['train_seconds']} s; leave-one-out OQS {stats['train_fit_oqs']}; "
+        f"tag hints: {'index ' + model.index_fingerprint if model.index_fingerprint else 'none'}"
     )
     return 0
 

@@ -24,7 +24,9 @@ class RetrievalBackend(Backend):
     Options: ``model_dir`` (default: ``$GEOQL_CPU_MODEL_DIR`` or the user data
     dir), ``k`` neighbours, ``edits`` ("all", "none" or e.g. "area,tags"),
     ``select`` (False: nearest neighbour, for ablations), ``train_if_missing``
-    (train on first use), ``data_dir`` (dataset for that training).
+    (train on first use; the tag index is built first when missing), ``data_dir``
+    (dataset for that training), ``index_dir`` (the tag index; default
+    ``$GEOQL_INDEX_DIR`` or the user data dir).
     """
 
     name: ClassVar[str] = "retrieval"
@@ -32,12 +34,14 @@ class RetrievalBackend(Backend):
     needs_prompt: ClassVar[bool] = False
 
     def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
-                 select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None):
+                 select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None,
+                 index_dir: str | Path | None = None):
         from app.cpu.model import CpuConfig
 
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.train_if_missing = _as_bool(train_if_missing, "train_if_missing")
         self.data_dir = data_dir
+        self.index_dir = Path(index_dir).expanduser() if index_dir else None
         self._overrides = {key: value for key, value in (("k", k), ("edits", edits), ("select", select)) if value is not None}
         if "k" in self._overrides:
             self._overrides["k"] = _as_int(self._overrides["k"], "k")
@@ -70,16 +74,22 @@ class RetrievalBackend(Backend):
 
         target = self.model_dir or default_model_dir()
         try:
-            return CpuModel.load(target)
+            return CpuModel.load(target, self.index_dir)
         except ModelMissingError as exc:
             if not self.train_if_missing:
                 raise BackendError(str(exc)) from None
             print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
-        from app.cpu.train import train_and_save
+        from app.cpu.train import TrainConfig, ensure_index, train_and_save
         from eval.dataset import DatasetError
 
         try:
-            return train_and_save(target, self.data_dir)
+            if ensure_index(self.index_dir, self.data_dir):
+                try:  # a model that only lacked its index needs no retraining
+                    return CpuModel.load(target, self.index_dir)
+                except ModelMissingError:
+                    pass
+            index_dir = str(self.index_dir) if self.index_dir else None
+            return train_and_save(target, self.data_dir, TrainConfig(index_dir=index_dir))
         except DatasetError as exc:
             raise BackendError(f"cannot train the CPU model: {exc}") from None
 

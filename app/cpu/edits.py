@@ -89,6 +89,7 @@ class EditContext:
     lexicon: TagLexicon
     aliases: dict[str, str] = field(default_factory=dict)
     _wanted: list | None = field(default=None, repr=False)
+    hints: dict[str, float] | None = None  # the tag retriever's tags for the request (app.cpu.hints), if any
 
     def wanted_tags(self, threshold: float) -> list[tuple[str, float]]:
         """The tags the request's words call for (computed once per request)."""
@@ -322,6 +323,53 @@ def edit_drop_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float 
     return changed
 
 
+def edit_hint_tags(script, ctx: EditContext, *, want: float = 0.2, limit: int = 2) -> bool:
+    """Put the tags the tag retriever is confident about into the query.
+
+    A hinted tag whose key the query filters on with another value replaces that
+    value; a hinted key that says what an element is (``amenity``, ``shop``)
+    replaces the main tag of every statement, unless the retriever backs that tag
+    too; any other hinted tag qualifies the elements and is added after the last
+    tag filter (``outdoor_seating=yes`` for "cafes with outdoor seating").
+    """
+    A = _ast()
+    if not ctx.hints:
+        return False
+    queries = _tag_queries(script)
+    if not queries:
+        return False
+    tags = [n for q in queries for n in q.filters if isinstance(n, A.Tag) and not n.key_regex and n.key not in NAME_KEYS]
+    present = {_tag_name(t) for t in tags}
+    keys = {t.key for t in tags}
+    changes = 0
+    for hint, p in sorted(ctx.hints.items(), key=lambda kv: (-kv[1], kv[0])):
+        if p < want or changes == limit:
+            break
+        key, _, value = hint.partition("=")
+        if hint in present or key.startswith(NAME_KEYS):
+            continue
+        same_key = [t for t in tags if t.key == key and t.op == "="]
+        if key in keys and not same_key:
+            continue  # filtered on in another way ([!"key"], key~regex): the query means something else
+        if same_key:
+            for t in same_key:
+                t.value = value
+        elif ctx.lexicon.main_share(key) >= 0.75 and key in ctx.lexicon.key_main:
+            mains = [next(f for f in q.filters if isinstance(f, A.Tag) and f.key not in NAME_KEYS) for q in queries]
+            if any(ctx.hints.get(_tag_name(m), 0.0) >= want or m.key_regex for m in mains):
+                continue
+            for m in mains:
+                m.key, m.value, m.op, m.case_insensitive = key, value, "=", False
+        else:
+            for q in queries:
+                last = max(i for i, f in enumerate(q.filters) if isinstance(f, A.Tag))
+                q.filters.insert(last + 1, A.Tag(key, value, "=", line=q.filters[last].line))
+        present.add(hint)
+        keys.add(key)
+        changes += 1
+    return changes > 0
+
+
 def _filters_key(q) -> str:
     return repr([{k: v for k, v in vars(f).items() if k != "line"} for f in q.filters]) + q.into
 
@@ -453,6 +501,7 @@ def apply_edits(query: str, ctx: EditContext, options: EditOptions) -> tuple[str
 EXTRA_EDITS = (
     ("add_tags", edit_add_tags),
     ("drop_tags", edit_drop_tags),
+    ("hint_tags", edit_hint_tags),
 )
 
 

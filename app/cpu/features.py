@@ -12,6 +12,7 @@ import math
 import re
 import numpy as np
 
+from app.cpu.hints import WANTED
 from app.cpu.lexicon import TagLexicon, tag_names
 from app.cpu.request import RequestInfo, content_words
 
@@ -72,6 +73,17 @@ BASE_FEATURES = (
     "idf_precision",
     "key_support_mean",
     "unexplained_tags",
+    # The tag retriever's view (app.cpu.hints; -1 when the model has no index): its best tag's
+    # probability, how much it backs the candidate's tags, and what the candidate lacks.
+    "hint_top",
+    "hint_support_mean",
+    "hint_support_min",
+    "hint_top_in",
+    "hint_top_key_in",
+    "hint_missing",
+    "hint_missing_max",
+    "hint_covered",
+    "hint_tags",
 )
 # Columns also given relative to the pool (minus the pool's best, minus its mean): the
 # selector compares candidates of one request, and "the most similar of this pool"
@@ -90,6 +102,8 @@ RELATIVE = (
     "length_ratio",
     "type_agreement",
     "place_match",
+    "hint_support_mean",
+    "hint_missing",
 )
 FEATURE_NAMES = (
     BASE_FEATURES
@@ -121,10 +135,34 @@ def _idf_share(words: set, other: set, lexicon: TagLexicon) -> float:
     return math.fsum(lexicon.idf(w) for w in words & other) / total if total else 1.0
 
 
-def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None) -> np.ndarray:
+def _hint_columns(hints: dict[str, float] | None, tags: set[str], kv_tags: list[str]) -> list[float]:
+    """The ``hint_*`` columns of one candidate (its ``tag_names`` and sorted ``key=value`` tags)."""
+    if hints is None:
+        return [-1.0] * 8
+    ranked = sorted(hints.items(), key=lambda kv: (-kv[1], kv[0]))
+    top_tag, top = ranked[0] if ranked else ("", 0.0)
+    backed = [hints.get(t, 0.0) for t in kv_tags]
+    wanted = [(t, p) for t, p in ranked if p >= WANTED]
+    missing = [p for t, p in wanted if t not in tags]
+    wanted_mass = math.fsum(p for _, p in wanted)
+    return [
+        top,
+        math.fsum(backed) / len(backed) if backed else -1.0,
+        min(backed) if backed else -1.0,
+        float(top_tag in tags) if top_tag else -1.0,
+        float(top_tag.split("=", 1)[0] in tags) if top_tag else -1.0,
+        math.fsum(missing),
+        max(missing, default=0.0),
+        1.0 - math.fsum(missing) / wanted_mass if wanted_mass else -1.0,
+    ]
+
+
+def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None,
+                  hints: dict[str, float] | None = None) -> np.ndarray:
     """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool.
 
-    ``place`` is the request's place as the queries would spell it (after aliases).
+    ``place`` is the request's place as the queries would spell it (after aliases);
+    ``hints`` the tag retriever's tags for the request (``None``: the model has no index).
     """
     place = place or info.area
     if not candidates:
@@ -212,6 +250,8 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
                 _idf_share(example_words, info.words, lexicon),
                 float(np.mean(key_supports)) if key_supports else -1.0,
                 sum(p < 0.05 for p in supports),
+                *_hint_columns(hints, tagsets[i], kv_tags),
+                "hint_tags" in c.edits,
             ]
         )
     base = np.asarray(rows, dtype=np.float64)

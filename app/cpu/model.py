@@ -32,6 +32,7 @@ MANIFEST = "manifest.json"
 _REQUEST_COUNT = FEATURE_NAMES.index("request_count")
 _QUERY_COUNT = FEATURE_NAMES.index("query_count")
 FALLBACK_QUERY = "[out:json][timeout:25];nwr({{bbox}});out;"
+INDEX_HINT = "build the index with `geoql index build`, or train without it: `geoql cpu train --tag-hints off`"
 
 
 class ModelMissingError(Exception):
@@ -62,6 +63,8 @@ class CpuConfig:
         "help": "also offer each edited query with the tags the request's new words call for added"})
     drop_tags: bool = field(default=True, metadata={
         "help": "also offer each edited query without the extra tags only the example's words explain"})
+    tag_hints: bool = field(default=False, metadata={
+        "help": "use the tag index's retriever (set by training: a model trained with it needs the index)"})
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= 100:
@@ -75,7 +78,8 @@ class CpuConfig:
     @property
     def extra_edits(self) -> tuple[str, ...]:
         # getattr: a model pickled before these options existed has neither.
-        return tuple(n for n in ("add_tags", "drop_tags") if getattr(self, n, False))
+        names = tuple(n for n in ("add_tags", "drop_tags") if getattr(self, n, False))
+        return names + (("hint_tags",) if getattr(self, "tag_hints", False) else ())
 
 
 def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2,
@@ -115,6 +119,14 @@ class CpuModel:
     config: CpuConfig = field(default_factory=CpuConfig)
     stats: dict = field(default_factory=dict)
     places: dict[str, str] = field(default_factory=dict)  # folded place name -> spelling (lower-case places)
+    index_fingerprint: str = ""  # the tag index the model was trained with (config.tag_hints)
+    # The loaded app.cpu.hints.TagHints (FAISS inside: never pickled; attached by load()).
+    hints: object | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["hints"] = None
+        return state
 
     @classmethod
     def fit_retrieval(cls, nls: list[str], queries: list[str], config: CpuConfig | None = None) -> "CpuModel":
@@ -133,9 +145,17 @@ class CpuModel:
     # -- inference ------------------------------------------------------------
     def pool(self, nl: str, *, exclude=frozenset(), config: CpuConfig | None = None,
              lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None,
-             places: dict | None = None):
-        """The request analysis and its candidate pool (with features)."""
+             places: dict | None = None, hints: dict | None = None):
+        """The request analysis and its candidate pool (with features).
+
+        ``hints`` (training) are the request's tag hints; by default they come from the attached index.
+        """
         config = config or self.config
+        if hints is None and getattr(config, "tag_hints", False):
+            if self.hints is None:
+                raise ModelMissingError(f"this CPU model was trained with the tag index; load it with "
+                                        f"CpuModel.load() or attach app.cpu.hints.TagHints ({INDEX_HINT})")
+            hints = self.hints(nl)
         info = analyse(nl, getattr(self, "places", None) if places is None else places)
         if neighbours is None:
             neighbours = self.neighbours.search(nl, config.k, exclude)
@@ -145,12 +165,12 @@ class CpuModel:
         wanted = lex.best_tags(info.words, limit=8)
 
         def ctx(example_nl: str) -> EditContext:
-            return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted)
+            return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted, hints=hints)
 
         cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial,
                            getattr(config, "fix_place", False), config.extra_edits)
         place = al.get(info.area, info.area) if info.area else None
-        return info, cands, pool_features(info, cands, lex, place)
+        return info, cands, pool_features(info, cands, lex, place, hints)
 
     def rank(self, cands: list[Candidate], features: np.ndarray, config: CpuConfig | None = None) -> list[int]:
         """Candidate indices, best first (deterministic: ties keep neighbour order)."""
@@ -206,11 +226,37 @@ class CpuModel:
             "config": asdict(self.config),
             "train_size": len(self.train_nls),
             "selector": type(self.selector).__name__ if self.selector is not None else None,
+            "tag_index": self.index_fingerprint or None,
             "stats": self.stats,
         }
 
     @classmethod
-    def load(cls, model_dir: Path | None = None) -> "CpuModel":
+    def load(cls, model_dir: Path | None = None, index_dir=None) -> "CpuModel":
+        """The model in ``model_dir``, with the tag index attached when it was trained with one.
+
+        Raises :class:`ModelMissingError`, naming the command that fixes it, when the model
+        (or the index it needs) is missing, damaged or made by another version.
+        """
+        model = cls._load_pickle(model_dir)
+        if getattr(model.config, "tag_hints", False):
+            from app.cpu.hints import TagHints
+            from retrieval import IndexMissingError
+
+            try:
+                model.hints = TagHints.load(index_dir)
+            except (IndexMissingError, ImportError) as exc:  # ImportError: installed without the `index` extra
+                raise ModelMissingError(f"the CPU model was trained with the tag index, which is not usable: {exc}; "
+                                        f"or retrain without it: `geoql cpu train --tag-hints off`") from None
+            if model.hints.fingerprint != model.index_fingerprint:
+                import warnings
+
+                warnings.warn(f"the tag index ({model.hints.fingerprint}) is not the one the CPU model was trained with "
+                              f"({model.index_fingerprint}); retrain with `{TRAIN_COMMAND}` for its best choices",
+                              stacklevel=2)
+        return model
+
+    @classmethod
+    def _load_pickle(cls, model_dir: Path | None = None) -> "CpuModel":
         model_dir = Path(model_dir) if model_dir else default_model_dir()
         hint = f"run `{TRAIN_COMMAND}`" + (f" --out {model_dir}" if model_dir != default_model_dir() else "")
         path, manifest_path = model_dir / MODEL_FILE, model_dir / MANIFEST

@@ -52,8 +52,13 @@ class TrainConfig:
     leaves: int = field(default=127, metadata={"help": "most leaves per tree of the selector"})
     min_leaf: int = field(default=20, metadata={"help": "fewest candidates per leaf of the selector"})
     seed: int = field(default=0, metadata={"help": "random seed of the booster (output is deterministic)"})
+    tag_hints: str = field(default="auto", metadata={
+        "help": "use the tag index's retriever: auto (when an index loads), on (required) or off"})
+    index_dir: str | None = field(default=None, metadata={"help": "tag index directory (default: $GEOQL_INDEX_DIR or the user data dir)"})
 
     def __post_init__(self) -> None:
+        if self.tag_hints not in ("auto", "on", "off"):
+            raise ValueError(f"tag_hints must be auto, on or off (got {self.tag_hints!r})")
         CpuConfig(k=self.k, edits=self.edits)  # same checks as at inference
         if self.folds < 2:
             raise ValueError(f"folds must be >= 2 (got {self.folds}): use 5")
@@ -65,9 +70,29 @@ class TrainConfig:
             raise ValueError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
 
 
-def _pool_config(config: TrainConfig) -> CpuConfig:
+def _pool_config(config: TrainConfig, tag_hints: bool = False) -> CpuConfig:
     return CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place,
-                     add_tags=config.add_tags, drop_tags=config.drop_tags)
+                     add_tags=config.add_tags, drop_tags=config.drop_tags, tag_hints=tag_hints)
+
+
+def load_hints(config: TrainConfig, *, quiet: bool = False):
+    """The :class:`~app.cpu.hints.TagHints` to train with, or ``None`` (``tag_hints`` auto without an index, or off)."""
+    if config.tag_hints == "off":
+        return None
+    from app.cpu.hints import TagHints
+    from retrieval import IndexMissingError
+
+    try:
+        return TagHints.load(config.index_dir)
+    except (IndexMissingError, ImportError) as exc:
+        if config.tag_hints == "on":
+            raise ValueError(f"tag_hints is on but the tag index is not usable: {exc}") from None
+        if not quiet:
+            import sys
+
+            print(f"geoql: training without tag hints ({str(exc).splitlines()[0]}); "
+                  f"`geoql index build` first gives better tags", file=sys.stderr)
+        return None
 
 
 def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress: bool = True):
@@ -90,13 +115,14 @@ def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress
             learn_aliases([nls[i] for i in keep], [queries[i] for i in keep], places=places),
             places,
         )
-    pool_config = _pool_config(config)
+    pool_config = _pool_config(config, model.hints is not None)
     neighbours = model.neighbours.search_many(nls[:n], config.k, [{i} for i in range(n)])
     feats, labels, groups = [], [], []
     for i in tqdm(range(n), desc="scoring leave-one-out candidates", disable=not progress, unit="req"):
         lex, aliases, places = fold_models[int(fold_of[i])]
+        hints = model.hints.for_training(i, nls[i], queries[i]) if model.hints is not None else None
         _, cands, f = model.pool(nls[i], config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[i],
-                                 places=places)
+                                 places=places, hints=hints)
         if not cands:
             continue
         feats.append(f)
@@ -154,8 +180,10 @@ def train(nls: list[str], queries: list[str], config: TrainConfig | None = None,
     """A complete :class:`CpuModel` from training pairs (minutes on a laptop CPU)."""
     config = config or TrainConfig()
     start = time.time()
-    model = CpuModel.fit_retrieval(
-        nls, queries, _pool_config(config))
+    hints = load_hints(config, quiet=not progress)
+    model = CpuModel.fit_retrieval(nls, queries, _pool_config(config, hints is not None))
+    if hints is not None:
+        model.hints, model.index_fingerprint = hints, hints.fingerprint
     feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
     model.selector = fit_selector(feats, labels, config, groups)
     model.stats = {
@@ -165,6 +193,35 @@ def train(nls: list[str], queries: list[str], config: TrainConfig | None = None,
         "train_fit_oqs": selection_quality(model.selector, feats, labels, groups),
     }
     return model
+
+
+def ensure_index(index_dir=None, data_dir=None) -> bool:
+    """Build the tag index when there is none (first use of the CPU default); False when that fails.
+
+    The CPU default works without it, only with weaker tags, so a failed build
+    (no registry access, missing extra) is reported and training goes on without hints.
+    """
+    import sys
+
+    from retrieval import IndexMissingError
+    from retrieval.artifacts import load_manifest
+
+    try:
+        load_manifest(index_dir)
+        return True
+    except IndexMissingError:
+        pass
+    print("geoql: building the tag index first (one time, a few minutes; same as `geoql index build`)", file=sys.stderr)
+    try:
+        from index.build import build_index
+        from index.config import IndexConfig
+
+        build_index(IndexConfig(out_dir=index_dir, data_dir=data_dir))
+        return True
+    except Exception as exc:  # noqa: BLE001 (any failure: the CPU default still trains without hints)
+        print(f"geoql: could not build the tag index ({type(exc).__name__}: {exc}); training without tag hints",
+              file=sys.stderr)
+        return False
 
 
 def train_and_save(out_dir: Path | None = None, data_dir=None, config: TrainConfig | None = None,

@@ -18,9 +18,20 @@ def test_train_then_ablation(tmp_path, capsys):
         assert step in out
 
 
+def test_train_with_tag_hints_then_ablation(tmp_path, capsys, monkeypatch, small_index_dir):
+    argv = ["cpu", "train", "--out", str(tmp_path), "--limit", "20", "--k", "4", "--tag-hints", "on",
+            "--index-dir", str(small_index_dir)]
+    assert main(argv) == 0
+    assert "tag hints: index" in capsys.readouterr().out
+    monkeypatch.setenv("GEOQL_INDEX_DIR", str(small_index_dir))  # where the model finds its index
+    assert main(["cpu", "ablation", "--model-dir", str(tmp_path), "--limit", "5"]) == 0
+    assert "+ tag edits" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [(["cpu", "train", "--limit", "3"], "limit must be at least 20"),
+     (["cpu", "train", "--limit", "20", "--tag-hints", "on", "--index-dir", "{tmp}/none"], "tag index is not usable"),
      (["cpu", "train", "--edits", "colour"], "unknown edit group"),
      (["cpu", "ablation", "--model-dir", "{tmp}/none"], "geoql cpu train")],
 )

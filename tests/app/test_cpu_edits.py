@@ -6,7 +6,7 @@ import pytest
 
 import overpassql
 from app.cpu.edits import (EditContext, EditOptions, apply_edits, apply_extra, area_names, edit_add_tags,
-                           edit_drop_tags)
+                           edit_drop_tags, edit_hint_tags)
 from app.cpu.lexicon import TagLexicon
 from app.cpu.request import analyse
 
@@ -128,8 +128,8 @@ QUALIFIERS = TagLexicon.fit(
 TOILETS = '{{geocodeArea:"Bonn"}}->.a;(node["amenity"="toilets"](area.a);way["amenity"="toilets"](area.a););out;'
 
 
-def extra(query: str, nl: str, example_nl: str, edit_fn):
-    ctx = EditContext(info=analyse(nl), example_nl=example_nl, lexicon=QUALIFIERS)
+def extra(query: str, nl: str, example_nl: str, edit_fn, hints=None):
+    ctx = EditContext(info=analyse(nl), example_nl=example_nl, lexicon=QUALIFIERS, hints=hints)
     text = apply_extra(query, ctx, edit_fn)
     if text is not None:
         overpassql.parse(text)  # the edited query parses
@@ -166,3 +166,38 @@ def test_drop_tags_removes_what_only_the_example_asked_for():
     assert extra(query, "bars with website in Kiel", "bars with website in Rome", edit_drop_tags) is None
     # the main tag stays even when the example's words explain it and the request's do not
     assert extra('node["amenity"="toilets"];out;', "benches", "toilets in Bonn", edit_drop_tags) is None
+
+
+CAFES = '{{geocodeArea:"Bonn"}}->.a;(node["amenity"="cafe"](area.a);way["amenity"="cafe"](area.a););out;'
+
+
+def test_hint_tags_add_a_qualifier_the_lexicon_never_saw():
+    # outdoor_seating is in no training query: the tag index knows it from iD's field label
+    text = extra(CAFES, "cafes with outdoor seating in Bonn", "cafes in Rome", edit_hint_tags,
+                 hints={"amenity=cafe": 0.9, "outdoor_seating=yes": 0.6, "amenity=bench": 0.1})
+    assert text == ('{{geocodeArea:"Bonn"}}->.a;(node["amenity"="cafe"]["outdoor_seating"="yes"](area.a);'
+                    'way["amenity"="cafe"]["outdoor_seating"="yes"](area.a););out;')
+
+
+def test_hint_tags_replace_a_value_of_the_same_key_and_a_main_tag():
+    assert extra(CAFES, "restaurants in Bonn", "cafes in Rome", edit_hint_tags, hints={"amenity=restaurant": 0.8}) == (
+        CAFES.replace('"cafe"', '"restaurant"'))
+    # shop is a main key (always first in the lexicon's queries): it takes the main tag's place
+    lexicon = TagLexicon.fit(["bakeries", "bakeries in Rome"], ['node["shop"="bakery"];out;'] * 2, min_count=1)
+    ctx = EditContext(info=analyse("bakeries in Bonn"), example_nl="cafes in Rome", lexicon=lexicon,
+                      hints={"shop=bakery": 0.7})
+    assert apply_extra(CAFES, ctx, edit_hint_tags) == CAFES.replace('"amenity"="cafe"', '"shop"="bakery"')
+
+
+def test_hint_tags_leave_the_query_alone_when_unsure_or_already_right():
+    assert extra(CAFES, "cafes in Bonn", "cafes in Rome", edit_hint_tags, hints={"amenity=cafe": 0.9}) is None
+    assert extra(CAFES, "cafes with seating", "cafes", edit_hint_tags, hints={"outdoor_seating=yes": 0.3}) is None
+    assert extra(CAFES, "cafes", "cafes", edit_hint_tags, hints=None) is None
+    # a main tag the retriever backs stays: a second main key would select nothing
+    lexicon = TagLexicon.fit(["bakeries"], ['node["shop"="bakery"];out;'], min_count=1)
+    ctx = EditContext(info=analyse("cafe bakeries"), example_nl="cafes", lexicon=lexicon,
+                      hints={"amenity=cafe": 0.8, "shop=bakery": 0.7})
+    assert apply_extra(CAFES, ctx, edit_hint_tags) is None
+    # a key the query filters on in another way ([!"key"]) is not touched
+    no_site = 'node["amenity"="cafe"][!"website"];out;'
+    assert extra(no_site, "cafes with website", "cafes", edit_hint_tags, hints={"website=yes": 0.9}) is None

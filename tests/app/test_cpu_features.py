@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app.cpu.candidates import Candidate
 from app.cpu.features import FEATURE_NAMES, pool_features
@@ -92,3 +93,17 @@ def test_idf_share_does_not_depend_on_set_order():
         cls = type("S", (_OrderedSet,), {"reverse": reverse})
         results.add(_idf_share(cls("abcde"), cls("abc"), lex))
     assert len(results) == 1
+
+
+def test_hint_columns():
+    hints = {"amenity=cafe": 0.9, "outdoor_seating=yes": 0.6, "amenity=bar": 0.2}
+    f = pool_features(analyse("cafes with outdoor seating in Bonn"), _pool(), LEX, hints=hints)
+    assert f[0, col("hint_top")] == pytest.approx(0.9)
+    assert f[0, col("hint_top_in")] == 1 and f[1, col("hint_top_in")] == 0 and f[1, col("hint_top_key_in")] == 1
+    assert f[0, col("hint_support_mean")] == pytest.approx(0.9) and f[1, col("hint_support_mean")] == pytest.approx(0.2)
+    assert f[0, col("hint_missing")] == pytest.approx(0.6) and f[1, col("hint_missing")] == pytest.approx(1.5)
+    assert f[0, col("hint_covered")] == pytest.approx(0.9 / 1.5)
+    assert f[0, col("hint_support_mean_below_best")] == 0 and f[1, col("hint_support_mean_below_best")] < 0
+    without = pool_features(analyse("cafes with outdoor seating in Bonn"), _pool(), LEX)
+    assert (without[:, [col(n) for n in FEATURE_NAMES if n.startswith("hint_") and n != "hint_tags"
+                        and not n.endswith(("_best", "_mean"))]] == -1).all()

@@ -1,0 +1,60 @@
+"""Tag hints: what the tag retriever (``retrieval.TagRetriever``) thinks a request is about.
+
+The CPU default's own word -> tag lexicon only knows word/tag pairs that the
+training split shows at least twice; the tag index also knows iD's preset names,
+terms and field labels ("Outdoor Seating" -> ``outdoor_seating=yes``) and ranks
+tags with a learned model. The selector gets the retriever's probabilities as
+features, and one more candidate per neighbour carries its best tags.
+
+Hints are optional: a model trained without an index never asks for them, one
+trained with them needs the index at inference (and says how to build it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from retrieval.gold import is_free_text_key
+
+# The ranker's probability above which a hinted tag counts as wanted by the request.
+WANTED = 0.5
+
+
+@dataclass
+class TagHints:
+    """Controlled ``key=value`` tags for a request with the retriever's score (a probability with the
+    learned ranker), best first; leave-one-out for training requests through ``exclude``."""
+
+    retriever: object  # retrieval.TagRetriever
+    k: int = 10
+    _ids_of: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for ex in self.retriever.examples.examples:  # (request, query) -> its ids in the index's training split
+            self._ids_of.setdefault((ex.nl, ex.query), []).append(ex.index)
+
+    @classmethod
+    def load(cls, index_dir=None, k: int = 10) -> "TagHints":
+        """Raises ``retrieval.IndexMissingError`` (naming `geoql index build`) when there is no usable index."""
+        from retrieval import TagRetriever
+
+        return cls(TagRetriever.load(index_dir), k)
+
+    @property
+    def fingerprint(self) -> str:
+        """Which index made the hints: a model trained on one index should be used with the same."""
+        data = self.retriever.manifest.data
+        return f"{data.get('built_at', '?')}|ranker={'yes' if self.retriever.ranker is not None else 'no'}"
+
+    def __call__(self, nl: str, exclude=()) -> dict[str, float]:
+        hits = self.retriever.search(nl, self.k, tuple(exclude))
+        return {h.tag: h.score for h in hits if h.value != "*" and not is_free_text_key(h.key)}
+
+    def for_training(self, i: int, nl: str, query: str) -> dict[str, float]:
+        """Hints for training request ``i`` without its own example (leave-one-out).
+
+        The index's example ids are training-split positions; when the request is
+        not at position ``i`` there (a subset was trained), its first copy is left out.
+        """
+        ids = self._ids_of.get((nl, query), [])
+        return self(nl, exclude=(i,) if i in ids else tuple(ids[:1]))

@@ -1,0 +1,104 @@
+"""Tag hints from a real small index (real FAISS, real embedding model): features, training, loading."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.cpu.features import BASE_FEATURES, FEATURE_NAMES
+from app.cpu.hints import TagHints
+from app.cpu.model import CpuModel, ModelMissingError
+from app.cpu.train import TrainConfig, train
+from eval.dataset import load_split
+
+HINT_COLUMNS = [FEATURE_NAMES.index(n) for n in BASE_FEATURES if n.startswith("hint_") and n != "hint_tags"]
+
+
+@pytest.fixture(scope="module")
+def hints(small_index_dir):
+    return TagHints.load(small_index_dir)
+
+
+@pytest.fixture(scope="module")
+def hinted_model(small_index_dir):
+    pairs = load_split("train")[:300]
+    return train([e.nl for e in pairs], [e.query for e in pairs],
+                 TrainConfig(k=5, limit=30, max_iter=20, tag_hints="on", index_dir=str(small_index_dir)), progress=False)
+
+
+def test_hints_are_controlled_tags_best_first(hints):
+    found = hints("beekeepers in Germany")
+    assert found and list(found.values()) == sorted(found.values(), reverse=True)
+    assert "craft=beekeeper" in list(found)[:3]
+    assert not any(t.endswith("=*") or t.startswith("name") for t in found)
+    assert hints("") == {} and hints("!!!") == {}
+
+
+def test_training_hints_leave_the_request_out(hints):
+    seen = []
+
+    class Spy(TagHints):
+        def __call__(self, nl, exclude=()):
+            seen.append(tuple(exclude))
+            return {}
+
+    spy = Spy(hints.retriever)
+    train_split = load_split("train")
+    spy.for_training(5, train_split[5].nl, train_split[5].query)
+    spy.for_training(0, train_split[5].nl, train_split[5].query)  # a subset: position 0 of it is index 5
+    assert seen == [(5,), (5,)]
+
+
+def test_model_trained_with_hints_uses_them(hinted_model, tmp_path, small_index_dir):
+    assert hinted_model.config.tag_hints and hinted_model.index_fingerprint
+    _, cands, feats = hinted_model.pool("beekeepers in Berlin")
+    assert (feats[:, HINT_COLUMNS] != -1).any()
+    hinted_model.save(tmp_path)
+    loaded = CpuModel.load(tmp_path, index_dir=small_index_dir)
+    assert loaded.hints is not None
+    assert loaded.compile("beekeepers in Berlin") == hinted_model.compile("beekeepers in Berlin")
+
+
+def test_model_trained_with_hints_needs_its_index(hinted_model, tmp_path):
+    hinted_model.save(tmp_path)
+    with pytest.raises(ModelMissingError, match="geoql index build"):
+        CpuModel.load(tmp_path, index_dir=tmp_path / "no-index")
+
+
+def test_without_an_index_auto_trains_without_hints(tmp_path):
+    pairs = load_split("train")[:200]
+    model = train([e.nl for e in pairs], [e.query for e in pairs],
+                  TrainConfig(k=5, limit=20, max_iter=5, index_dir=str(tmp_path / "none")), progress=False)
+    assert not model.config.tag_hints and model.index_fingerprint == ""
+    _, _, feats = model.pool("cafes in Bonn")
+    assert np.all(feats[:, HINT_COLUMNS] == -1)
+    with pytest.raises(ValueError, match="tag index is not usable"):
+        train([e.nl for e in pairs], [e.query for e in pairs],
+              TrainConfig(k=5, limit=20, max_iter=5, tag_hints="on", index_dir=str(tmp_path / "none")), progress=False)
+
+
+def test_backend_with_a_hinted_model(hinted_model, tmp_path, small_index_dir):
+    from app.backends import get_backend
+    from app.backends.base import BackendError, GenerationRequest
+
+    hinted_model.save(tmp_path)
+    request = GenerationRequest(nl="beekeepers in Berlin", messages=[])
+    (query,) = get_backend("retrieval", model_dir=tmp_path, index_dir=small_index_dir).generate(request)
+    assert query == hinted_model.compile("beekeepers in Berlin")[0]
+    lost = get_backend("retrieval", model_dir=tmp_path, index_dir=tmp_path / "gone", train_if_missing=False)
+    with pytest.raises(BackendError, match="geoql index build"):
+        lost.generate(request)
+
+
+def test_ensure_index_keeps_an_index_and_survives_a_failed_build(small_index_dir, tmp_path, monkeypatch, capsys):
+    import index.build
+    from app.cpu.train import ensure_index
+
+    assert ensure_index(small_index_dir)
+
+    def offline(config):
+        raise OSError("registry.npmjs.org unreachable")
+
+    monkeypatch.setattr(index.build, "build_index", offline)
+    assert not ensure_index(tmp_path / "new")
+    assert "training without tag hints" in capsys.readouterr().err
