@@ -130,6 +130,11 @@ class Compiler:
 
             tags, examples, warnings = self.context(nl)
             messages = build_prompt(nl, tags, examples)
+        else:
+            try:  # what the backend looks at by itself (the CPU default: tag hints, neighbours), shown to users
+                tags, examples = backend.context(nl)
+            except BackendError:
+                pass  # generate() reports the problem with its fix
         grammar = None
         if config.grammar and backend.supports_grammar:
             from overpassql.grammar import lark_grammar

@@ -96,6 +96,10 @@ class Backend(ABC):
     def generate(self, request: GenerationRequest) -> list[str]:
         """Return candidate texts for ``request`` (at least one)."""
 
+    def context(self, nl: str) -> tuple[list[Any], list[Any]]:
+        """The tags and examples a backend without a prompt works from, for display (default: none)."""
+        return [], []
+
     def generate_batch(self, requests: list[GenerationRequest]) -> list[list[str]]:
         """Candidates for many requests; backends that batch natively override this."""
         return [self.generate(r) for r in requests]

@@ -100,6 +100,19 @@ class RetrievalBackend(Backend):
             raise BackendError("empty request: describe what to find, e.g. 'cafes in Bonn'")
         return model.compile(nl, n=request.n, config=self._config)
 
+    def context(self, nl: str) -> tuple[list, list]:
+        """The tag hints (when the model uses the index) and the nearest training requests, for display."""
+        from retrieval import RetrievedExample
+
+        model = self.model
+        text = (nl or "").strip()
+        if not text:
+            return [], []
+        tags = model.hints.hits(text) if model.hints is not None else []
+        examples = [RetrievedExample(nb.index, model.train_nls[nb.index], model.train_queries[nb.index], round(nb.score, 6))
+                    for nb in model.neighbours.search(text, self._config.k)]
+        return tags, examples
+
     def describe(self) -> str:
         from app.cpu.model import default_model_dir
 

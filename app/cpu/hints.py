@@ -12,6 +12,8 @@ trained with them needs the index at inference (and says how to build it).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from retrieval.gold import is_free_text_key
@@ -28,6 +30,8 @@ class TagHints:
     retriever: object  # retrieval.TagRetriever
     k: int = 10
     _ids_of: dict = field(default_factory=dict, repr=False)
+    _recent: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         for ex in self.retriever.examples.examples:  # (request, query) -> its ids in the index's training split
@@ -46,9 +50,24 @@ class TagHints:
         data = self.retriever.manifest.data
         return f"{data.get('built_at', '?')}|ranker={'yes' if self.retriever.ranker is not None else 'no'}"
 
+    def hits(self, nl: str, exclude=()) -> list:
+        """The retriever's ``TagHit`` list; the last requests' lists are kept, so showing the
+        hints (``compile()``'s tags) and using them cost one search."""
+        key = (nl, tuple(exclude))
+        with self._lock:
+            found = self._recent.get(key)
+            if found is not None:
+                self._recent.move_to_end(key)
+                return found
+        found = self.retriever.search(nl, self.k, tuple(exclude))
+        with self._lock:
+            self._recent[key] = found
+            while len(self._recent) > 64:
+                self._recent.popitem(last=False)
+        return found
+
     def __call__(self, nl: str, exclude=()) -> dict[str, float]:
-        hits = self.retriever.search(nl, self.k, tuple(exclude))
-        return {h.tag: h.score for h in hits if h.value != "*" and not is_free_text_key(h.key)}
+        return {h.tag: h.score for h in self.hits(nl, exclude) if h.value != "*" and not is_free_text_key(h.key)}
 
     def for_training(self, i: int, nl: str, query: str) -> dict[str, float]:
         """Hints for training request ``i`` without its own example (leave-one-out).

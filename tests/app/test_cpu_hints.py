@@ -102,3 +102,18 @@ def test_ensure_index_keeps_an_index_and_survives_a_failed_build(small_index_dir
     monkeypatch.setattr(index.build, "build_index", offline)
     assert not ensure_index(tmp_path / "new")
     assert "training without tag hints" in capsys.readouterr().err
+
+
+def test_compile_shows_the_hints_and_neighbours_it_used(hinted_model, tmp_path, small_index_dir):
+    from app import Compiler
+    from app.backends.retrieval import RetrievalBackend
+
+    hinted_model.save(tmp_path)
+    backend = RetrievalBackend(tmp_path, index_dir=small_index_dir, train_if_missing=False)
+    comp = Compiler(backend).compile("beekeepers in Berlin")
+    assert comp.valid and comp.query == hinted_model.compile("beekeepers in Berlin")[0]
+    assert "craft=beekeeper" in [t.tag for t in comp.tags]
+    assert len(comp.examples) == hinted_model.config.k
+    assert [e.index for e in comp.examples] == [n.index for n in hinted_model.neighbours.search("beekeepers in Berlin", 5)]
+    # the hints were searched once for showing and using them
+    assert backend.model.hints.hits("beekeepers in Berlin") is backend.model.hints.hits("beekeepers in Berlin")
