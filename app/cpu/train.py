@@ -58,7 +58,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.tag_hints not in ("auto", "on", "off"):
-            raise ValueError(f"tag_hints must be auto, on or off (got {self.tag_hints!r})")
+            raise ValueError(f"tag_hints must be auto, on or off (got {self.tag_hints!r}): use auto")
         CpuConfig(k=self.k, edits=self.edits)  # same checks as at inference
         if self.folds < 2:
             raise ValueError(f"folds must be >= 2 (got {self.folds}): use 5")
