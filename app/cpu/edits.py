@@ -14,7 +14,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from app.cpu.lexicon import TagLexicon
+from app.cpu.lexicon import MAIN_SHARE, TagLexicon
 from app.cpu.request import RequestInfo, content_words
 
 AREA_PLACEHOLDERS = ("{{geocodeArea:", "{{nominatimArea:")
@@ -293,11 +293,17 @@ def edit_add_tags(script, ctx: EditContext, *, want: float = 0.5, limit: int = 2
         keys.add(key)
         if len(added) == limit:
             break
+    _append_filters(queries, added)
+    return bool(added)
+
+
+def _append_filters(queries, tags) -> None:
+    """Put ``tags`` after the last tag filter of each statement (copies, on that filter's line)."""
+    A = _ast()
     for q in queries:
         last = max(i for i, f in enumerate(q.filters) if isinstance(f, A.Tag))
-        for offset, tag in enumerate(added, 1):
+        for offset, tag in enumerate(tags, 1):
             q.filters.insert(last + offset, dataclasses.replace(tag, line=q.filters[last].line))
-    return bool(added)
 
 
 def edit_drop_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float = 0.35) -> bool:
@@ -354,16 +360,14 @@ def edit_hint_tags(script, ctx: EditContext, *, want: float = 0.2, limit: int = 
         if same_key:
             for t in same_key:
                 t.value = value
-        elif ctx.lexicon.main_share(key) >= 0.75 and key in ctx.lexicon.key_main:
+        elif key in ctx.lexicon.key_main and ctx.lexicon.main_share(key) >= MAIN_SHARE:
             mains = [next(f for f in q.filters if isinstance(f, A.Tag) and f.key not in NAME_KEYS) for q in queries]
             if any(ctx.hints.get(_tag_name(m), 0.0) >= want or m.key_regex for m in mains):
                 continue
             for m in mains:
                 m.key, m.value, m.op, m.case_insensitive = key, value, "=", False
         else:
-            for q in queries:
-                last = max(i for i, f in enumerate(q.filters) if isinstance(f, A.Tag))
-                q.filters.insert(last + 1, A.Tag(key, value, "=", line=q.filters[last].line))
+            _append_filters(queries, [A.Tag(key, value, "=")])
         present.add(hint)
         keys.add(key)
         changes += 1

@@ -32,7 +32,8 @@ MANIFEST = "manifest.json"
 _REQUEST_COUNT = FEATURE_NAMES.index("request_count")
 _QUERY_COUNT = FEATURE_NAMES.index("query_count")
 FALLBACK_QUERY = "[out:json][timeout:25];nwr({{bbox}});out;"
-INDEX_HINT = "build the index with `geoql index build`, or train without it: `geoql cpu train --tag-hints off`"
+RETRAIN_WITHOUT_INDEX = "`geoql cpu train --tag-hints off`"
+INDEX_HINT = f"build the index with `geoql index build`, or train without it: {RETRAIN_WITHOUT_INDEX}"
 
 
 class ModelMissingError(Exception):
@@ -246,7 +247,7 @@ class CpuModel:
                 model.hints = TagHints.load(index_dir)
             except (IndexMissingError, ImportError) as exc:  # ImportError: installed without the `index` extra
                 raise ModelMissingError(f"the CPU model was trained with the tag index, which is not usable: {exc}; "
-                                        f"or retrain without it: `geoql cpu train --tag-hints off`") from None
+                                        f"or retrain without it: {RETRAIN_WITHOUT_INDEX}") from None
             if model.hints.fingerprint != model.index_fingerprint:
                 import warnings
 
