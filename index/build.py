@@ -145,6 +145,9 @@ def build_index(config: IndexConfig) -> Path:
         (staging / A.MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if config.fit_ranker:
             _fit_ranker(staging, config.progress)
+            # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
+            manifest["build_seconds"] = round(time.time() - started, 1)
+            (staging / A.MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         _swap_into_place(staging, out_dir)
         steps.update()
     finally:
@@ -223,7 +226,7 @@ def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim
                 "registry": config.registry,
                 "presets": len(config.preset_ids) if config.preset_ids is not None else len(schema.presets),
             },
-            "overpassnl-train": {"split": "train", "examples": len(train), "sha256": train_digest},
+            A.TRAIN_SOURCE: {"split": "train", "examples": len(train), "sha256": train_digest},
             "taginfo": taginfo_info,
         },
         "embedding": {"model": config.embedding_model, "resolved": resolve_model(config.embedding_model), "dim": int(dim), "normalized": True},

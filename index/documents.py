@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from retrieval.artifacts import TRAIN_SOURCE
 from retrieval.gold import is_free_text_key, query_tags, tag_id
 from retrieval.text import split_value
 
@@ -199,7 +200,7 @@ def add_training(tags: TagCollection, examples) -> list[ExampleDocument]:
             raise ValueError(f"only the training split may enter the index, got {ex.split!r}")
         found = []
         for gold in query_tags(ex.query):
-            doc = tags.get(gold.key, gold.value, "overpassnl-train")
+            doc = tags.get(gold.key, gold.value, TRAIN_SOURCE)
             if doc is None:
                 continue
             if doc.tag not in found:

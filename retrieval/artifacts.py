@@ -17,6 +17,7 @@ from .text import TOKENIZER_VERSION
 FORMAT_VERSION = 1
 ENV_VAR = "GEOQL_INDEX_DIR"
 BUILD_COMMAND = "geoql index build"
+TRAIN_SOURCE = "overpassnl-train"  # a tag document's source name for tags that the training split brought in
 
 MANIFEST = "manifest.json"
 TAGS_JSONL = "tags.jsonl"

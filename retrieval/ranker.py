@@ -1,14 +1,17 @@
-"""Learned tag ranking: a logistic regression over per-candidate evidence features.
+"""Learned tag ranking: a cascade of two logistic regressions over per-candidate evidence features.
 
 The candidates of a request are the tags found by any source (dense surfaces,
-BM25, tags of the nearest training requests). Each gets the features below;
-a logistic regression fitted on the index's own training requests, each
-searched leave-one-out (its own example neither votes nor appears as a
-phrase surface), scores them. The fit is deterministic (lbfgs, fixed sample
-of every ``every``-th request, no randomness) and takes about a minute on the
-full index; ``geoql index fit-ranker`` (or ``geoql index build``) writes the
-coefficients as readable JSON (``ranker.json``) next to the other artifacts.
-Without that file the retriever uses the hand-tuned linear fusion.
+BM25, tags of the nearest training requests). Each gets the features below.
+Stage 1, linear in the features, orders all candidates; stage 2, linear in the
+standardised features and their pairwise products, re-scores stage 1's best
+``RERANK`` controlled tags (the products let one piece of evidence count for
+more when another agrees). Both are fitted on the index's own training requests,
+each searched leaving out every training request with the same gold query (they
+neither vote nor appear as phrase surfaces; tags only they brought in are no
+candidates). The fit is deterministic (lbfgs, no randomness) and takes a few
+minutes on the full index; ``geoql index fit-ranker`` (or ``geoql index build``)
+writes the coefficients as readable JSON (``ranker.json``) next to the other
+artifacts. Without that file the retriever uses the hand-tuned linear fusion.
 
 Labels are the request's gold *controlled* pairs (``retrieval.gold``), the
 same target ``geoql retrieval-eval`` measures.
@@ -21,7 +24,8 @@ import math
 from pathlib import Path
 
 RANKER_JSON = "ranker.json"
-RANKER_FORMAT = 2  # 2: word-match and within-request relative features
+RANKER_FORMAT = 3  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting
+RERANK = 25  # controlled candidates that the second stage re-scores
 NEIGHBOURS = 50  # nearest training requests whose tags give features
 
 FEATURES = (
@@ -71,16 +75,22 @@ def tag_words(doc: dict) -> tuple[frozenset, frozenset, tuple]:
     return value, key, names
 
 
-def candidate_features(docs, popularity, evidence: dict, neighbours, example_tags, train_count, excluded_tags=(), doc_words=None):
+def candidate_features(docs, popularity, evidence: dict, neighbours, example_tags, train_count, excluded_tags=(), doc_words=None,
+                       popularity_peak: float = 1.0):
     """(candidate doc ids, feature rows) for one request.
 
     ``evidence``: the retriever's ``dense``/``bm25`` score dicts; ``neighbours``:
     [(row, cos)] of the nearest training requests, best first;
     ``example_tags(row)``: the doc ids a training request uses; ``train_count``:
     doc id -> number of training requests using it; ``excluded_tags``: doc ids of
-    left-out requests (their own use is taken off ``log_train_count``); ``doc_words(doc)``: the
-    tag's ``tag_words`` (cached by the caller; computed here when None). The request's words are
-    ``evidence["tokens"]``.
+    left-out requests; ``doc_words(doc)``: the tag's ``tag_words`` (cached by the caller; computed
+    here when None); ``popularity_peak``: the raw popularity that ``popularity`` was divided by.
+    The request's words are ``evidence["tokens"]``.
+
+    Leaving requests out must look like a request the index has never seen (dev, test, users),
+    or the ranker learns from tells that only fitting has: their own use is taken off
+    ``log_train_count`` and off the training part of ``popularity``, and a tag that only they
+    brought into the index is no candidate at all (for an unseen request it would not exist).
     """
     words = set(evidence.get("tokens", ()))
     if doc_words is None:
@@ -114,10 +124,14 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
     for doc in excluded_tags:
         excluded[doc] = excluded.get(doc, 0) + 1
     candidates = sorted(set(dense) | set(bm25) | set(v50))
+    if excluded:
+        candidates = [doc for doc in candidates if not _brought_only_by(docs[doc], train_count.get(doc, 0) - excluded.get(doc, 0))]
     rows = []
     for doc in candidates:
         d = docs[doc]
         value_words, key_words, names = doc_words(doc)
+        left = max(train_count.get(doc, 0) - excluded.get(doc, 0), 0)
+        own_use = (math.log1p(train_count.get(doc, 0)) - math.log1p(left)) / popularity_peak if doc in excluded else 0.0
         rows.append([
             dense.get(doc, 0.0),
             1.0 / (1 + dense_rank.get(doc, 1000)),
@@ -131,8 +145,8 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             float(doc in top1),
             max_cos.get(doc, 0.0),
             key_frac.get(d["key"], 0.0),
-            popularity[doc],
-            math.log1p(max(train_count.get(doc, 0) - excluded.get(doc, 0), 0)),
+            popularity[doc] - own_use,
+            math.log1p(left),
             float(d["value"] == "*"),
             float(doc in dense),
             float(doc in bm25),
@@ -149,73 +163,187 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
     return candidates, rows
 
 
+def _brought_only_by(doc: dict, train_uses_left: int) -> bool:
+    """True when the left-out requests are the only reason this tag is in the index."""
+    from .artifacts import TRAIN_SOURCE
+
+    return train_uses_left <= 0 and list(doc.get("sources", ())) == [TRAIN_SOURCE]
+
+
 class LinearRanker:
-    """Scores feature rows with fitted coefficients (plain Python, no sklearn at query time)."""
+    """One logistic regression over the feature rows: ``intercept + coef · row`` (the logit)."""
 
-    def __init__(self, coef, intercept: float, features=FEATURES, meta: dict | None = None) -> None:
-        if list(features) != list(FEATURES) or len(coef) != len(FEATURES):
-            raise ValueError(f"ranker features {list(features)} do not match this version's {list(FEATURES)}; "
-                             "refit with `geoql index fit-ranker`")
-        self.coef = [float(c) for c in coef]
+    def __init__(self, coef, intercept: float) -> None:
+        import numpy as np
+
+        self.coef = np.asarray(coef, dtype=np.float64)
         self.intercept = float(intercept)
-        self.meta = meta or {}
 
-    def score(self, rows) -> list[float]:
-        return [self.intercept + sum(c * x for c, x in zip(self.coef, row)) for row in rows]
+    def score(self, x):
+        return x @ self.coef + self.intercept
 
     def to_json(self) -> dict:
-        return {"format": RANKER_FORMAT, "model": "logistic_regression", "features": list(FEATURES),
-                "coef": [round(c, 6) for c in self.coef], "intercept": round(self.intercept, 6), **self.meta}
+        return {"coef": [round(float(c), 6) for c in self.coef], "intercept": round(self.intercept, 6)}
+
+
+def pairwise_expansion(z):
+    """Columns ``z`` followed by every product ``z_i * z_j`` (i <= j): what lets a logistic
+    regression weigh one piece of evidence by another (votes count for more when the names match too).
+
+    >>> pairwise_expansion(__import__("numpy").array([[1.0, 2.0]])).tolist()
+    [[1.0, 2.0, 1.0, 2.0, 4.0]]
+    """
+    import numpy as np
+
+    i, j = np.triu_indices(z.shape[1])
+    return np.hstack([z, z[:, i] * z[:, j]])
+
+
+class CascadeRanker:
+    """Two logistic regressions: stage 1 (linear in the features) orders all candidates; stage 2
+    (linear in the standardised features and their pairwise products) re-scores the ``rerank`` best
+    controlled tags of stage 1. Plain numpy at query time; the stored JSON is readable.
+
+    Scores are logits. Stage-2 scores are calibrated among the re-ranked candidates; the others keep
+    their stage-1 logit, held below the lowest re-ranked one so one sort gives the cascade's order.
+    """
+
+    def __init__(self, stage1: LinearRanker, stage2: LinearRanker, mean, scale, rerank: int = 25,
+                 features=FEATURES, meta: dict | None = None) -> None:
+        import numpy as np
+
+        if list(features) != list(FEATURES) or len(stage1.coef) != len(FEATURES) or len(mean) != len(FEATURES):
+            raise ValueError(f"ranker features {list(features)} do not match this version's {list(FEATURES)}; "
+                             "refit with `geoql index fit-ranker`")
+        if len(stage2.coef) != _WIDTH:
+            raise ValueError(f"stage-2 ranker has {len(stage2.coef)} coefficients, expected {_WIDTH}; refit with `geoql index fit-ranker`")
+        if rerank < 1:
+            raise ValueError(f"rerank must be at least 1, got {rerank}; refit with `geoql index fit-ranker`")
+        self.stage1, self.stage2, self.rerank = stage1, stage2, int(rerank)
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.scale = np.asarray(scale, dtype=np.float64)
+        self.meta = meta or {}
+
+    def second(self, x):
+        return self.stage2.score(pairwise_expansion((x - self.mean) / self.scale))
+
+    def score(self, rows) -> list[float]:
+        import numpy as np
+
+        x = np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES))
+        if not len(x):
+            return []
+        out = self.stage1.score(x)
+        top = best_controlled(x, out, self.rerank)
+        if len(top):
+            second = self.second(x[top])
+            rest = np.ones(len(x), dtype=bool)
+            rest[top] = False
+            out[rest] = np.minimum(out[rest], second.min() - 1e-3)
+            out[top] = second
+        return out.tolist()
+
+    def to_json(self) -> dict:
+        return {"format": RANKER_FORMAT, "model": "cascade of two logistic regressions", "features": list(FEATURES),
+                "stage1": self.stage1.to_json(),
+                "stage2": {"rerank": self.rerank,
+                           "input": "(features - mean) / scale, then every pairwise product z_i * z_j (i <= j)",
+                           "mean": [round(float(v), 8) for v in self.mean], "scale": [round(float(v), 8) for v in self.scale],
+                           **self.stage2.to_json()},
+                **self.meta}
 
     @classmethod
-    def load(cls, path: Path) -> "LinearRanker":
+    def load(cls, path: Path) -> "CascadeRanker":
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if data.get("format") != RANKER_FORMAT:
             raise ValueError(f"{path}: ranker format {data.get('format')!r}, expected {RANKER_FORMAT}; "
                              "refit with `geoql index fit-ranker`")
-        meta = {k: v for k, v in data.items() if k not in {"format", "model", "features", "coef", "intercept"}}
-        return cls(data["coef"], data["intercept"], data["features"], meta)
+        one, two = data["stage1"], data["stage2"]
+        meta = {k: v for k, v in data.items() if k not in {"format", "model", "features", "stage1", "stage2"}}
+        return cls(LinearRanker(one["coef"], one["intercept"]), LinearRanker(two["coef"], two["intercept"]),
+                   two["mean"], two["scale"], two["rerank"], data["features"], meta)
 
 
-def training_matrix(retriever, *, every: int = 3, progress: bool = False):
-    """Leave-one-out features and labels of every ``every``-th indexed training request."""
+_FREE_TEXT = FEATURES.index("free_text")
+_WIDTH = len(FEATURES) + len(FEATURES) * (len(FEATURES) + 1) // 2  # stage-2 inputs: features and their pairwise products
+
+
+def best_controlled(x, scores, n: int):
+    """Row indices of the ``n`` best-scored controlled (not free-text) candidates, best first."""
+    import numpy as np
+
+    controlled = np.flatnonzero(x[:, _FREE_TEXT] == 0)
+    return controlled[np.argsort(-scores[controlled], kind="stable")[:n]]
+
+
+def same_query_groups(examples) -> dict[int, tuple[int, ...]]:
+    """Training index -> the indices of every training request with the same gold query (itself included).
+
+    The dataset splits by query: no dev or test query occurs in train, while 6 % of training requests
+    share their query with another training request. Leaving the whole group out keeps fitting honest.
+    """
+    by_query: dict[str, list[int]] = {}
+    for ex in examples:
+        by_query.setdefault(" ".join(ex.query.split()), []).append(ex.index)
+    return {i: tuple(group) for group in by_query.values() for i in group}
+
+
+def training_groups(retriever, *, every: int = 1, progress: bool = False):
+    """Per training request (every ``every``-th): its candidates' feature matrix and gold labels,
+    searched leaving out every request with the same gold query."""
     import numpy as np
     from tqdm import tqdm
 
     from .gold import controlled_pairs
 
     examples = retriever.examples
-    xs, ys = [], []
+    groups = same_query_groups(examples.examples)
+    out = []
     rows = range(0, len(examples.examples), max(1, every))
     for row in tqdm(rows, desc="ranker features", disable=not progress):
         ex = examples.examples[row]
         gold = set(controlled_pairs(ex.query))
         vector = examples.vectors[row]  # the indexed embedding: no encoder call
-        candidates, feats = retriever._features(ex.nl, vector, (ex.index,))
-        if not candidates:
-            continue
-        xs.extend(feats)
-        ys.extend(retriever.docs[d]["tag"] in gold for d in candidates)
-    return np.asarray(xs, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(ys, dtype=bool), len(rows)
+        candidates, feats = retriever._features(ex.nl, vector, groups.get(ex.index, (ex.index,)))
+        if candidates:
+            out.append((np.asarray(feats, dtype=np.float64), np.asarray([retriever.docs[d]["tag"] in gold for d in candidates])))
+    return out, len(rows)
 
 
-def fit_ranker(retriever, *, every: int = 3, c: float = 1.0, progress: bool = False) -> LinearRanker:
-    """Fit the logistic regression on the index's own training requests (leave-one-out)."""
+def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, rerank: int = RERANK,
+               progress: bool = False) -> CascadeRanker:
+    """Fit both stages on the index's own training requests (leave-one-query-out). Deterministic."""
+    import numpy as np
     from sklearn.linear_model import LogisticRegression
 
     from .embedding import run_single_threaded
 
-    x, y, n_requests = run_single_threaded(training_matrix, retriever, every=every, progress=progress)
-    if len(y) == 0 or y.all() or not y.any():
+    groups, n_requests = run_single_threaded(training_groups, retriever, every=every, progress=progress)
+    if not groups:
         raise ValueError("too few training requests with gold tags to fit a ranker; use a larger index")
-    model = LogisticRegression(C=c, max_iter=5000, solver="lbfgs").fit(x, y)
-    meta = {"trained_on": {"split": "train", "leave_one_out": True, "every": every, "requests": n_requests,
-                           "candidates": int(len(y)), "positives": int(y.sum()), "C": c},
+    x = np.vstack([g[0] for g in groups])
+    y = np.concatenate([g[1] for g in groups])
+    if y.all() or not y.any():
+        raise ValueError("too few training requests with gold tags to fit a ranker; use a larger index")
+    one = LogisticRegression(C=c, max_iter=5000, solver="lbfgs").fit(x, y)
+    stage1 = LinearRanker(one.coef_[0], one.intercept_[0])
+    picks = [(gx[top], gy[top]) for gx, gy in groups for top in [best_controlled(gx, stage1.score(gx), rerank)]]
+    x2 = np.vstack([p[0] for p in picks])
+    y2 = np.concatenate([p[1] for p in picks])
+    if y2.all() or not y2.any():
+        raise ValueError("too few training requests with gold tags to fit a ranker; use a larger index")
+    mean = x2.mean(axis=0)
+    scale = x2.std(axis=0)
+    scale[scale == 0] = 1.0
+    two = LogisticRegression(C=c2, max_iter=3000, solver="lbfgs").fit(pairwise_expansion((x2 - mean) / scale), y2)
+    meta = {"trained_on": {"split": "train", "leave_one_out": "every training request with the same gold query",
+                           "every": every, "requests": n_requests, "candidates": int(len(y)), "positives": int(y.sum()),
+                           "reranked_candidates": int(len(y2)), "reranked_positives": int(y2.sum()), "C": c, "C2": c2},
             "index_built_at": retriever.manifest.data.get("built_at")}
-    return LinearRanker(model.coef_[0].tolist(), float(model.intercept_[0]), FEATURES, meta)
+    return CascadeRanker(stage1, LinearRanker(two.coef_[0], two.intercept_[0]), mean, scale, rerank, FEATURES, meta)
 
 
-def write_ranker(ranker: LinearRanker, index_dir: Path) -> Path:
+def write_ranker(ranker: CascadeRanker, index_dir: Path) -> Path:
     out = Path(index_dir) / RANKER_JSON
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(ranker.to_json(), indent=2) + "\n", encoding="utf-8")

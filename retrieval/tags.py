@@ -23,7 +23,7 @@ from .config import RetrievalConfig
 from .embedding import run_single_threaded
 from .examples import ExampleRetriever, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
-from .ranker import NEIGHBOURS, RANKER_JSON, LinearRanker, candidate_features, tag_words
+from .ranker import NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_words
 from .text import split_value, tokenize
 
 
@@ -59,6 +59,7 @@ class TagRetriever:
             raise A.IndexMissingError(f"the tag files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")
         peak = max((d.get("popularity", 0.0) for d in self.docs), default=0.0) or 1.0
         self._popularity = [d.get("popularity", 0.0) / peak for d in self.docs]  # 0..1
+        self._popularity_peak = peak
         self.examples = ExampleRetriever(index_dir, manifest, self.config)
         # Ranker features: the tags each training request uses, and how many requests use each tag.
         self._example_docs = [tuple(sorted({self._doc_of[t] for t in ex.tags if t in self._doc_of})) for ex in self.examples.examples]
@@ -70,7 +71,7 @@ class TagRetriever:
         self.ranker = None
         if self.config.fusion == "learned" and (index_dir / RANKER_JSON).is_file():
             try:
-                self.ranker = LinearRanker.load(index_dir / RANKER_JSON)
+                self.ranker = CascadeRanker.load(index_dir / RANKER_JSON)
             except (ValueError, KeyError, OSError) as exc:
                 warnings.warn(f"ignoring {index_dir / RANKER_JSON} ({exc}); using linear fusion", stacklevel=2)
 
@@ -156,7 +157,7 @@ class TagRetriever:
         excluded_rows = [self.examples._row_of[i] for i in exclude if i in self.examples._row_of]
         return candidate_features(
             self.docs, self._popularity, evidence, evidence["neighbours"], self._example_docs.__getitem__, self._train_count,
-            [doc for r in excluded_rows for doc in self._example_docs[r]], self._words_of,
+            [doc for r in excluded_rows for doc in self._example_docs[r]], self._words_of, self._popularity_peak,
         )
 
     def _words_of(self, doc: int) -> tuple:

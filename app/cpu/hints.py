@@ -12,6 +12,7 @@ trained with them needs the index at inference (and says how to build it).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -47,8 +48,13 @@ class TagHints:
     @property
     def fingerprint(self) -> str:
         """Which index made the hints: a model trained on one index should be used with the same."""
+        import hashlib
+
         data = self.retriever.manifest.data
-        return f"{data.get('built_at', '?')}|ranker={'yes' if self.retriever.ranker is not None else 'no'}"
+        ranker = "no"
+        if self.retriever.ranker is not None:  # `geoql index fit-ranker` changes the hints without a new build time
+            ranker = hashlib.sha256(json.dumps(self.retriever.ranker.to_json(), sort_keys=True).encode()).hexdigest()[:12]
+        return f"{data.get('built_at', '?')}|ranker={ranker}"
 
     def hits(self, nl: str, exclude=()) -> list:
         """The retriever's ``TagHit`` list; the last requests' lists are kept, so showing the

@@ -8,7 +8,18 @@ import shutil
 import pytest
 
 from retrieval import RetrievalConfig, TagHit, TagRetriever
-from retrieval.ranker import FEATURES, RANKER_JSON, LinearRanker, candidate_features, fit_ranker, write_ranker
+from retrieval.ranker import (
+    FEATURES,
+    RANKER_JSON,
+    CascadeRanker,
+    LinearRanker,
+    best_controlled,
+    candidate_features,
+    fit_ranker,
+    pairwise_expansion,
+    same_query_groups,
+    write_ranker,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,19 +41,58 @@ def fitted(index_copy):
 
 def test_fit_is_deterministic_and_readable(fitted, index_copy):
     again = fit_ranker(TagRetriever.load(index_copy, RetrievalConfig(fusion="linear")), every=2)
-    assert again.coef == pytest.approx(fitted.coef, abs=1e-6) and again.intercept == pytest.approx(fitted.intercept, abs=1e-6)
+    for mine, theirs in ((again.stage1, fitted.stage1), (again.stage2, fitted.stage2)):
+        assert list(mine.coef) == pytest.approx(list(theirs.coef), abs=1e-6)
+        assert mine.intercept == pytest.approx(theirs.intercept, abs=1e-6)
     data = json.loads((index_copy / RANKER_JSON).read_text())
-    assert data["features"] == list(FEATURES) and len(data["coef"]) == len(FEATURES)
-    assert data["trained_on"]["split"] == "train" and data["trained_on"]["leave_one_out"] is True
-    # evidence from the nearest requests and from names must count for a tag, free-text keys against it
-    coef = dict(zip(FEATURES, fitted.coef))
+    assert data["format"] == 3 and data["features"] == list(FEATURES) and len(FEATURES) == 25
+    assert len(data["stage1"]["coef"]) == 25 and len(data["stage2"]["coef"]) == 25 + 25 * 26 // 2
+    assert data["stage2"]["rerank"] == 25 and len(data["stage2"]["mean"]) == len(data["stage2"]["scale"]) == 25
+    info = data["trained_on"]
+    assert info["split"] == "train" and "same gold query" in info["leave_one_out"]
+    assert 0 < info["reranked_positives"] <= info["positives"] < info["candidates"]
+    # evidence from the nearest requests must count for a tag, free-text keys against it
+    coef = dict(zip(FEATURES, fitted.stage1.coef))
     assert coef["frac5"] > 0 and coef["free_text"] < 0
-    assert data["format"] == 2 and len(FEATURES) == 25
+    assert CascadeRanker.load(index_copy / RANKER_JSON).to_json() == data
+
+
+def test_cascade_reranks_only_the_best_controlled_candidates():
+    import numpy as np
+
+    width = 25 + 25 * 26 // 2
+    stage1 = LinearRanker([1.0] + [0.0] * 24, 0.0)  # orders by the first feature
+    stage2 = LinearRanker([0.0] + [-1.0] + [0.0] * (width - 2), 0.0)  # prefers a low second feature
+    ranker = CascadeRanker(stage1, stage2, np.zeros(25), np.ones(25), rerank=2)
+    rows = np.zeros((4, 25))
+    rows[:, 0] = [3.0, 2.0, 1.0, 5.0]
+    rows[:, 1] = [1.0, 0.0, -9.0, 0.0]
+    rows[3, FEATURES.index("free_text")] = 1.0  # never re-ranked, however high its stage-1 logit
+    scores = ranker.score(rows.tolist())
+    # rows 0 and 1 are the two best controlled; stage 2 puts 1 before 0; rows 2 and 3 stay below both
+    assert best_controlled(rows, rows[:, 0], 2).tolist() == [0, 1]
+    assert scores[1] == 0.0 and scores[0] == -1.0 and scores[2] == scores[3] == pytest.approx(-1.001)
+    assert ranker.score([]) == []
+    with pytest.raises(ValueError, match="fit-ranker"):
+        CascadeRanker(stage1, LinearRanker([0.0] * 3, 0.0), np.zeros(25), np.ones(25))
+
+
+def test_pairwise_expansion_and_query_groups():
+    import numpy as np
+
+    assert pairwise_expansion(np.array([[2.0, 3.0, 0.5]])).tolist() == [[2.0, 3.0, 0.5, 4.0, 6.0, 1.0, 9.0, 1.5, 0.25]]
+
+    class Ex:
+        def __init__(self, index, query):
+            self.index, self.query = index, query
+
+    groups = same_query_groups([Ex(0, "node[a=b]; out;"), Ex(1, "node[a=c]; out;"), Ex(2, "node[a=b];\n  out;")])
+    assert groups == {0: (0, 2), 2: (0, 2), 1: (1,)}
 
 
 def test_learned_retriever_uses_the_ranker(fitted, index_copy):
     learned = TagRetriever.load(index_copy)
-    assert learned.ranker is not None and learned.ranker.coef == pytest.approx(fitted.coef, abs=1e-5)
+    assert learned.ranker is not None and learned.ranker.stage2.coef == pytest.approx(fitted.stage2.coef, abs=1e-5)
     assert TagRetriever.load(index_copy, RetrievalConfig(fusion="linear")).ranker is None
     for nl, tag in [("beekeeper", "craft=beekeeper"), ("post box", "amenity=post_box"), ("bakeries in Lyon", "shop=bakery")]:
         hits = learned.search(nl, 10)
@@ -75,7 +125,7 @@ def test_learned_bad_input_gives_a_list(fitted, index_copy, nl):
 def test_stale_ranker_falls_back_to_linear(index_copy, tmp_path):
     other = tmp_path / "index"
     shutil.copytree(index_copy, other)
-    (other / RANKER_JSON).write_text(json.dumps({"format": 1, "features": ["dense"], "coef": [1.0], "intercept": 0.0}))
+    (other / RANKER_JSON).write_text(json.dumps({"format": 2, "features": ["dense"], "coef": [1.0], "intercept": 0.0}))
     with pytest.warns(UserWarning, match="fit-ranker"):
         retriever = TagRetriever.load(other)
     assert retriever.ranker is None and retriever.search("post box", 3)[0].tag == "amenity=post_box"
@@ -101,4 +151,26 @@ def test_features_follow_the_evidence():
     assert f[0]["dense_rel"] == 1.0 and f[2]["dense_rel"] == pytest.approx(0.3 / 0.9) and f[1]["dense_rel"] == 0.0
     assert f[0]["max_cos_rel"] == 1.0 and f[2]["max_cos_rel"] == pytest.approx(0.5 / 0.8)
     with pytest.raises(ValueError, match="fit-ranker"):
-        LinearRanker([1.0], 0.0, ["dense"])
+        CascadeRanker(LinearRanker([1.0], 0.0), LinearRanker([1.0], 0.0), [0.0], [1.0], 25, ["dense"])
+
+
+def test_left_out_requests_leave_no_trace():
+    """A request left out while fitting must look unseen: no tag that only it brought in, no own use in
+    the popularity prior (dev requests have neither)."""
+    import math
+
+    docs = [{"key": "amenity", "value": "cafe", "names": ["Cafe"], "sources": ["id-tagging-schema@7.2.0", "overpassnl-train"]},
+            {"key": "cuisine", "value": "brunch", "sources": ["overpassnl-train"]},
+            {"key": "shop", "value": "bakery", "sources": ["overpassnl-train"]}]
+    train_count = {0: 3, 1: 1, 2: 2}
+    peak = 2.0
+    popularity = [(math.log1p(3) + 0.5) / peak, math.log1p(1) / peak, math.log1p(2) / peak]
+    evidence = {"dense": {0: 0.9, 1: 0.5, 2: 0.4}, "bm25": {}, "tokens": {"cafe"}}
+    used = {0: (0, 1), 1: (2,)}
+    unseen, rows = candidate_features(docs, popularity, evidence, [(1, 0.5)], used.__getitem__, train_count, (), None, peak)
+    assert unseen == [0, 1, 2]
+    left_out, rows = candidate_features(docs, popularity, evidence, [(1, 0.5)], used.__getitem__, train_count, [0, 1], None, peak)
+    assert left_out == [0, 2]  # cuisine=brunch exists only because of the left-out request
+    f = {doc: dict(zip(FEATURES, row)) for doc, row in zip(left_out, rows)}
+    assert f[0]["popularity"] == pytest.approx((math.log1p(2) + 0.5) / peak)
+    assert f[0]["log_train_count"] == pytest.approx(math.log1p(2)) and f[2]["popularity"] == pytest.approx(popularity[2])
