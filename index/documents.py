@@ -139,14 +139,30 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
         for opt in tr_options:
             options.setdefault(opt)
         for key in keys:
-            if "*" in key or key.endswith(":"):
-                continue  # key prefixes such as "name:" are not single tags
+            if "*" in key:
+                continue
+            if key.endswith(":"):
+                # a multiCombo over a key prefix sets one `prefix+option=yes` tag per chosen option
+                # (fuel: + octane_95 -> fuel:octane_95=yes); other prefixes ("name:") are not single tags
+                if ftype == "multiCombo":
+                    for opt in options:
+                        if isinstance(opt, str) and opt and not is_free_text_key(key + opt):
+                            doc = tags.get(key + opt, "yes", source)
+                            if doc is not None:
+                                doc.schema_refs += 1
+                                title = _label(tr_options.get(opt)) or split_value(opt)
+                                tags.add_unique(doc.names, f"{title} ({split_value(key.rstrip(':'))})")
+                continue
             if ftype in {"check", "defaultCheck", "onewayCheck"}:
                 doc = tags.get(key, "yes", source)
                 if doc is not None:
                     doc.schema_refs += 1
                     tags.add_unique(doc.names, label)
                     tags.add_unique(doc.terms, *terms)
+                no = tags.get(key, "no", source)  # a check box is yes or no; queries ask for either
+                if no is not None:
+                    no.schema_refs += 1
+                    tags.add_unique(no.names, f"no {label}" if label else "")
             if ftype in FREE_TEXT_FIELD_TYPES or is_free_text_key(key) or not options:
                 doc = tags.get(key, None, source)
                 if doc is not None:

@@ -89,3 +89,15 @@ def test_sources_merge_into_one_document(schema):
     doc = tags.docs["amenity=post_box"]
     assert doc.sources == ["id-tagging-schema@7.2.0", "overpassnl-train"]
     assert doc.train_count == 1 and doc.names[0] == "Mail Drop Box" and doc.popularity > 0
+
+
+def test_multi_combo_prefix_options_are_yes_tags(schema_tags):
+    """iD's multiCombo over a key prefix sets `prefix+option=yes` per option (fuel: + octane_80)."""
+    octane = schema_tags.docs["fuel:octane_80=yes"]
+    assert octane.names == ["Gasoline (80 Octane) (fuel)"] and octane.sources == ["id-tagging-schema@7.2.0"]
+    assert "fuel:e85=yes" in schema_tags.docs and not any(t.startswith("fuel:=") or t == "fuel:=*" for t in schema_tags.docs)
+
+
+def test_check_fields_give_yes_and_no(schema_tags):
+    assert "Bench" in schema_tags.docs["bench=yes"].names
+    assert schema_tags.docs["bench=no"].names == ["no Bench"]
