@@ -58,3 +58,8 @@ def test_fit_ranker_without_index_is_a_user_error(tmp_path, capsys):
 def test_build_fits_the_ranker(small_index_dir):
     data = json.loads((small_index_dir / "ranker.json").read_text())
     assert data["model"] == "cascade of two logistic regressions" and data["trained_on"]["split"] == "train"
+
+
+def test_fit_ranker_bad_rerank_is_a_user_error(small_index_dir, tmp_path, capsys):
+    assert main(["index", "fit-ranker", "--index-dir", str(small_index_dir), "--rerank", "0"]) == 2
+    assert "rerank must be at least 1" in capsys.readouterr().err
