@@ -54,6 +54,10 @@ def tag_bm25_tokens(doc: TagDocument) -> list[str]:
     return tokenize(" ".join(parts)) or ["__empty__"]
 
 
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def _write_jsonl(path: Path, rows) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
@@ -142,12 +146,12 @@ def build_index(config: IndexConfig) -> Path:
         steps.update()
 
         manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started)
-        (staging / A.MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
             _fit_ranker(staging, config.progress)
             # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
             manifest["build_seconds"] = round(time.time() - started, 1)
-            (staging / A.MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            _write_json(staging / A.MANIFEST, manifest)
         _swap_into_place(staging, out_dir)
         steps.update()
     finally:

@@ -103,6 +103,15 @@ def _as_list(value) -> list[str]:
     return [v for v in value or [] if isinstance(v, str)]
 
 
+def _add_option(tags: TagCollection, source: str, key: str, value: str, title: str, field_key: str) -> None:
+    """One option of a field as a tag, named by its title and the field's key: "Pizza" alone is
+    ambiguous and field labels are often just "Type", so "Pizza (cuisine)" names the key."""
+    doc = tags.get(key, value, source)
+    if doc is not None:
+        doc.schema_refs += 1
+        tags.add_unique(doc.names, f"{title} ({split_value(field_key)})")
+
+
 def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
     """id-tagging-schema presets, fields, deprecations and taginfo descriptions."""
     source = f"id-tagging-schema@{schema.version}"
@@ -147,11 +156,7 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
                 if ftype == "multiCombo":
                     for opt in options:
                         if isinstance(opt, str) and opt and not is_free_text_key(key + opt):
-                            doc = tags.get(key + opt, "yes", source)
-                            if doc is not None:
-                                doc.schema_refs += 1
-                                title = _label(tr_options.get(opt)) or split_value(opt)
-                                tags.add_unique(doc.names, f"{title} ({split_value(key.rstrip(':'))})")
+                            _add_option(tags, source, key + opt, "yes", _label(tr_options.get(opt)) or split_value(opt), key.rstrip(":"))
                 continue
             if ftype in {"check", "defaultCheck", "onewayCheck"}:
                 doc = tags.get(key, "yes", source)
@@ -171,16 +176,8 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
                     tags.add_unique(doc.terms, *terms)
                 continue
             for opt in options:
-                if not isinstance(opt, str) or not opt:
-                    continue
-                doc = tags.get(key, opt, source)
-                if doc is None:
-                    continue
-                doc.schema_refs += 1
-                title = _label(tr_options.get(opt)) or split_value(opt)
-                # "Pizza" alone is ambiguous and field labels are often just "Type":
-                # "Pizza (cuisine)" names the key.
-                tags.add_unique(doc.names, f"{title} ({split_value(key)})")
+                if isinstance(opt, str) and opt:
+                    _add_option(tags, source, key, opt, _label(tr_options.get(opt)) or split_value(opt), key)
     for row in schema.deprecated:
         old, new = row.get("old") or {}, row.get("replace") or {}
         replacements = [tag_id(k, None if v == "*" else v) for k, v in new.items() if "$1" not in str(v)]

@@ -23,6 +23,8 @@ import json
 import math
 from pathlib import Path
 
+from .artifacts import TRAIN_SOURCE
+
 RANKER_JSON = "ranker.json"
 RANKER_FORMAT = 3  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting
 RERANK = 25  # controlled candidates that the second stage re-scores
@@ -125,15 +127,17 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
     excluded = {}
     for doc in excluded_tags:
         excluded[doc] = excluded.get(doc, 0) + 1
-    candidates = sorted(set(dense) | set(bm25) | set(v50))
-    if excluded:
-        candidates = [doc for doc in candidates if not _brought_only_by(docs[doc], train_count.get(doc, 0) - excluded.get(doc, 0))]
+    candidates = []
     rows = []
-    for doc in candidates:
+    for doc in sorted(set(dense) | set(bm25) | set(v50)):
         d = docs[doc]
+        used = train_count.get(doc, 0)
+        left = max(used - excluded.get(doc, 0), 0)
+        if doc in excluded and left == 0 and list(d.get("sources", ())) == [TRAIN_SOURCE]:
+            continue  # only the left-out requests brought this tag into the index
+        candidates.append(doc)
         value_words, key_words, names = doc_words(doc)
-        left = max(train_count.get(doc, 0) - excluded.get(doc, 0), 0)
-        own_use = (math.log1p(train_count.get(doc, 0)) - math.log1p(left)) / popularity_peak if doc in excluded else 0.0
+        own_use = (math.log1p(used) - math.log1p(left)) / popularity_peak if doc in excluded else 0.0
         rows.append([
             dense.get(doc, 0.0),
             1.0 / (1 + dense_rank.get(doc, 1000)),
@@ -163,13 +167,6 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             for row in rows:
                 row[relative] = row[source] / peak
     return candidates, rows
-
-
-def _brought_only_by(doc: dict, train_uses_left: int) -> bool:
-    """True when the left-out requests are the only reason this tag is in the index."""
-    from .artifacts import TRAIN_SOURCE
-
-    return train_uses_left <= 0 and list(doc.get("sources", ())) == [TRAIN_SOURCE]
 
 
 class LinearRanker:

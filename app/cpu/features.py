@@ -135,16 +135,24 @@ def _idf_share(words: set, other: set, lexicon: TagLexicon) -> float:
     return math.fsum(lexicon.idf(w) for w in words & other) / total if total else 1.0
 
 
-def _hint_columns(hints: dict[str, float] | None, tags: set[str], kv_tags: list[str]) -> list[float]:
-    """The ``hint_*`` columns of one candidate (its ``tag_names`` and sorted ``key=value`` tags)."""
+def _hint_summary(hints: dict[str, float] | None):
+    """What every candidate of a pool is compared with: (hints, best tag, its probability, the
+    wanted tags best first, their probability mass); ``None`` when the model has no index."""
     if hints is None:
-        return [-1.0] * 8
+        return None
     ranked = sorted(hints.items(), key=lambda kv: (-kv[1], kv[0]))
     top_tag, top = ranked[0] if ranked else ("", 0.0)
-    backed = [hints.get(t, 0.0) for t in kv_tags]
     wanted = [(t, p) for t, p in ranked if p >= WANTED]
+    return hints, top_tag, top, wanted, math.fsum(p for _, p in wanted)
+
+
+def _hint_columns(summary, tags: set[str], kv_tags: list[str]) -> list[float]:
+    """The ``hint_*`` columns of one candidate (its ``tag_names`` and sorted ``key=value`` tags)."""
+    if summary is None:
+        return [-1.0] * 8
+    hints, top_tag, top, wanted, wanted_mass = summary
+    backed = [hints.get(t, 0.0) for t in kv_tags]
     missing = [p for t, p in wanted if t not in tags]
-    wanted_mass = math.fsum(p for _, p in wanted)
     return [
         top,
         math.fsum(backed) / len(backed) if backed else -1.0,
@@ -180,6 +188,7 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
     request_user = bool(_USER_WORDS.search(info.nl))
     request_around = bool(_AROUND_WORDS.search(info.nl))
     mean_len = float(np.mean([len(c.query) for c in candidates]))
+    hint_summary = _hint_summary(hints)
     rows = []
     for i, c in enumerate(candidates):
         q = c.query
@@ -250,7 +259,7 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
                 _idf_share(example_words, info.words, lexicon),
                 float(np.mean(key_supports)) if key_supports else -1.0,
                 sum(p < 0.05 for p in supports),
-                *_hint_columns(hints, tagsets[i], kv_tags),
+                *_hint_columns(hint_summary, tagsets[i], kv_tags),
                 "hint_tags" in c.edits,
             ]
         )
