@@ -18,7 +18,7 @@ from retrieval import artifacts as A
 from retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
 from .config import IndexConfig, default_cache_dir
-from .documents import ExampleDocument, TagCollection, TagDocument, add_schema, add_training, tag_counts
+from .documents import ExampleDocument, TagCollection, TagDocument, add_schema, add_training, mark_likely_typos, tag_counts
 
 
 def tag_surfaces(doc: TagDocument) -> list[tuple[str, str]]:
@@ -125,6 +125,7 @@ def build_index(config: IndexConfig) -> Path:
     steps.update()
 
     docs = sorted(tags.docs.values(), key=lambda d: d.tag)
+    mark_likely_typos(docs)  # after taginfo: popularity decides which of two spellings is the slip
     surfaces = [(i, kind, text) for i, d in enumerate(docs) for kind, text in tag_surfaces(d)]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))

@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from retrieval.artifacts import TRAIN_SOURCE
+from retrieval.artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
 from retrieval.gold import is_free_text_key, query_tags, tag_id
 from retrieval.text import split_value
 
@@ -38,6 +38,7 @@ class TagDocument:
     phrases: list[str] = field(default_factory=list)
     replaced_by: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    likely_typo_of: str = ""  # a clearly more used tag one or two typing slips away ("highway=seccondary")
 
     @property
     def name(self) -> str:
@@ -114,7 +115,7 @@ def _add_option(tags: TagCollection, source: str, key: str, value: str, title: s
 
 def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
     """id-tagging-schema presets, fields, deprecations and taginfo descriptions."""
-    source = f"id-tagging-schema@{schema.version}"
+    source = f"{SCHEMA_SOURCE}@{schema.version}"
     preset_tr = schema.translations.get("presets", {})
     field_tr = schema.translations.get("fields", {})
     for pid, preset in schema.presets.items():
@@ -225,6 +226,55 @@ def add_training(tags: TagCollection, examples) -> list[ExampleDocument]:
     return docs
 
 
+def edit_distance(a: str, b: str, cap: int = 3) -> int:
+    """Optimal-string-alignment distance (insert, delete, substitute, swap neighbours), capped at ``cap``.
+
+    >>> edit_distance("seccondary", "secondary"), edit_distance("priamry", "primary"), edit_distance("6", "8")
+    (1, 1, 1)
+    """
+    if abs(len(a) - len(b)) >= cap:
+        return cap
+    before, row = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            best = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
+            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                best = min(best, before[j - 2] + 1)
+            current.append(best)
+        before, row = row, current
+    return min(row[-1], cap)
+
+
+def mark_likely_typos(docs: list[TagDocument]) -> int:
+    """Set ``likely_typo_of`` on tags that only training queries use and whose value is a slip of a
+    clearly more used value of the same key (``highway=seccondary``, ``amenity=theater``, ``building=House``);
+    return how many.
+
+    Gold queries carry their annotators' typos into the index; the ranker learns to hold such tags back
+    (a prompt that offers ``amenity=toites`` invites the model to copy it). Only alphabetic values of five
+    or more letters are compared, so ``admin_level=6``/``8`` or ``mtb:scale=1``/``2`` are never "typos";
+    one edit is allowed up to seven letters, two from eight.
+    """
+    by_key: dict[str, list[TagDocument]] = {}
+    for doc in docs:
+        by_key.setdefault(doc.key, []).append(doc)
+    marked = 0
+    for doc in docs:
+        doc.likely_typo_of = ""
+        value = doc.value.lower()
+        if doc.sources != [TRAIN_SOURCE] or not value.isalpha() or len(value) < 5:
+            continue
+        allowed = 1 if len(value) <= 7 else 2
+        for other in by_key[doc.key]:
+            if (other is not doc and other.popularity >= doc.popularity + 0.7 and other.value.replace("_", "").isalpha()
+                    and edit_distance(value, other.value.lower()) <= allowed):
+                doc.likely_typo_of = other.tag
+                marked += 1
+                break
+    return marked
+
+
 def tag_counts(docs: list[TagDocument]) -> dict:
     by_source = Counter(s.split("@")[0] for d in docs for s in d.sources)
-    return {"tags": len(docs), "by_source": dict(by_source)}
+    return {"tags": len(docs), "by_source": dict(by_source), "likely_typos": sum(1 for d in docs if d.likely_typo_of)}

@@ -18,6 +18,7 @@ FORMAT_VERSION = 1
 ENV_VAR = "GEOQL_INDEX_DIR"
 BUILD_COMMAND = "geoql index build"
 TRAIN_SOURCE = "overpassnl-train"  # a tag document's source name for tags that the training split brought in
+SCHEMA_SOURCE = "id-tagging-schema"  # ... and its prefix for id-tagging-schema ("id-tagging-schema@7.2.0", "...:deprecated")
 
 MANIFEST = "manifest.json"
 TAGS_JSONL = "tags.jsonl"

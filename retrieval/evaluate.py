@@ -4,7 +4,9 @@ Recall is defined over *occurrences*: every (example, distinct controlled
 ``key=value`` pair of its gold query) counts once, so a tag used by 300 dev
 queries weighs 300 times. Key recall uses the keys of all positive filters.
 Coverage is the share of those pair occurrences that exist anywhere in the
-index — the ceiling of any recall@k.
+index — the ceiling of any recall@k. ``suspect@k`` is the share of the first k
+listed tags that a prompt had better not offer (``retrieval.ranker.is_suspect``:
+likely typos, malformed tags, tags only deprecated).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from .gold import controlled_pairs, query_keys
+from .ranker import is_suspect
 
 
 @dataclass
@@ -27,10 +30,12 @@ class RetrievalReport:
     p50_ms: float
     p95_ms: float
     misses: list[tuple[int, str]] = field(default_factory=list)  # (example index, pair) missed at max k
+    suspect: dict[int, float] = field(default_factory=dict)  # k -> share of listed tags that are suspect (when the retriever has docs)
 
     def as_json(self) -> dict:
         out = {f"recall@{k}": round(v, 4) for k, v in sorted(self.recall.items())}
         out.update({f"key_recall@{k}": round(v, 4) for k, v in sorted(self.key_recall.items())})
+        out.update({f"suspect@{k}": round(v, 4) for k, v in sorted(self.suspect.items())})
         out.update(coverage=round(self.coverage, 4), p50_ms=round(self.p50_ms, 2), p95_ms=round(self.p95_ms, 2),
                    split=self.split, n_examples=self.n_examples, n_pairs=self.n_pairs, n_keys=self.n_keys,
                    recall_definition="micro-average over (example, distinct controlled key=value pair) occurrences")
@@ -61,6 +66,9 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
     n_pairs = n_keys = covered = 0
     latencies: list[float] = []
     misses: list[tuple[int, str]] = []
+    doc = getattr(retriever, "doc", None)  # tag documents, for suspect@k
+    listed = {k: 0 for k in ks}
+    suspect = {k: 0 for k in ks}
     if examples:
         retriever.search(examples[0].nl, kmax)  # first call pays one-off costs (lazy init, allocators)
     for ex in tqdm(examples, desc="retrieval-eval", disable=not progress):
@@ -80,6 +88,11 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
             top_keys = set(ranked_keys[:k])
             key_hits[k] += sum(1 for key in keys if key in top_keys)
         misses.extend((ex.index, p) for p in pairs if p not in ranked)
+        if doc is not None:
+            flags = [is_suspect(doc(tag) or {"key": "", "value": "", "sources": ()}) for tag in ranked]
+            for k in ks:
+                listed[k] += len(flags[:k])
+                suspect[k] += sum(flags[:k])
     return RetrievalReport(
         split=examples[0].split if examples else "",
         n_examples=len(examples),
@@ -91,4 +104,5 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
         p50_ms=percentile(latencies, 50),
         p95_ms=percentile(latencies, 95),
         misses=misses,
+        suspect={k: suspect[k] / listed[k] for k in ks if listed[k]} if doc is not None else {},
     )

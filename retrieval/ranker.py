@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
-from .artifacts import TRAIN_SOURCE
+from .artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
 
 RANKER_JSON = "ranker.json"
-RANKER_FORMAT = 3  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting
+RANKER_FORMAT = 4  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting; 4: tag quality
 RERANK = 25  # controlled candidates that the second stage re-scores
 NEIGHBOURS = 50  # nearest training requests whose tags give features
 
@@ -58,10 +59,46 @@ FEATURES = (
     "votes20_rel",
     "votes50_rel",
     "max_cos_rel",
+    # What kind of tag it is, whatever the request: gold queries bring their annotators' slips into the
+    # index, and neighbours vote for them ("highway=seccondary", "amenities=atm=*").
+    "in_schema",  # a current (not deprecated) id-tagging-schema preset or field knows it
+    "malformed",  # the key is no plain OSM key (a regex, "*", spaces) or the value holds "=" or spaces
+    "likely_typo",  # the index marked it as a slip of a clearly more used tag (``likely_typo_of``)
 )
 _RELATIVE = tuple((FEATURES.index(name), FEATURES.index(name + "_rel")) for name in ("dense", "bm25", "votes20", "votes50", "max_cos"))
 _FREE_TEXT = FEATURES.index("free_text")
 _WIDTH = len(FEATURES) + len(FEATURES) * (len(FEATURES) + 1) // 2  # stage-2 inputs: features and their pairwise products
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_:.\-]*$")  # upper case is fine: ISO3166-1, ref:INSEE
+
+
+def tag_quality(doc: dict) -> tuple[float, float, float]:
+    """(in_schema, malformed, likely_typo) of a tag document: the last three ranker features.
+
+    >>> tag_quality({"key": "amenity", "value": "drinking water", "sources": ["overpassnl-train"]})
+    (0.0, 1.0, 0.0)
+    >>> tag_quality({"key": "highway", "value": "secondary", "sources": ["id-tagging-schema@7.2.0", "overpassnl-train"]})
+    (1.0, 0.0, 0.0)
+    """
+    in_schema = any(s.startswith(SCHEMA_SOURCE) and not s.endswith(":deprecated") for s in doc.get("sources", ()))
+    value = doc["value"]
+    malformed = not _PLAIN_KEY.match(doc["key"]) or (value != "*" and ("=" in value or any(ch.isspace() for ch in value)))
+    return float(in_schema), float(malformed), float(bool(doc.get("likely_typo_of")))
+
+
+def is_suspect(doc: dict) -> bool:
+    """A tag a prompt had better not offer: a likely typo, malformed, or known only as a deprecated
+    id-tagging-schema tag that no training query uses (``geoql retrieval-eval`` counts them as ``suspect@k``).
+
+    >>> is_suspect({"key": "amenity", "value": "toites", "sources": ["overpassnl-train"], "likely_typo_of": "amenity=toilets"})
+    True
+    >>> is_suspect({"key": "amenity", "value": "cafe", "sources": ["id-tagging-schema@7.2.0"]})
+    False
+    """
+    in_schema, malformed, typo = tag_quality(doc)
+    deprecated_only = not in_schema and TRAIN_SOURCE not in doc.get("sources", ())
+    return bool(malformed or typo or deprecated_only)
 
 
 def tag_words(doc: dict) -> tuple[frozenset, frozenset, tuple]:
@@ -80,15 +117,16 @@ def tag_words(doc: dict) -> tuple[frozenset, frozenset, tuple]:
 
 
 def candidate_features(docs, popularity, evidence: dict, neighbours, example_tags, train_count, excluded_tags=(), doc_words=None,
-                       popularity_peak: float = 1.0):
+                       popularity_peak: float = 1.0, doc_quality=None):
     """(candidate doc ids, feature rows) for one request.
 
     ``evidence``: the retriever's ``dense``/``bm25`` score dicts; ``neighbours``:
     [(row, cos)] of the nearest training requests, best first;
     ``example_tags(row)``: the doc ids a training request uses; ``train_count``:
     doc id -> number of training requests using it; ``excluded_tags``: doc ids of
-    left-out requests; ``doc_words(doc)``: the tag's ``tag_words`` (cached by the caller; computed
-    here when None); ``popularity_peak``: the raw popularity that ``popularity`` was divided by.
+    left-out requests; ``doc_words(doc)`` and ``doc_quality(doc)``: the tag's ``tag_words`` and
+    ``tag_quality`` (cached by the caller; computed here when None); ``popularity_peak``: the raw
+    popularity that ``popularity`` was divided by.
     The request's words are ``evidence["tokens"]``.
 
     Leaving requests out must look like a request the index has never seen (dev, test, users),
@@ -99,6 +137,8 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
     words = set(evidence.get("tokens", ()))
     if doc_words is None:
         doc_words = lambda doc: tag_words(docs[doc])  # noqa: E731
+    if doc_quality is None:
+        doc_quality = lambda doc: tag_quality(docs[doc])  # noqa: E731
     dense, bm25 = evidence["dense"], evidence["bm25"]
     dense_rank = {d: i for i, d in enumerate(sorted(dense, key=lambda d: (-dense[d], d)))}
     bm25_rank = {d: i for i, d in enumerate(sorted(bm25, key=lambda d: (-bm25[d], d)))}
@@ -160,6 +200,7 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             len(key_words & words) / len(key_words) if key_words else 0.0,
             float(any(name <= words for name in names)),
             0.0, 0.0, 0.0, 0.0, 0.0,  # the *_rel columns, filled below once every row is known
+            *doc_quality(doc),
         ])
     for source, relative in _RELATIVE:
         peak = max((row[source] for row in rows), default=0.0)
@@ -271,6 +312,11 @@ def best_controlled(x, scores, n: int):
     return controlled[np.argsort(-scores[controlled], kind="stable")[:n]]
 
 
+def query_key(query: str) -> str:
+    """Two gold queries are "the same" for leave-one-query-out when they are equal up to whitespace."""
+    return " ".join(query.split())
+
+
 def same_query_groups(examples) -> dict[int, tuple[int, ...]]:
     """Training index -> the indices of every training request with the same gold query (itself included).
 
@@ -279,7 +325,7 @@ def same_query_groups(examples) -> dict[int, tuple[int, ...]]:
     """
     by_query: dict[str, list[int]] = {}
     for ex in examples:
-        by_query.setdefault(" ".join(ex.query.split()), []).append(ex.index)
+        by_query.setdefault(query_key(ex.query), []).append(ex.index)
     return {i: tuple(group) for group in by_query.values() for i in group}
 
 

@@ -23,7 +23,7 @@ from .config import RetrievalConfig
 from .embedding import run_single_threaded
 from .examples import ExampleRetriever, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
-from .ranker import NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_words
+from .ranker import NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_quality, tag_words
 from .text import split_value, tokenize
 
 
@@ -68,6 +68,7 @@ class TagRetriever:
             for doc in used:
                 self._train_count[doc] = self._train_count.get(doc, 0) + 1
         self._tag_words: dict[int, tuple] = {}  # filled as tags become candidates: tokenising all 5k up front costs ~1 s
+        self._tag_quality = [tag_quality(d) for d in self.docs]
         self.ranker = None
         if self.config.fusion == "learned" and (index_dir / RANKER_JSON).is_file():
             try:
@@ -158,6 +159,7 @@ class TagRetriever:
         return candidate_features(
             self.docs, self._popularity, evidence, evidence["neighbours"], self._example_docs.__getitem__, self._train_count,
             [doc for r in excluded_rows for doc in self._example_docs[r]], self._words_of, self._popularity_peak,
+            self._tag_quality.__getitem__,
         )
 
     def _words_of(self, doc: int) -> tuple:

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from retrieval.gold import is_free_text_key
+from retrieval.ranker import query_key
 
 # The ranker's probability above which a hinted tag counts as wanted by the request.
 WANTED = 0.5
@@ -30,13 +31,13 @@ class TagHints:
 
     retriever: object  # retrieval.TagRetriever
     k: int = 10
-    _ids_of: dict = field(default_factory=dict, repr=False)
+    _ids_of_query: dict = field(default_factory=dict, repr=False)
     _recent: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        for ex in self.retriever.examples.examples:  # (request, query) -> its ids in the index's training split
-            self._ids_of.setdefault((ex.nl, ex.query), []).append(ex.index)
+        for ex in self.retriever.examples.examples:  # gold query -> the ids of its requests in the index's training split
+            self._ids_of_query.setdefault(query_key(ex.query), []).append(ex.index)
 
     @classmethod
     def load(cls, index_dir=None, k: int = 10) -> "TagHints":
@@ -75,11 +76,8 @@ class TagHints:
     def __call__(self, nl: str, exclude=()) -> dict[str, float]:
         return {h.tag: h.score for h in self.hits(nl, exclude) if h.value != "*" and not is_free_text_key(h.key)}
 
-    def for_training(self, i: int, nl: str, query: str) -> dict[str, float]:
-        """Hints for training request ``i`` without its own example (leave-one-out).
-
-        The index's example ids are training-split positions; when the request is
-        not at position ``i`` there (a subset was trained), its first copy is left out.
-        """
-        ids = self._ids_of.get((nl, query), [])
-        return self(nl, exclude=(i,) if i in ids else tuple(ids[:1]))
+    def for_training(self, query: str, nl: str) -> dict[str, float]:
+        """Hints for a training request as if its gold ``query`` were unseen: every training request
+        with that query is left out (the dataset splits by query, so dev and test requests never
+        share one with train, while 13 % of training requests share theirs with another)."""
+        return self(nl, exclude=tuple(self._ids_of_query.get(query_key(query), ())))

@@ -34,7 +34,8 @@ def test_hints_are_controlled_tags_best_first(hints):
     assert hints("") == {} and hints("!!!") == {}
 
 
-def test_training_hints_leave_the_request_out(hints):
+def test_training_hints_leave_the_gold_query_out(hints):
+    """A training request's hints come as for an unseen query: every request with its gold query is left out."""
     seen = []
 
     class Spy(TagHints):
@@ -44,9 +45,11 @@ def test_training_hints_leave_the_request_out(hints):
 
     spy = Spy(hints.retriever)
     train_split = load_split("train")
-    spy.for_training(5, train_split[5].nl, train_split[5].query)
-    spy.for_training(0, train_split[5].nl, train_split[5].query)  # a subset: position 0 of it is index 5
-    assert seen == [(5,), (5,)]
+    assert " ".join(train_split[5].query.split()) == " ".join(train_split[322].query.split())  # two requests, one query
+    spy.for_training(train_split[322].query, train_split[322].nl)
+    spy.for_training(train_split[7].query, train_split[7].nl)
+    spy.for_training("[out:json];node[amenity=nowhere];out;", "a request the index does not hold")
+    assert seen == [(5,), (7,), ()]  # the small index holds the first 300 training requests
 
 
 def test_model_trained_with_hints_uses_them(hinted_model, tmp_path, small_index_dir):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.cpu.features import FEATURE_NAMES
-from app.cpu.train import TrainConfig, train, training_rows
+from app.cpu.train import TrainConfig, same_query_positions, train, training_rows
 from app.cpu.model import CpuModel, CpuConfig
 from eval.dataset import load_split
 
@@ -34,8 +34,29 @@ def test_training_rows_are_scored_with_the_official_metric(pairs):
     # Recompute one request's labels directly: the pool is the same as at inference.
     first = groups == groups[0]
     req = int(groups[0])
-    _, cands, _ = model.pool(pairs[0][req], exclude={req}, config=CpuConfig(k=5))
+    _, cands, _ = model.pool(pairs[0][req], exclude=set(same_query_positions(pairs[1])[req]), config=CpuConfig(k=5))
     assert np.allclose(sorted(labels[first]), sorted(oqs(c.query, pairs[1][req]) for c in cands), atol=1e-6)
+
+
+def test_requests_with_the_same_gold_query_never_meet_in_training(pairs):
+    """As for dev and test requests, whose queries train never holds: a request's pool comes without its twins."""
+    nls, queries = list(pairs[0][:40]), list(pairs[1][:40])
+    nls.append(nls[3] + " please")
+    queries.append(" " + queries[3] + "\n")  # another request for the same query
+    model = CpuModel.fit_retrieval(nls, queries, CpuConfig(k=5))
+    found = {}
+    search_many = model.neighbours.search_many
+
+    def spy(batch, k, excludes=None):
+        found["excludes"], found["neighbours"] = excludes, search_many(batch, k, excludes)
+        return found["neighbours"]
+
+    model.neighbours.search_many = spy
+    training_rows(model, TrainConfig(k=5, limit=41), progress=False)
+    assert found["excludes"][3] == found["excludes"][40] == {3, 40} and found["excludes"][0] == {0}
+    assert 3 not in {n.index for n in found["neighbours"][40]} and 40 not in {n.index for n in found["neighbours"][3]}
+    # unexcluded, the twin is the nearest request: the leak this closes
+    assert {n.index for n in search_many([nls[40]], 2)[0]} == {3, 40}
 
 
 def test_selector_learns_something(small_model):

@@ -7,7 +7,7 @@ import pytest
 from testdata import reference_rows
 from eval.dataset import Example
 from fixtures_index import schema_tarball, sri_sha512
-from index.documents import TagCollection, add_schema, add_training
+from index.documents import TagCollection, add_schema, add_training, edit_distance, mark_likely_typos
 from index.schema import read_schema
 from retrieval.gold import controlled_pairs
 
@@ -101,3 +101,45 @@ def test_multi_combo_prefix_options_are_yes_tags(schema_tags):
 def test_check_fields_give_yes_and_no(schema_tags):
     assert "Bench" in schema_tags.docs["bench=yes"].names
     assert schema_tags.docs["bench=no"].names == ["no Bench"]
+
+
+def _train_tags(*queries: str) -> TagCollection:
+    tags = TagCollection()
+    add_training(tags, [Example("train", i, f"request {i}", q, "") for i, q in enumerate(queries)])
+    return tags
+
+
+def test_training_slips_are_marked_as_likely_typos(schema):
+    tags = TagCollection()
+    add_schema(tags, schema)
+    roads = ['[out:json];way["highway"="secondary"];out;'] * 6
+    add_training(tags, [Example("train", i, f"request {i}", q, "") for i, q in enumerate(roads + [
+        '[out:json];way["highway"="seccondary"];out;',  # one slip: a clearly more used value one edit away
+        '[out:json];way["highway"="primaray"];out;',  # no "primary" in this index: nothing to be a slip of
+        '[out:json];relation["admin_level"="6"];out;',  # digits: 6 and 8 are different levels, never slips
+        '[out:json];relation["admin_level"="8"];relation["admin_level"="8"];out;',
+        '[out:json];node["post_box"="Yes"];out;',  # too short to judge
+    ])])
+    docs = sorted(tags.docs.values(), key=lambda d: d.tag)
+    assert mark_likely_typos(docs) == 1
+    marked = {d.tag: d.likely_typo_of for d in docs if d.likely_typo_of}
+    assert marked == {"highway=seccondary": "highway=secondary"}
+    assert tags.docs["highway=seccondary"].to_json()["likely_typo_of"] == "highway=secondary"
+
+
+def test_a_case_slip_is_a_typo_but_schema_tags_never_are():
+    tags = _train_tags(*['[out:json];way["building"="house"];out;'] * 5, '[out:json];way["building"="House"];out;',
+                       *['[out:json];way["amenity"="theatre"];out;'] * 5)
+    tags.get("amenity", "theater", "id-tagging-schema@7.2.0")  # a spelling the schema itself uses stays
+    tags.docs["amenity=theater"].train_count = 0
+    docs = list(tags.docs.values())
+    mark_likely_typos(docs)
+    assert tags.docs["building=House"].likely_typo_of == "building=house" and not tags.docs["amenity=theater"].likely_typo_of
+
+
+@pytest.mark.parametrize("a, b, distance", [
+    ("secondary", "secondary", 0), ("seccondary", "secondary", 1), ("priamry", "primary", 1), ("famrland", "farmland", 1),
+    ("teritary", "tertiary", 1), ("residental", "residential", 1), ("trail", "track", 2), ("abc", "abcdefgh", 3), ("", "ab", 2),
+])
+def test_edit_distance(a, b, distance):
+    assert edit_distance(a, b) == distance == edit_distance(b, a)

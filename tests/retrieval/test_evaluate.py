@@ -23,6 +23,13 @@ class FixedRetriever:
         return [TagHit(t, t.split("=")[0], t.split("=")[1], t, 1.0, "") for t in self.answers.get(nl, [])][:k]
 
 
+class RetrieverWithDocs(FixedRetriever):
+    def doc(self, tag):
+        key, _, value = tag.partition("=")
+        typo = "filler=x" if tag == "filler1=x" else ""
+        return {"key": key, "value": value, "sources": ["overpassnl-train"], "likely_typo_of": typo}
+
+
 def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
     dev = load_split("dev", overpassnl_dir)
     chosen = [e for e in dev if len(controlled_pairs(e.query)) == 2][:3]
@@ -40,6 +47,10 @@ def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
     assert len(report.misses) == 3
     figures = report.as_json()
     assert set(figures) >= {"recall@5", "recall@10", "key_recall@10", "coverage", "p50_ms", "p95_ms"}
+    assert report.suspect == {} and "suspect@10" not in figures  # the table has no tag documents
+    # 2 + 7 listed tags in the top 10, one of them a likely typo (filler1=x, rank 2 of the second list)
+    with_docs = evaluate(RetrieverWithDocs(answers, known), chosen, (1, 5, 10), progress=False)
+    assert with_docs.suspect == {1: 0 / 2, 5: 1 / 7, 10: 1 / 9} and with_docs.as_json()["suspect@10"] == round(1 / 9, 4)
 
 
 def test_on_the_small_real_index(small_index_dir, overpassnl_dir):
@@ -47,6 +58,7 @@ def test_on_the_small_real_index(small_index_dir, overpassnl_dir):
     report = evaluate(TagRetriever.load(small_index_dir), dev, (5, 10, 20), progress=False)
     assert 0 < report.recall[5] <= report.recall[10] <= report.recall[20] <= report.coverage <= 1
     assert 0 < report.key_recall[10] <= 1
+    assert 0 <= report.suspect[10] < 0.1
     assert 0 < report.p50_ms <= report.p95_ms
 
 

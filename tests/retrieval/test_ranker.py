@@ -18,6 +18,7 @@ from retrieval.ranker import (
     fit_ranker,
     pairwise_expansion,
     same_query_groups,
+    tag_quality,
     write_ranker,
 )
 
@@ -45,9 +46,9 @@ def test_fit_is_deterministic_and_readable(fitted, index_copy):
         assert list(mine.coef) == pytest.approx(list(theirs.coef), abs=1e-6)
         assert mine.intercept == pytest.approx(theirs.intercept, abs=1e-6)
     data = json.loads((index_copy / RANKER_JSON).read_text())
-    assert data["format"] == 3 and data["features"] == list(FEATURES) and len(FEATURES) == 25
-    assert len(data["stage1"]["coef"]) == 25 and len(data["stage2"]["coef"]) == 25 + 25 * 26 // 2
-    assert data["stage2"]["rerank"] == 25 and len(data["stage2"]["mean"]) == len(data["stage2"]["scale"]) == 25
+    assert data["format"] == 4 and data["features"] == list(FEATURES) and len(FEATURES) == 28
+    assert len(data["stage1"]["coef"]) == 28 and len(data["stage2"]["coef"]) == 28 + 28 * 29 // 2
+    assert data["stage2"]["rerank"] == 25 and len(data["stage2"]["mean"]) == len(data["stage2"]["scale"]) == 28
     info = data["trained_on"]
     assert info["split"] == "train" and "same gold query" in info["leave_one_out"]
     assert 0 < info["reranked_positives"] <= info["positives"] < info["candidates"]
@@ -60,11 +61,11 @@ def test_fit_is_deterministic_and_readable(fitted, index_copy):
 def test_cascade_reranks_only_the_best_controlled_candidates():
     import numpy as np
 
-    width = 25 + 25 * 26 // 2
-    stage1 = LinearRanker([1.0] + [0.0] * 24, 0.0)  # orders by the first feature
+    width = 28 + 28 * 29 // 2
+    stage1 = LinearRanker([1.0] + [0.0] * 27, 0.0)  # orders by the first feature
     stage2 = LinearRanker([0.0] + [-1.0] + [0.0] * (width - 2), 0.0)  # prefers a low second feature
-    ranker = CascadeRanker(stage1, stage2, np.zeros(25), np.ones(25), rerank=2)
-    rows = np.zeros((4, 25))
+    ranker = CascadeRanker(stage1, stage2, np.zeros(28), np.ones(28), rerank=2)
+    rows = np.zeros((4, 28))
     rows[:, 0] = [3.0, 2.0, 1.0, 5.0]
     rows[:, 1] = [1.0, 0.0, -9.0, 0.0]
     rows[3, FEATURES.index("free_text")] = 1.0  # never re-ranked, however high its stage-1 logit
@@ -74,7 +75,7 @@ def test_cascade_reranks_only_the_best_controlled_candidates():
     assert scores[1] == 0.0 and scores[0] == -1.0 and scores[2] == scores[3] == pytest.approx(-1.001)
     assert ranker.score([]) == []
     with pytest.raises(ValueError, match="fit-ranker"):
-        CascadeRanker(stage1, LinearRanker([0.0] * 3, 0.0), np.zeros(25), np.ones(25))
+        CascadeRanker(stage1, LinearRanker([0.0] * 3, 0.0), np.zeros(28), np.ones(28))
 
 
 def test_pairwise_expansion_and_query_groups():
@@ -174,3 +175,20 @@ def test_left_out_requests_leave_no_trace():
     f = {doc: dict(zip(FEATURES, row)) for doc, row in zip(left_out, rows)}
     assert f[0]["popularity"] == pytest.approx((math.log1p(2) + 0.5) / peak)
     assert f[0]["log_train_count"] == pytest.approx(math.log1p(2)) and f[2]["popularity"] == pytest.approx(popularity[2])
+    assert f[0]["in_schema"] == 1.0 and f[2]["in_schema"] == 0.0
+
+
+@pytest.mark.parametrize("doc, quality", [
+    ({"key": "highway", "value": "seccondary", "sources": ["overpassnl-train"], "likely_typo_of": "highway=secondary"}, (0.0, 0.0, 1.0)),
+    ({"key": "amenity", "value": "bench", "sources": ["id-tagging-schema@7.2.0:deprecated"]}, (0.0, 0.0, 0.0)),
+    ({"key": "amenity", "value": "bench", "sources": ["id-tagging-schema@7.2.0:deprecated", "id-tagging-schema@7.2.0"]}, (1.0, 0.0, 0.0)),
+    ({"key": "(ref|ref:[Aa]uzsa)", "value": "644", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
+    ({"key": "cycleway", "value": "track=*", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
+    ({"key": "Rua C", "value": "*", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
+    ({"key": "ISO3166-1", "value": "*", "sources": ["overpassnl-train"]}, (0.0, 0.0, 0.0)),
+    ({"key": "name", "value": "*", "sources": ["id-tagging-schema@7.2.0"]}, (1.0, 0.0, 0.0)),
+])
+def test_tag_quality_features(doc, quality):
+    assert tag_quality(doc) == quality
+    row = candidate_features([doc], [0.5], {"dense": {0: 0.5}, "bm25": {}}, [], lambda r: (), {})[1][0]
+    assert tuple(row[-3:]) == quality and FEATURES[-3:] == ("in_schema", "malformed", "likely_typo")

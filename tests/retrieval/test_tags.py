@@ -70,9 +70,10 @@ def test_rrf_fusion_also_works(small_index_dir):
 
 
 def test_single_sources(small_index_dir):
-    lexical = TagRetriever.load(small_index_dir, RetrievalConfig(tag_dense_weight=0, tag_example_weight=0, popularity_weight=0))
+    # linear fusion: the learned ranker would also weigh the nearest requests, which are no single source
+    lexical = TagRetriever.load(small_index_dir, RetrievalConfig(fusion="linear", tag_dense_weight=0, tag_example_weight=0, popularity_weight=0))
     assert lexical.search("pillar box", 1)[0].tag == "amenity=post_box"
-    dense = TagRetriever.load(small_index_dir, RetrievalConfig(tag_bm25_weight=0, tag_example_weight=0, popularity_weight=0))
+    dense = TagRetriever.load(small_index_dir, RetrievalConfig(fusion="linear", tag_bm25_weight=0, tag_example_weight=0, popularity_weight=0))
     assert "amenity=post_box" in [h.tag for h in dense.search("a letterbox for mailing letters", 3)]
 
 
