@@ -317,16 +317,26 @@ def query_key(query: str) -> str:
     return " ".join(query.split())
 
 
+def same_query_positions(queries: list[str]) -> list[tuple[int, ...]]:
+    """Per position, the positions of every query equal to it (itself included).
+
+    >>> same_query_positions(["a;", "b;", "a; "])
+    [(0, 2), (1,), (0, 2)]
+    """
+    by_query: dict[str, list[int]] = {}
+    for i, query in enumerate(queries):
+        by_query.setdefault(query_key(query), []).append(i)
+    return [tuple(by_query[query_key(query)]) for query in queries]
+
+
 def same_query_groups(examples) -> dict[int, tuple[int, ...]]:
     """Training index -> the indices of every training request with the same gold query (itself included).
 
     The dataset splits by query: no dev or test query occurs in train, while 13 % of training requests
     (801 of 6,352) share their query with another training request. Leaving the whole group out keeps fitting honest.
     """
-    by_query: dict[str, list[int]] = {}
-    for ex in examples:
-        by_query.setdefault(query_key(ex.query), []).append(ex.index)
-    return {i: tuple(group) for group in by_query.values() for i in group}
+    positions = same_query_positions([ex.query for ex in examples])
+    return {ex.index: tuple(examples[p].index for p in group) for ex, group in zip(examples, positions)}
 
 
 def training_groups(retriever, *, every: int = 1, progress: bool = False):

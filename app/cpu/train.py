@@ -22,7 +22,7 @@ import numpy as np
 from app.cpu.lexicon import TagLexicon
 from app.cpu.model import CpuConfig, CpuModel, learn_aliases
 from app.cpu.request import known_places
-from retrieval.ranker import query_key
+from retrieval.ranker import same_query_positions
 
 
 @dataclass
@@ -94,18 +94,6 @@ def load_hints(config: TrainConfig, *, quiet: bool = False):
             print(f"geoql: training without tag hints ({str(exc).splitlines()[0]}); "
                   f"`geoql index build` first gives better tags", file=sys.stderr)
         return None
-
-
-def same_query_positions(queries: list[str]) -> list[tuple[int, ...]]:
-    """Per position, the positions of every query equal to it (itself included).
-
-    >>> same_query_positions(["a;", "b;", "a; "])
-    [(0, 2), (1,), (0, 2)]
-    """
-    by_query: dict[str, list[int]] = {}
-    for i, query in enumerate(queries):
-        by_query.setdefault(query_key(query), []).append(i)
-    return [tuple(by_query[query_key(query)]) for query in queries]
 
 
 def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress: bool = True):

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from app.cpu.features import FEATURE_NAMES
-from app.cpu.train import TrainConfig, same_query_positions, train, training_rows
+from app.cpu.train import TrainConfig, train, training_rows
 from app.cpu.model import CpuModel, CpuConfig
 from eval.dataset import load_split
+from retrieval.ranker import same_query_positions
 
 N_PAIRS = 400
 
