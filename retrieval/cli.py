@@ -10,6 +10,8 @@ def register(subparsers) -> None:
     parser.add_argument("--json", type=str, default=None, metavar="OUT", help="also write the figures to this JSON file")
     parser.add_argument("--index-dir", type=str, default=None, help="index directory (default: the built default index)")
     parser.add_argument("--data-dir", type=str, default=None, help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
+    parser.add_argument("--misses", type=str, default=None, metavar="OUT",
+                        help="write every missed gold pair (request, pair, why, the tags listed instead) to this JSONL file")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N examples")
     parser.add_argument("--half", choices=("even", "odd"), default=None,
                         help="evaluate only every second example (even = the tuning half of dev, odd = the held-out half)")
@@ -39,7 +41,7 @@ def _retrieval_eval(args) -> int:
     from eval.dataset import DatasetError, load_split
 
     from . import IndexMissingError, TagRetriever
-    from .evaluate import evaluate
+    from .evaluate import evaluate, miss_summary
 
     try:
         ks = parse_ks(args.k)
@@ -51,13 +53,28 @@ def _retrieval_eval(args) -> int:
         examples = examples[: max(0, args.limit)]
     if args.half is not None:
         examples = examples[(0 if args.half == "even" else 1)::2]
-    figures = evaluate(retriever, examples, ks).as_json()
+    report = evaluate(retriever, examples, ks)
+    figures = report.as_json()
     for name, value in figures.items():
-        print(f"{name:>16}: {value}")
+        if not isinstance(value, dict):
+            print(f"{name:>16}: {value}")
+    if report.by_neighbour:
+        print(f"recall by cosine of the nearest training request ({', '.join(f'recall@{k}' for k in ks)}):")
+        for band, row in report.by_neighbour.items():
+            recalls = " ".join(f"{row[f'recall@{k}']:.3f}" for k in ks)
+            print(f"{band:>16}: {row['requests']:>5} requests {row['pairs']:>5} pairs  {recalls}")
+    summary = miss_summary(report.misses)
+    print(f"missed at {ks[-1]}: {len(report.misses)} pairs; " + ", ".join(f"{why}: {n}" for why, n in summary["by_reason"].items()))
+    print("most missed keys: " + ", ".join(f"{key} {n}" for key, n in summary["by_key"].items()))
     if args.json:
-        out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(out)
+        _write_atomically(Path(args.json), json.dumps(figures, indent=2) + "\n")
+    if args.misses:
+        _write_atomically(Path(args.misses), "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in report.misses))
     return 0
+
+
+def _write_atomically(out, text: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)

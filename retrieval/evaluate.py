@@ -7,6 +7,11 @@ Coverage is the share of those pair occurrences that exist anywhere in the
 index — the ceiling of any recall@k. ``suspect@k`` is the share of the first k
 listed tags that a prompt had better not offer (``retrieval.ranker.is_suspect``:
 likely typos, malformed tags, tags only deprecated).
+
+For failure analysis the report also keeps every missed pair (why it was missed
+and what was listed instead), and recall by how close the request's nearest
+training request is: the split is by query, so a dev request whose task the index
+has never seen depends on what generalises from its neighbours.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ class RetrievalReport:
     coverage: float
     p50_ms: float
     p95_ms: float
-    misses: list[tuple[int, str]] = field(default_factory=list)  # (example index, pair) missed at max k
+    misses: list[dict] = field(default_factory=list)  # one per gold pair missed at max k: index, request, pair, why, listed
     suspect: dict[int, float] = field(default_factory=dict)  # k -> share of listed tags that are suspect (when the retriever has docs)
+    by_neighbour: dict[str, dict] = field(default_factory=dict)  # nearest-request cosine band -> requests, pairs, recall@k
 
     def as_json(self) -> dict:
         out = {f"recall@{k}": round(v, 4) for k, v in sorted(self.recall.items())}
@@ -39,7 +45,40 @@ class RetrievalReport:
         out.update(coverage=round(self.coverage, 4), p50_ms=round(self.p50_ms, 2), p95_ms=round(self.p95_ms, 2),
                    split=self.split, n_examples=self.n_examples, n_pairs=self.n_pairs, n_keys=self.n_keys,
                    recall_definition="micro-average over (example, distinct controlled key=value pair) occurrences")
+        if self.by_neighbour:
+            out["by_nearest_request_cosine"] = self.by_neighbour
         return out
+
+
+# Bands of the cosine between a request and its nearest training request (the index's own embedding).
+NEIGHBOUR_BANDS = (0.6, 0.7, 0.8, 0.9)
+
+
+def neighbour_band(cosine: float, bands=NEIGHBOUR_BANDS) -> str:
+    """The band label of a nearest-request cosine.
+
+    >>> [neighbour_band(c) for c in (0.1, 0.6, 0.75, 0.95)]
+    ['<0.6', '0.6-0.7', '0.7-0.8', '>=0.9']
+    """
+    if cosine < bands[0]:
+        return f"<{bands[0]}"
+    for low, high in zip(bands, bands[1:]):
+        if cosine < high:
+            return f"{low}-{high}"
+    return f">={bands[-1]}"
+
+
+def miss_summary(misses: list[dict], top: int = 10) -> dict:
+    """Counts of missed pairs by reason and by key (the most missed keys first).
+
+    >>> miss_summary([{"pair": "admin_level=8", "why": "ranked below 20"}, {"pair": "admin_level=6", "why": "not in index"}])
+    {'by_reason': {'not in index': 1, 'ranked below 20': 1}, 'by_key': {'admin_level': 2}}
+    """
+    from collections import Counter
+
+    reasons = Counter(m["why"] for m in misses)
+    keys = Counter(m["pair"].split("=", 1)[0] for m in misses)
+    return {"by_reason": dict(sorted(reasons.items())), "by_key": dict(keys.most_common(top))}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -65,8 +104,10 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
     key_hits = {k: 0 for k in ks}
     n_pairs = n_keys = covered = 0
     latencies: list[float] = []
-    misses: list[tuple[int, str]] = []
+    misses: list[dict] = []
     doc = getattr(retriever, "doc", None)  # tag documents, for suspect@k
+    nearest = getattr(getattr(retriever, "examples", None), "nearest_cosine", None)
+    bands: dict[str, list[int]] = {}  # band -> [requests, pairs, hits at each k]
     listed = {k: 0 for k in ks}
     suspect = {k: 0 for k in ks}
     if examples:
@@ -87,7 +128,16 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
             hits[k] += sum(1 for p in pairs if p in top)
             top_keys = set(ranked_keys[:k])
             key_hits[k] += sum(1 for key in keys if key in top_keys)
-        misses.extend((ex.index, p) for p in pairs if p not in ranked)
+        misses.extend({"index": ex.index, "request": ex.nl, "pair": p,
+                       "why": f"ranked below {kmax}" if p in retriever else "not in index", "listed": ranked[:10]}
+                      for p in pairs if p not in ranked)
+        if nearest is not None and pairs:  # after the timed search: the extra encoder call is not latency
+            band = bands.setdefault(neighbour_band(nearest(ex.nl)), [0, 0] + [0] * len(ks))
+            band[0] += 1
+            band[1] += len(pairs)
+            for j, k in enumerate(ks):
+                top = set(ranked[:k])
+                band[2 + j] += sum(1 for p in pairs if p in top)
         if doc is not None:
             flags = [is_suspect(doc(tag) or {"key": "", "value": "", "sources": ()}) for tag in ranked]
             for k in ks:
@@ -105,4 +155,10 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
         p95_ms=percentile(latencies, 95),
         misses=misses,
         suspect={k: suspect[k] / listed[k] for k in ks if listed[k]} if doc is not None else {},
+        by_neighbour={label: {"requests": b[0], "pairs": b[1], **{f"recall@{k}": round(b[2 + j] / b[1], 4) for j, k in enumerate(ks)}}
+                      for label, b in sorted(bands.items(), key=lambda item: _band_order(item[0]))},
     )
+
+
+def _band_order(label: str) -> float:
+    return float(label.lstrip("<>=").split("-")[0]) - (1.0 if label.startswith("<") else 0.0)

@@ -70,6 +70,15 @@ class ExampleRetriever:
     def cosine(self, vector, rows) -> list[float]:
         return [float(self.vectors[r] @ vector) for r in rows]
 
+    def nearest_cosine(self, nl: str) -> float:
+        """Embedding cosine of the training request most similar to ``nl`` (0.0 for a request with no words):
+        how familiar the request's task is to the index."""
+        text = clean_request(nl)
+        if not has_content(text) or not len(self.examples):
+            return 0.0
+        scores, _ = run_single_threaded(lambda: self._dense.search(self.encoder(text).reshape(1, -1), 1))
+        return float(scores[0][0])
+
     @classmethod
     def load(cls, index_dir: str | os.PathLike | None = None, config: RetrievalConfig | None = None) -> "ExampleRetriever":
         path = A.resolve_index_dir(index_dir)

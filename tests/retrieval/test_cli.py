@@ -44,3 +44,16 @@ def test_retrieval_eval_halves(small_index_dir, tmp_path):
         assert main(["retrieval-eval", "--index-dir", str(small_index_dir), "--limit", "9", "--half", half, "--json", str(out)]) == 0
         sizes[half] = json.loads(out.read_text())["n_examples"]
     assert sizes == {"even": 5, "odd": 4}
+
+
+def test_retrieval_eval_writes_misses(small_index_dir, tmp_path, capsys):
+    out = tmp_path / "m" / "misses.jsonl"
+    assert main(["retrieval-eval", "--index-dir", str(small_index_dir), "--limit", "30", "--k", "5",
+                 "--misses", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert rows and f"missed at 5: {len(rows)} pairs" in printed and "most missed keys:" in printed
+    assert "recall by cosine of the nearest training request" in printed
+    for row in rows:
+        assert row["why"] in {"ranked below 5", "not in index"} and row["pair"] not in row["listed"]
+        assert set(row) == {"index", "request", "pair", "why", "listed"}

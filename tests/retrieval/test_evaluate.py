@@ -45,6 +45,14 @@ def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
     assert report.recall == {5: 2 / 6, 10: 3 / 6}
     assert report.coverage == pytest.approx(5 / 6)
     assert len(report.misses) == 3
+    # rank 8+ of the second list and both pairs of the third; the third's second pair is in no source
+    assert [(m["index"], m["pair"], m["why"]) for m in report.misses] == [
+        (chosen[1].index, pairs[1][1], "ranked below 10"),
+        (chosen[2].index, pairs[2][0], "ranked below 10"),
+        (chosen[2].index, pairs[2][1], "not in index"),
+    ]
+    assert report.misses[0]["listed"] == answers[chosen[1].nl] and report.misses[0]["request"] == chosen[1].nl
+    assert report.by_neighbour == {}  # a table has no training requests to be near
     figures = report.as_json()
     assert set(figures) >= {"recall@5", "recall@10", "key_recall@10", "coverage", "p50_ms", "p95_ms"}
     assert report.suspect == {} and "suspect@10" not in figures  # the table has no tag documents
@@ -60,6 +68,27 @@ def test_on_the_small_real_index(small_index_dir, overpassnl_dir):
     assert 0 < report.key_recall[10] <= 1
     assert 0 <= report.suspect[10] < 0.1
     assert 0 < report.p50_ms <= report.p95_ms
+
+
+def test_recall_by_nearest_request(small_index_dir, overpassnl_dir):
+    """The bands split the requests with gold pairs; their recalls average back to the overall one."""
+    dev = load_split("dev", overpassnl_dir)[:40]
+    retriever = TagRetriever.load(small_index_dir)
+    report = evaluate(retriever, dev, (5, 10), progress=False)
+    bands = report.by_neighbour
+    assert set(bands) <= {"<0.6", "0.6-0.7", "0.7-0.8", "0.8-0.9", ">=0.9"} and len(bands) >= 2
+    assert list(bands) == [b for b in ["<0.6", "0.6-0.7", "0.7-0.8", "0.8-0.9", ">=0.9"] if b in bands]  # in cosine order
+    assert sum(b["requests"] for b in bands.values()) == sum(1 for e in dev if controlled_pairs(e.query))
+    assert sum(b["pairs"] for b in bands.values()) == report.n_pairs
+    for k in (5, 10):
+        pooled = sum(b[f"recall@{k}"] * b["pairs"] for b in bands.values()) / report.n_pairs
+        assert pooled == pytest.approx(report.recall[k], abs=1e-3)
+    assert report.as_json()["by_nearest_request_cosine"] == bands
+    # an indexed request finds itself (the int8 query encoder is ~0.95 cosine to the fp32 index vectors);
+    # a request without words has no neighbour
+    indexed = retriever.examples.examples[0]
+    assert retriever.examples.nearest_cosine(indexed.nl) > 0.85 > retriever.examples.nearest_cosine("zqxv wkjh")
+    assert retriever.examples.nearest_cosine(" ?! ") == 0.0
 
 
 def test_percentile():
