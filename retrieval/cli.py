@@ -66,10 +66,13 @@ def _retrieval_eval(args) -> int:
     summary = miss_summary(report.misses)
     print(f"missed at {ks[-1]}: {len(report.misses)} pairs; " + ", ".join(f"{why}: {n}" for why, n in summary["by_reason"].items()))
     print("most missed keys: " + ", ".join(f"{key} {n}" for key, n in summary["by_key"].items()))
-    if args.json:
-        _write_atomically(Path(args.json), json.dumps(figures, indent=2) + "\n")
-    if args.misses:
-        _write_atomically(Path(args.misses), "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in report.misses))
+    try:
+        if args.json:
+            _write_atomically(Path(args.json), json.dumps(figures, indent=2) + "\n")
+        if args.misses:
+            _write_atomically(Path(args.misses), "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in report.misses))
+    except OSError as exc:
+        raise UserError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}; pass a writable file path") from None
     return 0
 
 

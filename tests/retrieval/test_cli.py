@@ -57,3 +57,12 @@ def test_retrieval_eval_writes_misses(small_index_dir, tmp_path, capsys):
     for row in rows:
         assert row["why"] in {"ranked below 5", "not in index"} and row["pair"] not in row["listed"]
         assert set(row) == {"index", "request", "pair", "why", "listed"}
+
+
+def test_unwritable_output_is_a_user_error(small_index_dir, tmp_path, capsys):
+    """A directory where the file should go: a clear message, and the directory is left as it was."""
+    taken = tmp_path / "taken"
+    (taken / "inside").mkdir(parents=True)
+    assert main(["retrieval-eval", "--index-dir", str(small_index_dir), "--limit", "3", "--misses", str(taken)]) == 2
+    assert "cannot write" in capsys.readouterr().err
+    assert (taken / "inside").is_dir()
