@@ -19,7 +19,6 @@ from retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
 from .config import IndexConfig, default_cache_dir
 from .documents import ExampleDocument, TagCollection, TagDocument, add_schema, add_training, mark_likely_typos, tag_counts
-from .tune import TuneSettings, query_half, training_pairs, tune_encoder
 
 
 def tag_surfaces(doc: TagDocument) -> list[tuple[str, str]]:
@@ -135,15 +134,9 @@ def build_index(config: IndexConfig) -> Path:
         _write_jsonl(staging / A.TAG_SURFACES_JSONL, ({"doc": i, "kind": k, "text": t} for i, k, t in surfaces))
         _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
 
-        model, tuning = config.embedding_model, None
-        if config.tune_encoder:
-            steps.set_postfix_str("tuning the encoder")
-            tuning = tune_encoder(config.embedding_model, training_pairs(examples, docs, seed=config.tune_seed),
-                                  staging / A.TUNED_ENCODER_DIR, _tune_settings(config), progress=config.progress)
-            model = str(staging / A.TUNED_ENCODER_DIR)
         steps.set_postfix_str(f"embedding {len(surfaces) + len(examples)} texts")
-        example_vecs = encode(model, [e.nl for e in examples], batch_size=config.batch_size, progress=config.progress)
-        surface_vecs = _surface_vectors(model, config, surfaces, examples, example_vecs)
+        example_vecs = encode(config.embedding_model, [e.nl for e in examples], batch_size=config.batch_size, progress=config.progress)
+        surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs)
         _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
         _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
         steps.update()
@@ -154,13 +147,8 @@ def build_index(config: IndexConfig) -> Path:
         steps.update()
 
         manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started)
-        if tuning is not None:
-            manifest["embedding"].update(encoder_dir=A.TUNED_ENCODER_DIR, tuned=tuning)
         _write_json(staging / A.MANIFEST, manifest)
-        if config.fit_ranker and tuning is not None:
-            steps.set_postfix_str("ranker (out of fold)")
-            _fit_ranker_out_of_fold(staging, config, docs, surfaces, examples)
-        elif config.fit_ranker:
+        if config.fit_ranker:
             _fit_ranker(staging, config.progress)
             # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
             manifest["build_seconds"] = round(time.time() - started, 1)
@@ -186,65 +174,15 @@ def _fit_ranker(index_dir: Path, progress: bool) -> None:
         pass
 
 
-def _tune_settings(config: IndexConfig) -> TuneSettings:
-    return TuneSettings(epochs=config.tune_epochs, batch_size=config.tune_batch_size,
-                        learning_rate=config.tune_learning_rate, seed=config.tune_seed)
-
-
-def _fit_ranker_out_of_fold(staging: Path, config: IndexConfig, docs, surfaces, examples) -> None:
-    """Fit ``ranker.json`` for an index whose encoder was tuned on its own training requests.
-
-    With that encoder a training request sits closer to its own tags and to requests like it than
-    any unseen request will, and a ranker fitted on such features over-trusts them. So each half
-    of the gold queries (``query_half``) gets an encoder tuned on the other half only, a throwaway
-    copy of the index embedded with it, and its ranker features from that copy.
-    """
-    from retrieval import RetrievalConfig, TagRetriever
-    from retrieval.embedding import encode, run_single_threaded
-    from retrieval.ranker import fit_cascade, training_groups, write_ranker
-
-    groups, n_requests = [], 0
-    for half in (0, 1):
-        fold = staging / f".fold-{half}"
-        try:
-            fold.mkdir()
-            seen = [e for e in examples if query_half(e.query) == half]
-            tune_encoder(config.embedding_model, training_pairs(seen, docs, seed=config.tune_seed), fold / A.TUNED_ENCODER_DIR,
-                         _tune_settings(config), progress=config.progress, desc=f"tuning fold {half + 1}/2")
-            for name in (A.MANIFEST, A.TAGS_JSONL, A.TAG_SURFACES_JSONL, A.EXAMPLES_JSONL):
-                shutil.copy(staging / name, fold / name)  # the manifest names the encoder folder relative to the index
-            for name in (A.TAGS_BM25, A.EXAMPLES_BM25):
-                shutil.copytree(staging / name, fold / name)
-            model = str(fold / A.TUNED_ENCODER_DIR)
-            example_vecs = encode(model, [e.nl for e in examples], batch_size=config.batch_size, progress=config.progress)
-            _faiss(fold / A.EXAMPLES_FAISS, example_vecs)
-            _faiss(fold / A.TAG_SURFACES_FAISS, _surface_vectors(model, config, surfaces, examples, example_vecs))
-            retriever = TagRetriever.load(fold, RetrievalConfig(fusion="linear"))
-            rows = retriever.examples.examples
-            found, n = run_single_threaded(training_groups, retriever, progress=config.progress,
-                                           rows=lambda row: query_half(rows[row].query) != half)
-            groups += found
-            n_requests += n
-        finally:
-            shutil.rmtree(fold, ignore_errors=True)
-    built_at = json.loads((staging / A.MANIFEST).read_text(encoding="utf-8")).get("built_at")
-    try:
-        ranker = fit_cascade(groups, n_requests, index_built_at=built_at, extra={
-            "features": "out of fold: each half of the gold queries scored with an encoder tuned on the other half"})
-    except ValueError:  # too few gold tags (tiny test indexes): the retriever falls back to linear fusion
-        return
-    write_ranker(ranker, staging)
-
-
-def _surface_vectors(model: str, config: IndexConfig, surfaces, examples, example_vecs):
-    """Embed the tag surfaces with ``model``; training phrases reuse their example's vector (a third of the work)."""
+def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):
+    """Embed the tag surfaces; training phrases reuse their example's vector (a third of the work)."""
     import numpy as np
 
     from retrieval.embedding import encode
 
     row_of = {e.nl: i for i, e in enumerate(examples)}
     todo = sorted({t for _, _, t in surfaces if t not in row_of})
-    fresh = encode(model, todo, batch_size=config.batch_size, progress=config.progress)
+    fresh = encode(config.embedding_model, todo, batch_size=config.batch_size, progress=config.progress)
     fresh_of = {t: i for i, t in enumerate(todo)}
     out = np.empty((len(surfaces), example_vecs.shape[1]), dtype="float32")
     for j, (_, _, text) in enumerate(surfaces):

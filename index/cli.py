@@ -15,10 +15,6 @@ def register(subparsers) -> None:
     build.add_argument("--registry", type=str, default=None, help="npm registry URL")
     build.add_argument("--model", type=str, default=None, help="sentence-transformers model name or path")
     build.add_argument("--no-taginfo", action="store_true", help="do not try the taginfo API")
-    build.add_argument("--tune-encoder", action="store_true",
-                       help="fine-tune the embedding model on the training split first (+0.8 pt dev recall@10; "
-                            "~25 min on two CPU cores, minutes on a GPU)")
-    build.add_argument("--tune-epochs", type=int, default=None, help="epochs of encoder tuning (default 1)")
     build.add_argument("--train-limit", type=int, default=None, help=argparse.SUPPRESS)
     build.set_defaults(handler=_build)
     fit = sub.add_parser("fit-ranker", help="fit the learned tag ranker (ranker.json) on the index's training requests")
@@ -46,13 +42,7 @@ def _build(args) -> int:
         options["registry"] = args.registry
     if args.model:
         options["embedding_model"] = args.model
-    if args.tune_encoder:
-        options["tune_encoder"] = True
-    if args.tune_epochs is not None:
-        options["tune_epochs"] = args.tune_epochs
     try:
-        if args.tune_epochs is not None and not args.tune_encoder:
-            raise ValueError("--tune-epochs only applies with --tune-encoder; add --tune-encoder or drop --tune-epochs")
         config = IndexConfig(**options)
         out = build_index(config)
     except (ValueError, SchemaError, DatasetError, OSError) as exc:

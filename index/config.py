@@ -34,13 +34,6 @@ class IndexConfig:
     batch_size: int = field(default=128, metadata={"help": "embedding batch size"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
     fit_ranker: bool = field(default=True, metadata={"help": "fit the learned tag ranker (ranker.json) on the built index"})
-    tune_encoder: bool = field(default=False, metadata={
-        "help": "fine-tune the embedding model on the training split and keep it in the index (+0.8 pt dev recall@10; "
-                "three tunings: ~25 min on two CPU cores, minutes on a GPU)"})
-    tune_epochs: int = field(default=1, metadata={"help": "epochs of encoder tuning (a second one did not help)"})
-    tune_batch_size: int = field(default=64, metadata={"help": "pairs per tuning batch (in-batch negatives)"})
-    tune_learning_rate: float = field(default=3e-5, metadata={"help": "AdamW learning rate of encoder tuning"})
-    tune_seed: int = field(default=0, metadata={"help": "seed of pair order and partner choice"})
 
     def __post_init__(self) -> None:
         for name in ("out_dir", "data_dir", "cache_dir"):
@@ -55,11 +48,5 @@ class IndexConfig:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}")
         if not self.embedding_model.strip():
             raise ValueError("embedding_model is empty; pass a sentence-transformers name such as all-MiniLM-L6-v2")
-        if self.tune_epochs < 1:
-            raise ValueError(f"tune_epochs must be at least 1, got {self.tune_epochs}; leave tune_encoder off to skip tuning")
-        if self.tune_batch_size < 2:
-            raise ValueError(f"tune_batch_size must be at least 2 (in-batch negatives), got {self.tune_batch_size}; the default is 64")
-        if not 0 < self.tune_learning_rate < 1:
-            raise ValueError(f"tune_learning_rate must be in (0, 1), got {self.tune_learning_rate}; the default is 3e-5")
         if self.taginfo_timeout <= 0:
             raise ValueError("taginfo_timeout must be positive; use taginfo=False to skip taginfo")

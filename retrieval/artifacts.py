@@ -28,7 +28,6 @@ TAGS_BM25 = "tags.bm25"
 EXAMPLES_JSONL = "examples.jsonl"
 EXAMPLES_FAISS = "examples.faiss"
 EXAMPLES_BM25 = "examples.bm25"
-TUNED_ENCODER_DIR = "encoder"  # an encoder fine-tuned at build time (`geoql index build --tune-encoder`)
 REQUIRED_FILES = (
     MANIFEST,
     TAGS_JSONL,
@@ -69,11 +68,7 @@ class Manifest:
 
     @property
     def embedding_model(self) -> str:
-        """The model that embedded the index: a name or path, or the index's own tuned encoder folder."""
-        embedding = self.data["embedding"]
-        if embedding.get("encoder_dir"):  # tuned at build time and kept inside the index: found wherever it moves
-            return str(self.path.parent / embedding["encoder_dir"])
-        return embedding["model"]
+        return self.data["embedding"]["model"]
 
     @property
     def counts(self) -> dict:
@@ -100,8 +95,7 @@ def load_manifest(index_dir: str | os.PathLike | None = None) -> Manifest:
             f"the index at {path} was built by an incompatible GeoQL (format/tokenizer {found[0]}/{found[1]}, "
             f"this version reads {FORMAT_VERSION}/{TOKENIZER_VERSION}); {_build_hint(path)} to rebuild it"
         )
-    required = REQUIRED_FILES + ((data["embedding"]["encoder_dir"],) if data.get("embedding", {}).get("encoder_dir") else ())
-    missing = [name for name in required if not (path / name).exists()]
+    missing = [name for name in REQUIRED_FILES if not (path / name).exists()]
     if missing:
         raise IndexMissingError(f"the index at {path} is incomplete (missing {', '.join(missing)}); {_build_hint(path)}")
     return Manifest(manifest_path, data)

@@ -339,9 +339,9 @@ def same_query_groups(examples) -> dict[int, tuple[int, ...]]:
     return {ex.index: tuple(examples[p].index for p in group) for ex, group in zip(examples, positions)}
 
 
-def training_groups(retriever, *, every: int = 1, progress: bool = False, rows=None):
-    """Per training request (every ``every``-th, and only those ``rows(row)`` accepts when given): its
-    candidates' feature matrix and gold labels, searched leaving out every request with the same gold query."""
+def training_groups(retriever, *, every: int = 1, progress: bool = False):
+    """Per training request (every ``every``-th): its candidates' feature matrix and gold labels,
+    searched leaving out every request with the same gold query."""
     import numpy as np
     from tqdm import tqdm
 
@@ -350,10 +350,7 @@ def training_groups(retriever, *, every: int = 1, progress: bool = False, rows=N
     examples = retriever.examples
     groups = same_query_groups(examples.examples)
     out = []
-    chosen = range(0, len(examples.examples), max(1, every))
-    if rows is not None:
-        chosen = [row for row in chosen if rows(row)]
-    rows = chosen
+    rows = range(0, len(examples.examples), max(1, every))
     for row in tqdm(rows, desc="ranker features", disable=not progress):
         ex = examples.examples[row]
         gold = set(controlled_pairs(ex.query))
@@ -367,25 +364,15 @@ def training_groups(retriever, *, every: int = 1, progress: bool = False, rows=N
 def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, rerank: int = RERANK,
                progress: bool = False) -> CascadeRanker:
     """Fit both stages on the index's own training requests (leave-one-query-out). Deterministic."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
     from .embedding import run_single_threaded
 
     if rerank < 1:
         raise ValueError(f"rerank must be at least 1, got {rerank}; the default is {RERANK}")
-    groups, n_requests = run_single_threaded(training_groups, retriever, every=every, progress=progress)
-    return fit_cascade(groups, n_requests, every=every, c=c, c2=c2, rerank=rerank,
-                       index_built_at=retriever.manifest.data.get("built_at"))
-
-
-def fit_cascade(groups, n_requests: int, *, every: int = 1, c: float = 1.0, c2: float = 0.01, rerank: int = RERANK,
-                index_built_at=None, extra: dict | None = None) -> CascadeRanker:
-    """Fit both stages on per-request (features, labels) groups (``training_groups``); ``extra`` joins the
-    ``trained_on`` record (how the features were made, when not by this index's own encoder)."""
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-
-    if rerank < 1:
-        raise ValueError(f"rerank must be at least 1, got {rerank}; the default is {RERANK}")
     too_few = "too few training requests with gold tags to fit a ranker; use a larger index"
+    groups, n_requests = run_single_threaded(training_groups, retriever, every=every, progress=progress)
     if not groups:
         raise ValueError(too_few)
     x = np.vstack([g[0] for g in groups])
@@ -408,9 +395,8 @@ def fit_cascade(groups, n_requests: int, *, every: int = 1, c: float = 1.0, c2: 
     two = LogisticRegression(C=c2, max_iter=3000, solver="lbfgs").fit(pairwise_expansion((x2 - mean) / scale), y2)
     meta = {"trained_on": {"split": "train", "leave_one_out": "every training request with the same gold query",
                            "every": every, "requests": n_requests, "candidates": int(len(y)), "positives": int(y.sum()),
-                           "reranked_candidates": int(len(y2)), "reranked_positives": int(y2.sum()), "C": c, "C2": c2,
-                           **(extra or {})},
-            "index_built_at": index_built_at}
+                           "reranked_candidates": int(len(y2)), "reranked_positives": int(y2.sum()), "C": c, "C2": c2},
+            "index_built_at": retriever.manifest.data.get("built_at")}
     return CascadeRanker(stage1, LinearRanker(two.coef_[0], two.intercept_[0]), mean, scale, rerank, FEATURES, meta)
 
 

@@ -97,7 +97,7 @@ class FakeNpmRegistry:
         self._server.server_close()
 
 
-def build_small_index(out_dir: Path, data_dir: Path, cache_dir: Path, *, train_limit: int = SMALL_TRAIN_LIMIT, **options) -> Path:
+def build_small_index(out_dir: Path, data_dir: Path, cache_dir: Path, *, train_limit: int = SMALL_TRAIN_LIMIT) -> Path:
     from index.build import build_index
     from index.config import IndexConfig
 
@@ -110,7 +110,6 @@ def build_small_index(out_dir: Path, data_dir: Path, cache_dir: Path, *, train_l
             train_limit=train_limit,
             taginfo=False,
             progress=False,
-            **options,
         )
         return build_index(config)
 

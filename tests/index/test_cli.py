@@ -63,9 +63,3 @@ def test_build_fits_the_ranker(small_index_dir):
 def test_fit_ranker_bad_rerank_is_a_user_error(small_index_dir, tmp_path, capsys):
     assert main(["index", "fit-ranker", "--index-dir", str(small_index_dir), "--rerank", "0"]) == 2
     assert "rerank must be at least 1" in capsys.readouterr().err
-
-
-def test_tune_epochs_needs_tune_encoder(tmp_path, capsys):
-    assert main(["index", "build", "--out", str(tmp_path / "idx"), "--tune-epochs", "2"]) == 2
-    assert "add --tune-encoder" in capsys.readouterr().err
-    assert not (tmp_path / "idx").exists()

@@ -25,9 +25,6 @@ def test_paths_are_expanded():
     ({"batch_size": 0}, "batch_size"),
     ({"embedding_model": " "}, "all-MiniLM-L6-v2"),
     ({"taginfo_timeout": 0}, "taginfo=False"),
-    ({"tune_epochs": 0}, "leave tune_encoder off"),
-    ({"tune_batch_size": 1}, "in-batch negatives"),
-    ({"tune_learning_rate": 0.0}, "3e-5"),
 ])
 def test_bad_settings_name_the_fix(kwargs, fix):
     with pytest.raises(ValueError, match=fix):
