@@ -54,18 +54,22 @@ class RetrievalReport:
 NEIGHBOUR_BANDS = (0.6, 0.7, 0.8, 0.9)
 
 
+def band_labels(bands=NEIGHBOUR_BANDS) -> list[str]:
+    """The bands' labels, lowest first.
+
+    >>> band_labels((0.6, 0.7))
+    ['<0.6', '0.6-0.7', '>=0.7']
+    """
+    return [f"<{bands[0]}"] + [f"{low}-{high}" for low, high in zip(bands, bands[1:])] + [f">={bands[-1]}"]
+
+
 def neighbour_band(cosine: float, bands=NEIGHBOUR_BANDS) -> str:
     """The band label of a nearest-request cosine.
 
     >>> [neighbour_band(c) for c in (0.1, 0.6, 0.75, 0.95)]
     ['<0.6', '0.6-0.7', '0.7-0.8', '>=0.9']
     """
-    if cosine < bands[0]:
-        return f"<{bands[0]}"
-    for low, high in zip(bands, bands[1:]):
-        if cosine < high:
-            return f"{low}-{high}"
-    return f">={bands[-1]}"
+    return band_labels(bands)[sum(1 for edge in bands if cosine >= edge)]
 
 
 def miss_summary(misses: list[dict], top: int = 10) -> dict:
@@ -156,9 +160,5 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
         misses=misses,
         suspect={k: suspect[k] / listed[k] for k in ks if listed[k]} if doc is not None else {},
         by_neighbour={label: {"requests": b[0], "pairs": b[1], **{f"recall@{k}": round(b[2 + j] / b[1], 4) for j, k in enumerate(ks)}}
-                      for label, b in sorted(bands.items(), key=lambda item: _band_order(item[0]))},
+                      for label, b in ((label, bands[label]) for label in band_labels() if label in bands)},
     )
-
-
-def _band_order(label: str) -> float:
-    return float(label.lstrip("<>=").split("-")[0]) - (1.0 if label.startswith("<") else 0.0)
