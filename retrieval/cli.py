@@ -35,10 +35,10 @@ def parse_ks(text: str) -> list[int]:
 
 def _retrieval_eval(args) -> int:
     import json
-    from pathlib import Path
 
     from app.cli import UserError
     from eval.dataset import DatasetError, load_split
+    from eval.report import write_atomic
 
     from . import IndexMissingError, TagRetriever
     from .evaluate import evaluate, miss_summary
@@ -66,18 +66,12 @@ def _retrieval_eval(args) -> int:
     summary = miss_summary(report.misses)
     print(f"missed at {ks[-1]}: {len(report.misses)} pairs; " + ", ".join(f"{why}: {n}" for why, n in summary["by_reason"].items()))
     print("most missed keys: " + ", ".join(f"{key} {n}" for key, n in summary["by_key"].items()))
-    try:
-        if args.json:
-            _write_atomically(Path(args.json), json.dumps(figures, indent=2) + "\n")
-        if args.misses:
-            _write_atomically(Path(args.misses), "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in report.misses))
-    except OSError as exc:
-        raise UserError(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}; pass a writable file path") from None
+    outputs = [(args.json, lambda: json.dumps(figures, indent=2) + "\n"),
+               (args.misses, lambda: "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in report.misses))]
+    for path, text in outputs:
+        if path:
+            try:
+                write_atomic(path, text())
+            except OSError as exc:
+                raise UserError(f"cannot write {path}: {exc.strerror or exc}; pass a writable file path") from None
     return 0
-
-
-def _write_atomically(out, text: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)

@@ -64,5 +64,6 @@ def test_unwritable_output_is_a_user_error(small_index_dir, tmp_path, capsys):
     taken = tmp_path / "taken"
     (taken / "inside").mkdir(parents=True)
     assert main(["retrieval-eval", "--index-dir", str(small_index_dir), "--limit", "3", "--misses", str(taken)]) == 2
-    assert "cannot write" in capsys.readouterr().err
+    assert f"cannot write {taken}" in capsys.readouterr().err
     assert (taken / "inside").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # no half-written temporary file left beside it
