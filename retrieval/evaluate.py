@@ -127,9 +127,9 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
         n_pairs += len(pairs)
         n_keys += len(keys)
         covered += sum(1 for p in pairs if p in retriever)
+        found = {k: len(set(pairs) & set(ranked[:k])) for k in ks}  # this request's hits at each k (pairs are distinct)
         for k in ks:
-            top = set(ranked[:k])
-            hits[k] += sum(1 for p in pairs if p in top)
+            hits[k] += found[k]
             top_keys = set(ranked_keys[:k])
             key_hits[k] += sum(1 for key in keys if key in top_keys)
         misses.extend({"index": ex.index, "request": ex.nl, "pair": p,
@@ -140,8 +140,7 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
             band[0] += 1
             band[1] += len(pairs)
             for j, k in enumerate(ks):
-                top = set(ranked[:k])
-                band[2 + j] += sum(1 for p in pairs if p in top)
+                band[2 + j] += found[k]
         if doc is not None:
             flags = [is_suspect(doc(tag) or {"key": "", "value": "", "sources": ()}) for tag in ranked]
             for k in ks:
