@@ -64,6 +64,36 @@ _FALLBACK_TEXTS = [
 ]
 
 
+# The tiny test model: Qwen3's architecture at a size that trains in seconds on a CPU.
+TINY_SHAPE = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+)
+
+# The production model's architecture, from Qwen3-4B-Instruct-2507's config.json
+# (4,022,468,096 parameters). benchmarks/bench_train_shape.py trains a random model
+# of this shape to measure step time and GPU memory without downloading the weights.
+QWEN3_4B_SHAPE = dict(
+    hidden_size=2560,
+    intermediate_size=9728,
+    num_hidden_layers=36,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    head_dim=128,
+    vocab_size=151936,
+    max_position_embeddings=262144,
+    rope_theta=5_000_000.0,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+)
+
+
 def _default_texts() -> list[str]:
     """Dataset text when a dataset is configured, else a small built-in corpus."""
     try:
@@ -123,29 +153,46 @@ def build_tiny_model(
     is written atomically (built beside it, then renamed), so an interrupted
     build never leaves a half-written model behind.
     """
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()) and not (out / "config.json").is_file():
+        raise FileExistsError(f"{out} is not empty and holds no model: choose an empty or new directory")
+    tokenizer = train_tokenizer(texts if texts is not None else _default_texts(), vocab_size=vocab_size)
+    return build_random_model(out, tokenizer, TINY_SHAPE, seed=seed)
+
+
+def build_random_model(
+    out_dir: str | os.PathLike,
+    tokenizer,
+    shape: dict,
+    *,
+    seed: int = 0,
+    device: str | None = None,
+    dtype=None,
+) -> Path:
+    """Save a randomly initialised Qwen3ForCausalLM of ``shape`` with ``tokenizer``.
+
+    The vocabulary is the larger of ``shape["vocab_size"]`` and the tokenizer's
+    (Qwen's own embedding also has rows no token uses). ``device``/``dtype``
+    build it there, e.g. ``"cuda"`` and ``torch.bfloat16`` for a 4B-parameter
+    shape that would take minutes to initialise on a CPU. Written atomically.
+    """
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()) and not (out / "config.json").is_file():
         raise FileExistsError(f"{out} is not empty and holds no model: choose an empty or new directory")
-    tokenizer = train_tokenizer(texts if texts is not None else _default_texts(), vocab_size=vocab_size)
     config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=4096,
-        tie_word_embeddings=True,
+        **{**shape, "vocab_size": max(shape.get("vocab_size", 0), len(tokenizer))},
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
         bos_token_id=None,
     )
     torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
+    with torch.device(device or "cpu"):
+        model = Qwen3ForCausalLM(config)
+    if dtype is not None:
+        model = model.to(dtype)
     model.generation_config = GenerationConfig(
         eos_token_id=[tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(ENDOFTEXT)],
         pad_token_id=tokenizer.pad_token_id,

@@ -10,6 +10,8 @@
   temperature too, to see the gap the published run ignored).
 * :class:`JsonlLogCallback` — every log entry as one JSON line in
   ``<output_dir>/metrics.jsonl`` (survives a crash; plots need no TensorBoard).
+* :class:`StepTimeCallback` — wall time of every optimizer step, GPU work
+  included (benchmarks/bench_train_shape.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import tempfile
+import time
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -119,6 +123,46 @@ class JsonlLogCallback(TrainerCallback):
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
         return control
+
+
+class StepTimeCallback(TrainerCallback):
+    """Seconds of every optimizer step, from its first micro-batch to after the update.
+
+    The clock is read after a CUDA synchronize: kernels are queued asynchronously,
+    so an unsynchronised clock would time the launches, not the work. A GRPO step's
+    time includes its rollouts (TRL generates inside the step).
+    """
+
+    def __init__(self):
+        self.seconds: list[float] = []
+        self._start: float | None = None
+
+    @staticmethod
+    def _now() -> float:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._start = self._now()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._start is not None:
+            self.seconds.append(self._now() - self._start)
+            self._start = None
+
+    def steady(self) -> list[float]:
+        """Step times without the first step (which pays for warm-up and allocation)."""
+        return self.seconds[1:] or self.seconds
+
+    def steady_median(self) -> float | None:
+        return statistics.median(self.steady()) if self.seconds else None
+
+    def steady_mean(self) -> float | None:
+        """What a long run's steps cost on average (its total time / steps): batches differ in length."""
+        return statistics.fmean(self.steady()) if self.seconds else None
 
 
 def read_metrics(output_dir: str | os.PathLike) -> list[dict]:

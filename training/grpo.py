@@ -34,6 +34,7 @@ from training.sft import (
     peft_config,
     preflight_data,
     prepare_output_dir,
+    reset_peak_gpu_memory,
     runtime_figures,
     save_outputs,
     training_args_common,
@@ -268,8 +269,8 @@ def run_grpo(
         if (seed_out / "summary.json").is_file() and resume:
             runs.append(SeedRun(**json.loads((seed_out / "summary.json").read_text())["result"]))
             continue
-        _reset_peak_memory()
-        model = load_model(recipe.model, bf16, recipe.attn_implementation)
+        reset_peak_gpu_memory()
+        model = load_model(recipe.model, bf16, recipe.attn_implementation, full_fine_tuning=not recipe.lora.enabled)
         common = training_args_common(recipe.train, seed_out, bf16)
         common["seed"] = common["data_seed"] = seed
         extra = {}
@@ -344,13 +345,6 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def _reset_peak_memory() -> None:
-    if _cuda_available():
-        import torch
-
-        torch.cuda.reset_peak_memory_stats()
 
 
 def _free_memory() -> None:

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from training_fixtures import one_torch_thread, retrievers, tiny_model_dir  # noqa: F401 (fixtures)
-from training.callbacks import read_metrics
+from training.callbacks import StepTimeCallback, read_metrics
 from training.config import ConfigError, default_configs_dir, load_recipe
-from training.sft import run_sft
+from training.sft import load_model, run_sft
 
 TINY = default_configs_dir() / "tiny-sft.yaml"
 
@@ -127,9 +127,12 @@ def test_trains_from_a_written_dataset(tiny_model_dir, small_index_dir, retrieve
         f"model={tiny_model_dir}", f"data.dataset_dir={written}", f"train.output_dir={tmp_path / 'run'}",
         "train.max_steps=2", "dev_eval.enabled=false", "export_merged=false",
     ])
-    result = run_sft(recipe, progress=False)  # no retrievers needed: the prompts are in the files
+    timer = StepTimeCallback()
+    result = run_sft(recipe, progress=False, extra_callbacks=[timer])  # no retrievers: the prompts are in the files
     assert result.steps == 2 and result.data_stats["grpo_rows"] == 8
     assert result.merged_dir is None and result.adapter_dir
+    assert len(timer.seconds) == 2 and all(s > 0 for s in timer.seconds)
+    assert timer.steady_median() == timer.steady_mean() == timer.seconds[1]
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint(tiny_model_dir, small_index_dir, retrievers, tmp_path):
@@ -171,3 +174,11 @@ def test_full_fine_tuning_exports_a_plain_model(tiny_model_dir, small_index_dir,
     base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     changed = [n for (n, a), (_, b) in zip(trained.named_parameters(), base.named_parameters()) if not a.equal(b)]
     assert changed  # every weight was trainable, and some moved
+
+
+@pytest.mark.parametrize("full_fine_tuning, dtype", [(False, "torch.bfloat16"), (True, "torch.float32")])
+def test_bf16_training_keeps_fp32_master_weights_when_all_weights_train(tiny_model_dir, full_fine_tuning, dtype):
+    # LoRA trains an fp32 adapter over a frozen bf16 base; full fine-tuning updates the
+    # weights themselves, whose AdamW steps at lr 1e-5 would round away in bf16.
+    model = load_model(str(tiny_model_dir), True, full_fine_tuning=full_fine_tuning)
+    assert {str(p.dtype) for p in model.parameters()} == {dtype}
