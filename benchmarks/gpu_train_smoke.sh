@@ -6,32 +6,47 @@
 #   GEOQL_DATA_DIR=../shared/overpassnl benchmarks/gpu_train_smoke.sh [WORK_DIR]
 #
 # Needs a retrieval index: $GEOQL_INDEX_DIR, or one is built into WORK_DIR (that build
-# fetches the OSM tag schema from the npm registry once).
+# fetches the OSM tag schema from the npm registry once). On a machine without the
+# registry, NO_INDEX=1 trains on prompts without retrieval (k_tags = k_examples = 0),
+# which need no index. PY=python3 uses another interpreter than .venv's (GPU images often
+# bring their own torch); CPU_OK=1 runs it without a GPU (bf16 off) to check the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=.venv/bin/python
-GEOQL=.venv/bin/geoql
+PY=${PY:-.venv/bin/python}
+GEOQL="$PY -m app.cli"
 WORK="${1:-$(mktemp -d -t geoql-gpu-smoke.XXXXXX)}"
 mkdir -p "$WORK"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-$PY - <<'PY'
+BF16=true
+if ! $PY - <<'PY'
 import torch, sys
 if not torch.cuda.is_available():
-    sys.exit("no CUDA GPU visible: this smoke test is for a GPU machine (the CPU tests cover the rest)")
+    sys.exit("no CUDA GPU visible: this smoke test is for a GPU machine (the CPU tests cover the rest; CPU_OK=1 runs it anyway)")
 print("gpu:", torch.cuda.get_device_name(0), "bf16:", torch.cuda.is_bf16_supported())
 PY
+then
+  [[ "${CPU_OK:-0}" == 1 ]] || exit 1
+  BF16=false
+fi
 USE_VLLM=false
 if $PY -c "import vllm" 2>/dev/null; then USE_VLLM=true; fi
 echo "vLLM rollouts: $USE_VLLM"
 
-INDEX="${GEOQL_INDEX_DIR:-$WORK/index}"
-if [[ ! -f "$INDEX/manifest.json" ]]; then
-  echo "== building a small retrieval index in $INDEX"
-  if ! $GEOQL index build --out "$INDEX" --no-taginfo --train-limit 1000; then
-    echo "could not build an index here (the build fetches the OSM tag schema from the npm registry);" >&2
-    echo "build one where the registry is reachable and pass it: GEOQL_INDEX_DIR=DIR $0" >&2
-    exit 2
+if [[ "${NO_INDEX:-0}" == 1 ]]; then
+  echo "== prompts without retrieval (NO_INDEX=1)"
+  $GEOQL train data --out "$WORK/data" --set limit=200 --set k_tags=0 --set k_examples=0
+  DATA=(--set "data.dataset_dir=$WORK/data" --set data.k_tags=0 --set data.k_examples=0)
+else
+  INDEX="${GEOQL_INDEX_DIR:-$WORK/index}"
+  DATA=(--set "data.index_dir=$INDEX")
+  if [[ ! -f "$INDEX/manifest.json" ]]; then
+    echo "== building a small retrieval index in $INDEX"
+    if ! $GEOQL index build --out "$INDEX" --no-taginfo --train-limit 1000; then
+      echo "could not build an index here (the build fetches the OSM tag schema from the npm registry);" >&2
+      echo "build one where the registry is reachable and pass it: GEOQL_INDEX_DIR=DIR $0" >&2
+      exit 2
+    fi
   fi
 fi
 
@@ -42,14 +57,14 @@ $PY -c "from app.tiny_model import build_tiny_model; print(build_tiny_model('$WO
 t1=$(date +%s)
 echo "== SFT: 30 steps, bf16, LoRA, dev eval through the compile path"
 $GEOQL train sft --config training/configs/tiny-sft.yaml --overwrite \
-  --set "model=$WORK/tiny" --set "train.output_dir=$WORK/sft" --set train.bf16=true \
-  --set "data.index_dir=$INDEX" --set dev_eval.enabled=true --set dev_eval.subset_size=8
+  --set "model=$WORK/tiny" --set "train.output_dir=$WORK/sft" --set train.bf16=$BF16 \
+  "${DATA[@]}" --set dev_eval.enabled=true --set dev_eval.subset_size=8
 
 t2=$(date +%s)
 echo "== GRPO: 4 steps x 2 seeds, bf16, all rewards, use_vllm=$USE_VLLM"
 $GEOQL train grpo --config training/configs/tiny-grpo.yaml --overwrite \
-  --set "model=$WORK/sft/merged" --set "train.output_dir=$WORK/grpo" --set train.bf16=true \
-  --set "data.index_dir=$INDEX" --set train.max_steps=4 --set "seeds=[0, 1]" \
+  --set "model=$WORK/sft/merged" --set "train.output_dir=$WORK/grpo" --set train.bf16=$BF16 \
+  "${DATA[@]}" --set train.max_steps=4 --set "seeds=[0, 1]" \
   --set "use_vllm=$USE_VLLM" --set vllm_gpu_memory_utilization=0.2 \
   --set dev_eval.enabled=true --set dev_eval.every_steps=2 --set dev_eval.subset_size=4
 

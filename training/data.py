@@ -170,7 +170,8 @@ def build_rows(
     from eval.metrics import normalize_for_em
 
     train = load_split("train", cfg.data_dir)
-    if retrievers is None:
+    if retrievers is None and (cfg.k_tags or cfg.k_examples):
+        # k_tags = k_examples = 0 (prompts without retrieval) needs no index at all.
         retrievers = Retrievers.load(cfg.index_dir)
     rng = random.Random(cfg.seed)
     order = list(range(len(train)))

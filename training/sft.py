@@ -235,6 +235,8 @@ def preflight_data(data: DataConfig) -> None:
         resolve_data_dir(data.data_dir, download=False)
     except DatasetError as exc:
         raise ConfigError(f"OverpassNL not found: {exc} (or set data.data_dir in the recipe)") from None
+    if not (data.k_tags or data.k_examples):
+        return  # prompts without retrieval: no index needed
     from retrieval import IndexMissingError
     from retrieval.artifacts import load_manifest
 

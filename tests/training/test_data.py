@@ -128,3 +128,14 @@ def test_cli_data(tmp_path, small_index_dir, capsys):
     assert stats["config"]["limit"] == 8 and stats["stats"]["self_retrieved"] == 0
     assert main(["train", "data", "--out", str(out), "--set", "k_tags=-1"]) == 2
     assert "k_tags" in capsys.readouterr().err
+
+
+def test_prompts_without_retrieval_need_no_index(tmp_path):
+    # k_tags = k_examples = 0: the bare request prompt, buildable where no index exists
+    # (a GPU machine without the npm registry, benchmarks/gpu_train_smoke.sh NO_INDEX=1).
+    cfg = DataConfig(index_dir=str(tmp_path / "no-index"), k_tags=0, k_examples=0, limit=5)
+    sft, grpo, stats = build_rows(cfg, progress=False)
+    assert len(sft) == len(grpo) == 5 and stats.gold_tag_recall == 0.0
+    from retrieval import build_prompt
+
+    assert all(row["prompt"] == build_prompt(row["nl"], [], []) for row in sft)
