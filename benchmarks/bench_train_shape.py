@@ -43,6 +43,7 @@ from training.grpo import run_grpo  # noqa: E402
 from training.sft import run_sft, sequence_token_lengths  # noqa: E402
 
 SHAPES = {"qwen3-4b": QWEN3_4B_SHAPE, "tiny": TINY_SHAPE}
+MARKER = ".bench_train_shape"
 TRAIN_SPLIT_SIZE = 6352  # OverpassNL training requests (what an unlimited `geoql train data` uses)
 
 
@@ -119,7 +120,8 @@ def bench_grpo(args, model_dir: Path) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", required=True, help="a `geoql train data --out` directory")
-    parser.add_argument("--work", required=True, help="scratch directory (model and runs; replaced)")
+    parser.add_argument("--work", required=True,
+                        help="scratch directory for the model and runs (replaced on the next run; must be new or this script's)")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="qwen3-4b")
     parser.add_argument("--vocab", type=int, default=32000, help="size of the locally trained tokenizer")
     parser.add_argument("--sft-recipe", default=str(default_configs_dir() / "qwen3-4b-sft-lora-r64.yaml"))
@@ -138,8 +140,12 @@ def main(argv=None) -> int:
 
     sft_rows, _, payload = read_dataset(args.dataset)
     work = Path(args.work)
-    if work.exists():
+    if work.exists() and any(work.iterdir()):
+        if not (work / MARKER).is_file():  # never delete a directory this script did not make
+            parser.error(f"--work {work} is not empty and was not made by this benchmark; choose a new directory")
         shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / MARKER).write_text("scratch directory of benchmarks/bench_train_shape.py; replaced on each run\n")
     cuda = torch.cuda.is_available()
     t0 = time.perf_counter()
     tokenizer = train_tokenizer(_texts(sft_rows), vocab_size=args.vocab)
