@@ -153,11 +153,8 @@ def build_tiny_model(
     is written atomically (built beside it, then renamed), so an interrupted
     build never leaves a half-written model behind.
     """
-    out = Path(out_dir)
-    if out.exists() and any(out.iterdir()) and not (out / "config.json").is_file():
-        raise FileExistsError(f"{out} is not empty and holds no model: choose an empty or new directory")
     tokenizer = train_tokenizer(texts if texts is not None else _default_texts(), vocab_size=vocab_size)
-    return build_random_model(out, tokenizer, TINY_SHAPE, seed=seed)
+    return build_random_model(out_dir, tokenizer, TINY_SHAPE, seed=seed)
 
 
 def build_random_model(

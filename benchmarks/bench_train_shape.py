@@ -25,7 +25,6 @@ CPU check of the plumbing (seconds): ``--shape tiny --vocab 3000 --set train.bf1
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import shutil
@@ -36,23 +35,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.tiny_model import QWEN3_4B_SHAPE, TINY_SHAPE, build_random_model, train_tokenizer  # noqa: E402
+from eval.dataset import SPLIT_SIZES  # noqa: E402
 from training.callbacks import StepTimeCallback, read_metrics  # noqa: E402
 from training.config import default_configs_dir, load_recipe  # noqa: E402
 from training.data import read_dataset  # noqa: E402
 from training.grpo import run_grpo  # noqa: E402
-from training.sft import run_sft, sequence_token_lengths  # noqa: E402
+from training.sft import free_gpu_memory, run_sft, sequence_token_lengths  # noqa: E402
 
 SHAPES = {"qwen3-4b": QWEN3_4B_SHAPE, "tiny": TINY_SHAPE}
 MARKER = ".bench_train_shape"
-TRAIN_SPLIT_SIZE = 6352  # OverpassNL training requests (what an unlimited `geoql train data` uses)
-
-
-def _free_gpu() -> None:
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def _texts(rows: list[dict]) -> list[str]:
@@ -79,7 +70,7 @@ def bench_sft(args, model_dir: Path, tokenizer, sft_rows: list[dict], data_stats
     # The written dataset may be a subset (data.limit); scale its row count to the whole split.
     limit = (data_stats.get("config") or {}).get("limit")
     main_rows = sum(1 for r in sft_rows if r.get("kind", "main") == "main")
-    full_rows = round(len(sft_rows) * TRAIN_SPLIT_SIZE / main_rows) if limit else len(sft_rows)
+    full_rows = round(len(sft_rows) * SPLIT_SIZES["train"] / main_rows) if limit else len(sft_rows)
     full_steps = math.ceil(full_rows / per_step) * int(math.ceil(t.num_train_epochs))
     return {
         "recipe": Path(args.sft_recipe).name, "steps": result.steps, "step_seconds": [round(s, 3) for s in timer.seconds],
@@ -151,7 +142,7 @@ def main(argv=None) -> int:
     tokenizer = train_tokenizer(_texts(sft_rows), vocab_size=args.vocab)
     model_dir = build_random_model(work / "model", tokenizer, SHAPES[args.shape],
                                    device="cuda" if cuda else None, dtype=torch.bfloat16 if cuda else None)
-    _free_gpu()
+    free_gpu_memory()
     from transformers import AutoConfig, AutoModelForCausalLM
 
     with torch.device("meta"):  # counts the parameters without allocating them
@@ -165,7 +156,7 @@ def main(argv=None) -> int:
     if args.sft_steps:
         report["sft"] = bench_sft(args, model_dir, tokenizer, sft_rows, payload)
         print("sft:", json.dumps(report["sft"]), flush=True)
-        _free_gpu()
+        free_gpu_memory()
     if args.grpo_steps:
         report["grpo"] = bench_grpo(args, model_dir)
         print("grpo:", json.dumps(report["grpo"]), flush=True)

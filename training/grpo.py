@@ -28,6 +28,7 @@ from training.sft import (
     check_lora_targets,
     clear_output_dir,
     completion_token_lengths,
+    free_gpu_memory,
     last_checkpoint,
     load_model,
     load_tokenizer,
@@ -251,7 +252,7 @@ def run_grpo(
                                        batch_size=recipe.dev_eval.batch_size, progress=progress)
         finally:
             backend.close()
-            _free_memory()
+            free_gpu_memory()
         filtered_out = len(rows) - len(kept)
         if len(kept) < recipe.num_generations:
             raise ConfigError(
@@ -333,28 +334,12 @@ def run_grpo(
         write_summary(seed_out, {"kind": "grpo-seed", "result": asdict(run)})
         runs.append(run)
         del trainer, model
-        _free_memory()
+        free_gpu_memory()
 
     result = GRPOResult(output_dir=str(out), runs=runs, prompts=len(rows), prompts_filtered_out=filtered_out,
                         dev_summary=_summarise(runs))
     write_summary(out, {"kind": "grpo", "result": asdict(result), "recipe": to_dict(recipe), "data_stats": stats})
     return result
-
-
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def _free_memory() -> None:
-    import gc
-
-    gc.collect()
-    if _cuda_available():
-        import torch
-
-        torch.cuda.empty_cache()
 
 
 def result_lines(result: GRPOResult) -> str:

@@ -221,6 +221,17 @@ def reset_peak_gpu_memory() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
+def free_gpu_memory() -> None:
+    """Return a finished run's memory, so the next model in this process starts clean."""
+    import gc
+
+    gc.collect()
+    if _cuda():
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def losses(log_history: list[dict]) -> list[float]:
     return [float(e["loss"]) for e in log_history if "loss" in e]
 
