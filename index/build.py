@@ -94,42 +94,42 @@ def build_index(config: IndexConfig) -> Path:
     out_dir = config.out_dir or A.default_index_dir()
     cache_dir = config.cache_dir or default_cache_dir()
     steps = tqdm(total=6, desc="index build", unit="step", disable=not config.progress)
-
-    steps.set_postfix_str("id-tagging-schema")
-    schema = schema_source.load_schema(config.registry, config.schema_version, cache_dir)
-    tags = TagCollection()
-    wanted = set(config.preset_ids) if config.preset_ids is not None else None
-    add_schema(tags, schema, preset_filter=(lambda pid, _p: pid in wanted) if wanted is not None else None)
-    steps.update()
-
-    steps.set_postfix_str("OverpassNL train")
-    train = load_split("train", config.data_dir)
-    if config.train_limit is not None:
-        train = train[: config.train_limit]
-    examples: list[ExampleDocument] = add_training(tags, train)
-    steps.update()
-
-    steps.set_postfix_str("taginfo")
-    taginfo_info: dict = {"status": "disabled"}
-    if config.taginfo:
-        keys = sorted({d.key for d in tags.docs.values() if d.value != "*"}, key=lambda k: -sum(
-            d.train_count for d in tags.docs.values() if d.key == k))
-        usage, taginfo_info = taginfo_source.fetch_usage(
-            keys, config.taginfo_url, cache_dir / "taginfo", timeout=config.taginfo_timeout, progress=config.progress
-        )
-        for tid, (count, description) in usage.items():
-            doc = tags.docs.get(tid)
-            if doc is not None:
-                doc.usage_count = count
-                doc.description = doc.description or description
-    steps.update()
-
-    docs = sorted(tags.docs.values(), key=lambda d: d.tag)
-    mark_likely_typos(docs)  # after taginfo: popularity decides which of two spellings is the slip
-    surfaces = [(i, kind, text) for i, d in enumerate(docs) for kind, text in tag_surfaces(d)]
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))
+    staging = None
     try:
+        steps.set_postfix_str("id-tagging-schema")
+        schema = schema_source.load_schema(config.registry, config.schema_version, cache_dir)
+        tags = TagCollection()
+        wanted = set(config.preset_ids) if config.preset_ids is not None else None
+        add_schema(tags, schema, preset_filter=(lambda pid, _p: pid in wanted) if wanted is not None else None)
+        steps.update()
+
+        steps.set_postfix_str("OverpassNL train")
+        train = load_split("train", config.data_dir)
+        if config.train_limit is not None:
+            train = train[: config.train_limit]
+        examples: list[ExampleDocument] = add_training(tags, train)
+        steps.update()
+
+        steps.set_postfix_str("taginfo")
+        taginfo_info: dict = {"status": "disabled"}
+        if config.taginfo:
+            keys = sorted({d.key for d in tags.docs.values() if d.value != "*"}, key=lambda k: -sum(
+                d.train_count for d in tags.docs.values() if d.key == k))
+            usage, taginfo_info = taginfo_source.fetch_usage(
+                keys, config.taginfo_url, cache_dir / "taginfo", timeout=config.taginfo_timeout, progress=config.progress
+            )
+            for tid, (count, description) in usage.items():
+                doc = tags.docs.get(tid)
+                if doc is not None:
+                    doc.usage_count = count
+                    doc.description = doc.description or description
+        steps.update()
+
+        docs = sorted(tags.docs.values(), key=lambda d: d.tag)
+        mark_likely_typos(docs)  # after taginfo: popularity decides which of two spellings is the slip
+        surfaces = [(i, kind, text) for i, d in enumerate(docs) for kind, text in tag_surfaces(d)]
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))
         _write_jsonl(staging / A.TAGS_JSONL, (d.to_json() for d in docs))
         _write_jsonl(staging / A.TAG_SURFACES_JSONL, ({"doc": i, "kind": k, "text": t} for i, k, t in surfaces))
         _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
@@ -155,9 +155,9 @@ def build_index(config: IndexConfig) -> Path:
             _write_json(staging / A.MANIFEST, manifest)
         _swap_into_place(staging, out_dir)
         steps.update()
-    finally:
+    finally:  # a failed step (no registry, no dataset) must not leave its bar on screen or a half-built directory
         steps.close()
-        if staging.exists():
+        if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -32,6 +33,9 @@ class RetrievalBackend(Backend):
     name: ClassVar[str] = "retrieval"
     supports_grammar: ClassVar[bool] = False
     needs_prompt: ClassVar[bool] = False
+    # One compile asks for the model up to three times (context, batch, one by one);
+    # without a dataset each ask would retry the download and the index build.
+    retry_training_after_s: ClassVar[float] = 60.0
 
     def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
                  select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None,
@@ -54,6 +58,7 @@ class RetrievalBackend(Backend):
         self._model = None
         self._config = None
         self._lock = threading.Lock()
+        self._training_failed: tuple[float, str] | None = None  # (when, why)
 
     # The model is loaded (or trained) on first use so that building a
     # Compiler stays instant.
@@ -61,6 +66,8 @@ class RetrievalBackend(Backend):
     def model(self):
         with self._lock:
             if self._model is None:
+                if self._training_failed and time.monotonic() - self._training_failed[0] < self.retry_training_after_s:
+                    raise BackendError(self._training_failed[1])
                 self._model = self._load_or_train()
                 from app.cpu.model import CpuConfig
 
@@ -82,7 +89,10 @@ class RetrievalBackend(Backend):
         from app.cpu.train import TrainConfig, ensure_index, train_and_save
         from eval.dataset import DatasetError
 
+        from eval.dataset import load_split
+
         try:
+            load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
             if ensure_index(self.index_dir, self.data_dir):
                 try:  # a model that only lacked its index needs no retraining
                     return CpuModel.load(target, self.index_dir)
@@ -91,7 +101,9 @@ class RetrievalBackend(Backend):
             index_dir = str(self.index_dir) if self.index_dir else None
             return train_and_save(target, self.data_dir, TrainConfig(index_dir=index_dir))
         except DatasetError as exc:
-            raise BackendError(f"cannot train the CPU model: {exc}") from None
+            why = f"cannot train the CPU model: {exc}"
+            self._training_failed = (time.monotonic(), why)
+            raise BackendError(why) from None
 
     def generate(self, request: GenerationRequest) -> list[str]:
         model = self.model

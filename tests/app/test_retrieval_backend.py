@@ -73,3 +73,32 @@ def test_empty_request(model_dir, nl):
 def test_odd_input_still_gives_a_valid_query(model_dir, nl):
     (query,) = get_backend("retrieval", model_dir=model_dir).generate(_request(nl))
     overpassql.parse(query)
+
+
+def test_no_dataset_fails_once_per_compile_without_building_an_index(tmp_path, monkeypatch, capsys):
+    """Without the dataset the first use says so at once: no index build, no second download per call."""
+    import eval.dataset
+    from app import Compiler
+
+    calls = []
+    real_load_split = eval.dataset.load_split
+
+    def counting_load_split(split, data_dir=None):
+        calls.append(split)
+        return real_load_split(split, data_dir)
+
+    monkeypatch.setattr(eval.dataset, "load_split", counting_load_split)
+    backend = get_backend("retrieval", model_dir=tmp_path / "model", data_dir=tmp_path / "no-dataset",
+                          index_dir=tmp_path / "index")
+    comp = Compiler(backend).compile("cafes in Bonn")
+    assert comp.query == "" and any("no-dataset does not exist" in e for e in comp.errors)
+    assert calls == ["train"]  # context, batch and one-by-one retry share one attempt
+    assert "building the tag index" not in capsys.readouterr().err
+    assert not (tmp_path / "index").exists() and not (tmp_path / "model").exists()
+    with pytest.raises(BackendError, match="cannot train the CPU model"):
+        backend.generate(_request("cafes in Bonn"))
+    assert calls == ["train"]
+    monkeypatch.setattr(type(backend), "retry_training_after_s", 0.0)  # later, the next request tries again
+    with pytest.raises(BackendError, match="cannot train the CPU model"):
+        backend.generate(_request("cafes in Bonn"))
+    assert calls == ["train", "train"]

@@ -59,13 +59,17 @@ def test_failed_build_keeps_previous_index(tmp_path, overpassnl_dir):
     (out / "manifest.json").write_text('{"user": "keep me"}')
     with FakeNpmRegistry(integrity="sha512-" + "A" * 86 + "==") as registry:  # every download fails the check
         config = IndexConfig(out_dir=out, data_dir=overpassnl_dir, cache_dir=tmp_path / "cache", registry=registry.url,
-                             train_limit=5, taginfo=False, progress=False)
+                             train_limit=5, taginfo=False, progress=True)
         from index.build import build_index
 
-        with pytest.raises(SchemaError, match="integrity"):
+        with pytest.raises(SchemaError, match="integrity") as failure:
             build_index(config)
     assert json.loads((out / "manifest.json").read_text()) == {"user": "keep me"}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging left behind
+    from tqdm import tqdm
+
+    assert failure.traceback  # the failed frame is still alive, yet its progress bar was closed
+    assert [bar.desc for bar in list(tqdm._instances)].count("index build") == 0
 
 
 def test_rebuild_replaces_index_atomically(tmp_path, overpassnl_dir):
