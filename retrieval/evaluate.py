@@ -4,7 +4,10 @@ Recall is defined over *occurrences*: every (example, distinct controlled
 ``key=value`` pair of its gold query) counts once, so a tag used by 300 dev
 queries weighs 300 times. Key recall uses the keys of all positive filters.
 Coverage is the share of those pair occurrences that exist anywhere in the
-index — the ceiling of any recall@k. ``suspect@k`` is the share of the first k
+index — the ceiling of any recall@k. ``candidates`` is the share the retriever
+considers at all (its whole candidate list), and ``ceiling@k`` what recall@k
+would be if it ordered those candidates perfectly: the part of the gap that
+ordering alone can close. ``suspect@k`` is the share of the first k
 listed tags that a prompt had better not offer (``retrieval.ranker.is_suspect``:
 likely typos, malformed tags, tags only deprecated).
 
@@ -37,11 +40,16 @@ class RetrievalReport:
     misses: list[dict] = field(default_factory=list)  # one per gold pair missed at max k: index, request, pair, why, listed
     suspect: dict[int, float] = field(default_factory=dict)  # k -> share of listed tags that are suspect (when the retriever has docs)
     by_neighbour: dict[str, dict] = field(default_factory=dict)  # nearest-request cosine band -> requests, pairs, recall@k
+    candidates: float | None = None  # share of gold pairs anywhere in the retriever's candidate list
+    ceiling: dict[int, float] = field(default_factory=dict)  # k -> recall@k with the candidates ordered perfectly
 
     def as_json(self) -> dict:
         out = {f"recall@{k}": round(v, 4) for k, v in sorted(self.recall.items())}
         out.update({f"key_recall@{k}": round(v, 4) for k, v in sorted(self.key_recall.items())})
         out.update({f"suspect@{k}": round(v, 4) for k, v in sorted(self.suspect.items())})
+        out.update({f"ceiling@{k}": round(v, 4) for k, v in sorted(self.ceiling.items())})
+        if self.candidates is not None:
+            out["candidates"] = round(self.candidates, 4)
         out.update(coverage=round(self.coverage, 4), p50_ms=round(self.p50_ms, 2), p95_ms=round(self.p95_ms, 2),
                    split=self.split, n_examples=self.n_examples, n_pairs=self.n_pairs, n_keys=self.n_keys,
                    recall_definition="micro-average over (example, distinct controlled key=value pair) occurrences")
@@ -49,6 +57,9 @@ class RetrievalReport:
             out["by_nearest_request_cosine"] = self.by_neighbour
         return out
 
+
+# A k no retriever reaches: search(nl, CANDIDATE_POOL) lists every candidate it scored.
+CANDIDATE_POOL = 100_000
 
 # Bands of the cosine between a request and its nearest training request (the index's own embedding).
 NEIGHBOUR_BANDS = (0.6, 0.7, 0.8, 0.9)
@@ -98,6 +109,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
+def _why_missed(pair: str, retriever, pool: set, kmax: int) -> str:
+    if pair not in retriever:
+        return "not in index"
+    return f"ranked below {kmax}" if pair in pool else "not a candidate"
+
+
 def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> RetrievalReport:
     """Run ``retriever.search`` once per example at ``max(ks)`` and score every k from that list."""
     from tqdm import tqdm
@@ -114,6 +131,8 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
     bands: dict[str, list[int]] = {}  # band -> [requests, pairs, hits at each k]
     listed = {k: 0 for k in ks}
     suspect = {k: 0 for k in ks}
+    in_candidates = 0
+    ceiling = {k: 0 for k in ks}
     if examples:
         retriever.search(examples[0].nl, kmax)  # first call pays one-off costs (lazy init, allocators)
     for ex in tqdm(examples, desc="retrieval-eval", disable=not progress):
@@ -132,8 +151,13 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
             hits[k] += found[k]
             top_keys = set(ranked_keys[:k])
             key_hits[k] += sum(1 for key in keys if key in top_keys)
-        misses.extend({"index": ex.index, "request": ex.nl, "pair": p,
-                       "why": f"ranked below {kmax}" if p in retriever else "not in index", "listed": ranked[:10]}
+        pool = {h.tag for h in retriever.search(ex.nl, CANDIDATE_POOL)} if pairs else set()  # untimed
+        candidates = sum(1 for p in pairs if p in pool)
+        in_candidates += candidates
+        for k in ks:
+            ceiling[k] += min(k, candidates)
+        misses.extend({"index": ex.index, "request": ex.nl, "pair": p, "why": _why_missed(p, retriever, pool, kmax),
+                       "listed": ranked[:10]}
                       for p in pairs if p not in ranked)
         if nearest is not None and pairs:  # after the timed search: the extra encoder call is not latency
             band = bands.setdefault(neighbour_band(nearest(ex.nl)), [0, 0] + [0] * len(ks))
@@ -158,6 +182,8 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
         p95_ms=percentile(latencies, 95),
         misses=misses,
         suspect={k: suspect[k] / listed[k] for k in ks if listed[k]} if doc is not None else {},
+        candidates=in_candidates / n_pairs if n_pairs else 0.0,
+        ceiling={k: ceiling[k] / n_pairs if n_pairs else 0.0 for k in ks},
         by_neighbour={label: {"requests": b[0], "pairs": b[1], **{f"recall@{k}": round(b[2 + j] / b[1], 4) for j, k in enumerate(ks)}}
                       for label, b in ((label, bands[label]) for label in band_labels() if label in bands)},
     )

@@ -27,7 +27,8 @@ from pathlib import Path
 from .artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
 
 RANKER_JSON = "ranker.json"
-RANKER_FORMAT = 4  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting; 4: tag quality
+RANKER_FORMAT = 5  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting; 4: tag quality;
+# 5: meaning_words (key words for yes/no-like values) instead of value_words
 RERANK = 25  # controlled candidates that the second stage re-scores
 NEIGHBOURS = 50  # nearest training requests whose tags give features
 
@@ -49,7 +50,9 @@ FEATURES = (
     "free_text",  # key=* tag of a free-text or bare key (not a recall target)
     "in_dense",
     "in_bm25",
-    "value_words",  # share of the tag value's words that the request uses ("living streets" -> living_street)
+    "meaning_words",  # share of the words naming the tag's meaning that the request uses: the value's
+    # ("living streets" -> highway=living_street), the key's where the value only says yes or no
+    # ("outdoor seating" -> outdoor_seating=yes)
     "key_words",  # share of the key's words that the request uses
     "name_in_request",  # some name or synonym of the tag occurs in the request word for word
     # Each request's best score per source is 1: a tag's standing against the other candidates of
@@ -80,10 +83,13 @@ def tag_quality(doc: dict) -> tuple[float, float, float]:
     (0.0, 1.0, 0.0)
     >>> tag_quality({"key": "highway", "value": "secondary", "sources": ["id-tagging-schema@7.2.0", "overpassnl-train"]})
     (1.0, 0.0, 0.0)
+    >>> tag_quality({"key": "amenity", "value": "pharmacy|", "sources": ["overpassnl-train"]})[1]
+    1.0
     """
     in_schema = any(s.startswith(SCHEMA_SOURCE) and not s.endswith(":deprecated") for s in doc.get("sources", ()))
     value = doc["value"]
-    malformed = not _PLAIN_KEY.match(doc["key"]) or (value != "*" and ("=" in value or any(ch.isspace() for ch in value)))
+    # "|" and brackets: a regex alternation or a list written as an exact value (amenity="pharmacy|") matches no real tag
+    malformed = not _PLAIN_KEY.match(doc["key"]) or (value != "*" and (any(ch in "=|[]" for ch in value) or any(ch.isspace() for ch in value)))
     return float(in_schema), float(malformed), float(bool(doc.get("likely_typo_of")))
 
 
@@ -101,17 +107,35 @@ def is_suspect(doc: dict) -> bool:
     return bool(malformed or typo or deprecated_only)
 
 
+# Values that say whether a feature has the key's property, not what it is: the key names the meaning
+# (for "no" together with a negation: NEGATION words in a request count as the word "no").
+FLAG_VALUES = frozenset({"yes", "no", "only", "designated"})
+NEGATION = frozenset({"no", "not", "without", "non"})
+
+
 def tag_words(doc: dict) -> tuple[frozenset, frozenset, tuple]:
-    """(value words, key words, word sets of names and synonyms) of a tag document, as ``tokenize`` spells them.
+    """(meaning words, key words, word sets of names and synonyms) of a tag document, as ``tokenize`` spells them.
+
+    The meaning words are the value's, or the key's where the value is a flag (``FLAG_VALUES``),
+    with "no" for ``key=no``.
 
     >>> v, k, names = tag_words({"key": "highway", "value": "living_street", "names": ["Living Street"], "terms": []})
     >>> sorted(v), sorted(k), [sorted(name) for name in names]
     (['living', 'street'], ['highway'], [['living', 'street']])
+    >>> sorted(tag_words({"key": "outdoor_seating", "value": "yes"})[0])
+    ['outdoor', 'seating']
+    >>> sorted(tag_words({"key": "outdoor_seating", "value": "no"})[0])
+    ['no', 'outdoor', 'seating']
     """
     from .text import split_value, tokenize
 
-    value = frozenset(tokenize(split_value(doc["value"]))) if doc["value"] != "*" else frozenset()
     key = frozenset(tokenize(split_value(doc["key"])))
+    if doc["value"] == "*":
+        value = frozenset()
+    elif doc["value"] in FLAG_VALUES:
+        value = key | {"no"} if doc["value"] == "no" else key
+    else:
+        value = frozenset(tokenize(split_value(doc["value"])))
     names = tuple(frozenset(w) for w in (tokenize(n) for n in list(doc.get("names", ()))[:3] + list(doc.get("terms", ()))[:20]) if w)
     return value, key, names
 
@@ -135,6 +159,8 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
     brought into the index is no candidate at all (for an unseen request it would not exist).
     """
     words = set(evidence.get("tokens", ()))
+    if words & NEGATION:
+        words.add("no")
     if doc_words is None:
         doc_words = lambda doc: tag_words(docs[doc])  # noqa: E731
     if doc_quality is None:
@@ -176,7 +202,7 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
         if doc in excluded and left == 0 and list(d.get("sources", ())) == [TRAIN_SOURCE]:
             continue  # only the left-out requests brought this tag into the index
         candidates.append(doc)
-        value_words, key_words, names = doc_words(doc)
+        meaning_words, key_words, names = doc_words(doc)
         own_use = (math.log1p(used) - math.log1p(left)) / popularity_peak if doc in excluded else 0.0
         rows.append([
             dense.get(doc, 0.0),
@@ -196,7 +222,7 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             float(d["value"] == "*"),
             float(doc in dense),
             float(doc in bm25),
-            len(value_words & words) / len(value_words) if value_words else 0.0,
+            len(meaning_words & words) / len(meaning_words) if meaning_words else 0.0,
             len(key_words & words) / len(key_words) if key_words else 0.0,
             float(any(name <= words for name in names)),
             0.0, 0.0, 0.0, 0.0, 0.0,  # the *_rel columns, filled below once every row is known

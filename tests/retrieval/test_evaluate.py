@@ -36,7 +36,8 @@ def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
     pairs = [controlled_pairs(e.query) for e in chosen]
     answers = {
         chosen[0].nl: pairs[0],  # both found at ranks 1-2
-        chosen[1].nl: [f"filler{i}=x" for i in range(6)] + pairs[1][:1],  # one found at rank 7
+        # one found at rank 7, the other a candidate at rank 12
+        chosen[1].nl: [f"filler{i}=x" for i in range(6)] + pairs[1][:1] + [f"filler{i}=x" for i in range(6, 10)] + pairs[1][1:],
         chosen[2].nl: [],  # none found
     }
     known = set(pairs[0]) | set(pairs[1]) | {pairs[2][0]}
@@ -44,27 +45,31 @@ def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
     assert report.n_pairs == 6
     assert report.recall == {5: 2 / 6, 10: 3 / 6}
     assert report.coverage == pytest.approx(5 / 6)
+    # perfect ordering would put both pairs of the first two lists in any top 5; the third list has no candidates
+    assert report.candidates == pytest.approx(4 / 6) and report.ceiling == {5: 4 / 6, 10: 4 / 6}
     assert len(report.misses) == 3
-    # rank 8+ of the second list and both pairs of the third; the third's second pair is in no source
+    # rank 12 of the second list and both pairs of the third: one known to the index, one in no source
     assert [(m["index"], m["pair"], m["why"]) for m in report.misses] == [
         (chosen[1].index, pairs[1][1], "ranked below 10"),
-        (chosen[2].index, pairs[2][0], "ranked below 10"),
+        (chosen[2].index, pairs[2][0], "not a candidate"),
         (chosen[2].index, pairs[2][1], "not in index"),
     ]
-    assert report.misses[0]["listed"] == answers[chosen[1].nl] and report.misses[0]["request"] == chosen[1].nl
+    assert report.misses[0]["listed"] == answers[chosen[1].nl][:10] and report.misses[0]["request"] == chosen[1].nl
     assert report.by_neighbour == {}  # a table has no training requests to be near
     figures = report.as_json()
-    assert set(figures) >= {"recall@5", "recall@10", "key_recall@10", "coverage", "p50_ms", "p95_ms"}
+    assert set(figures) >= {"recall@5", "recall@10", "key_recall@10", "coverage", "p50_ms", "p95_ms", "ceiling@10", "candidates"}
     assert report.suspect == {} and "suspect@10" not in figures  # the table has no tag documents
-    # 2 + 7 listed tags in the top 10, one of them a likely typo (filler1=x, rank 2 of the second list)
+    # 2 + 10 listed tags in the top 10, one of them a likely typo (filler1=x, rank 2 of the second list)
     with_docs = evaluate(RetrieverWithDocs(answers, known), chosen, (1, 5, 10), progress=False)
-    assert with_docs.suspect == {1: 0 / 2, 5: 1 / 7, 10: 1 / 9} and with_docs.as_json()["suspect@10"] == round(1 / 9, 4)
+    assert with_docs.suspect == {1: 0 / 2, 5: 1 / 7, 10: 1 / 12} and with_docs.as_json()["suspect@10"] == round(1 / 12, 4)
 
 
 def test_on_the_small_real_index(small_index_dir, overpassnl_dir):
     dev = load_split("dev", overpassnl_dir)[:40]
     report = evaluate(TagRetriever.load(small_index_dir), dev, (5, 10, 20), progress=False)
     assert 0 < report.recall[5] <= report.recall[10] <= report.recall[20] <= report.coverage <= 1
+    for k in (5, 10, 20):
+        assert report.recall[k] <= report.ceiling[k] <= report.candidates <= report.coverage
     assert 0 < report.key_recall[10] <= 1
     assert 0 <= report.suspect[10] < 0.1
     assert 0 < report.p50_ms <= report.p95_ms

@@ -46,7 +46,7 @@ def test_fit_is_deterministic_and_readable(fitted, index_copy):
         assert list(mine.coef) == pytest.approx(list(theirs.coef), abs=1e-6)
         assert mine.intercept == pytest.approx(theirs.intercept, abs=1e-6)
     data = json.loads((index_copy / RANKER_JSON).read_text())
-    assert data["format"] == 4 and data["features"] == list(FEATURES) and len(FEATURES) == 28
+    assert data["format"] == 5 and data["features"] == list(FEATURES) and len(FEATURES) == 28
     assert len(data["stage1"]["coef"]) == 28 and len(data["stage2"]["coef"]) == 28 + 28 * 29 // 2
     assert data["stage2"]["rerank"] == 25 and len(data["stage2"]["mean"]) == len(data["stage2"]["scale"]) == 28
     info = data["trained_on"]
@@ -134,19 +134,26 @@ def test_stale_ranker_falls_back_to_linear(index_copy, tmp_path):
 
 def test_features_follow_the_evidence():
     docs = [{"key": "amenity", "value": "cafe", "names": ["Cafe"]}, {"key": "name", "value": "*"},
-            {"key": "shop", "value": "bakery", "names": ["Bakery"], "terms": ["bread shop"]}]
-    evidence = {"dense": {0: 0.9, 2: 0.3}, "bm25": {0: 1.0}, "tokens": {"bread", "shop", "cafe"}}
+            {"key": "shop", "value": "bakery", "names": ["Bakery"], "terms": ["bread shop"]},
+            {"key": "outdoor_seating", "value": "yes", "names": ["Outdoor Seating"]},
+            {"key": "outdoor_seating", "value": "no"}]
+    evidence = {"dense": {0: 0.9, 2: 0.3, 3: 0.5, 4: 0.5}, "bm25": {0: 1.0}, "tokens": {"bread", "shop", "cafe", "outdoor", "seating"}}
     neighbours = [(0, 0.8), (1, 0.5)]
     used = {0: (0, 1), 1: (2,)}
-    candidates, rows = candidate_features(docs, [0.5, 1.0, 0.2], evidence, neighbours, used.__getitem__, {0: 3, 2: 1}, [0])
-    assert candidates == [0, 1, 2]
+    candidates, rows = candidate_features(docs, [0.5, 1.0, 0.2, 0.1, 0.1], evidence, neighbours, used.__getitem__, {0: 3, 2: 1}, [0])
+    assert candidates == [0, 1, 2, 3, 4]
     f = {doc: dict(zip(FEATURES, row)) for doc, row in zip(candidates, rows)}
     assert f[0]["dense"] == 0.9 and f[0]["bm25"] == 1.0 and f[0]["top1"] == 1.0 and f[2]["top1"] == 0.0
     assert f[0]["frac5"] == pytest.approx(0.2) and f[2]["max_cos"] == 0.5
     assert f[1]["free_text"] == 1.0 and f[0]["free_text"] == 0.0
     assert f[0]["log_train_count"] == pytest.approx(__import__("math").log1p(2))  # the excluded request's own use is removed
-    # word matches: the value "cafe" is in the request; for the bakery only its key and a synonym are
-    assert f[0]["value_words"] == 1.0 and f[2]["value_words"] == 0.0 and f[2]["key_words"] == 1.0
+    # word matches: the value "cafe" is in the request; for the bakery only its key and a synonym are;
+    # outdoor_seating=yes means what its key says; outdoor_seating=no needs a negation too
+    assert f[0]["meaning_words"] == 1.0 and f[2]["meaning_words"] == 0.0 and f[2]["key_words"] == 1.0
+    assert f[3]["meaning_words"] == 1.0 == f[3]["key_words"] and f[4]["meaning_words"] == pytest.approx(2 / 3)
+    _, negated = candidate_features(docs, [0.5, 1.0, 0.2, 0.1, 0.1], {**evidence, "tokens": {"cafe", "without", "outdoor", "seating"}},
+                                    neighbours, used.__getitem__, {0: 3, 2: 1}, [0])
+    assert dict(zip(FEATURES, negated[4]))["meaning_words"] == 1.0
     assert f[2]["name_in_request"] == 1.0 and f[1]["name_in_request"] == 0.0
     # relative columns: the request's best candidate per source is 1
     assert f[0]["dense_rel"] == 1.0 and f[2]["dense_rel"] == pytest.approx(0.3 / 0.9) and f[1]["dense_rel"] == 0.0
@@ -184,6 +191,9 @@ def test_left_out_requests_leave_no_trace():
     ({"key": "amenity", "value": "bench", "sources": ["id-tagging-schema@7.2.0:deprecated", "id-tagging-schema@7.2.0"]}, (1.0, 0.0, 0.0)),
     ({"key": "(ref|ref:[Aa]uzsa)", "value": "644", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
     ({"key": "cycleway", "value": "track=*", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
+    ({"key": "amenity", "value": "school|kindegarten", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
+    ({"key": "admin_level", "value": "[]", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
+    ({"key": "climbing:grade:uiaa", "value": "4+", "sources": ["id-tagging-schema@7.2.0"]}, (1.0, 0.0, 0.0)),
     ({"key": "Rua C", "value": "*", "sources": ["overpassnl-train"]}, (0.0, 1.0, 0.0)),
     ({"key": "ISO3166-1", "value": "*", "sources": ["overpassnl-train"]}, (0.0, 0.0, 0.0)),
     ({"key": "name", "value": "*", "sources": ["id-tagging-schema@7.2.0"]}, (1.0, 0.0, 0.0)),
