@@ -62,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"geoql {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a path the user gave cannot be read or written: their fix, not a bug report
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"geoql {args.command}: error: {exc.strerror or exc}{where}; check the paths you gave", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 

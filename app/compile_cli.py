@@ -112,6 +112,7 @@ def run_split(args, config) -> int:
     from app.cli import UserError
     from app.compile import Compiler
     from eval.dataset import DatasetError, load_split
+    from eval.report import check_writable_dir
 
     try:
         examples = load_split(args.split, args.data_dir)
@@ -120,7 +121,13 @@ def run_split(args, config) -> int:
     if args.limit is not None:
         examples = examples[: max(0, args.limit)]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:  # before any compiling: a run of minutes must not fail at its first write
+        for path in (out, Path(args.jsonl) if args.jsonl else None):
+            if path is not None:
+                check_writable_dir(path.parent)
+                path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(str(exc)) from None
     tmp = out.with_name(out.name + ".tmp")
     jsonl = Path(args.jsonl) if args.jsonl else None
     if out.exists() and not tmp.exists():

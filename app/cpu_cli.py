@@ -41,7 +41,7 @@ def _train(args: argparse.Namespace) -> int:
                  "index_dir": args.index_dir}
         config = TrainConfig(**{name: value for name, value in given.items() if value is not None})
         model = train_and_save(args.out, args.data_dir, config)
-    except (ValueError, DatasetError) as exc:
+    except (ValueError, DatasetError, OSError) as exc:
         raise UserError(str(exc)) from None
     stats = model.stats
     print(

@@ -51,8 +51,14 @@ class EvalConfig:
             raise EvalInputError("--overpass-url only matters with --execution; add --execution or drop --overpass-url")
         for name in ("json_out", "per_example_out"):
             value = getattr(self, name)
+            option = f"--{name.replace('_out', '').replace('_', '-')}"
             if value and Path(value).is_dir():
-                raise EvalInputError(f"{value} is a directory; give a file name for --{name.replace('_out', '').replace('_', '-')}")
+                raise EvalInputError(f"{value} is a directory; give a file name for {option}")
+            if value:
+                try:  # now, not after the scoring (minutes with --execution)
+                    check_writable_dir(Path(value).parent)
+                except OSError as exc:
+                    raise EvalInputError(f"{option}: {exc}") from None
 
 
 def help_of(name: str) -> str:
@@ -326,6 +332,30 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def check_writable_dir(path: str | os.PathLike) -> None:
+    """Fail now, not after minutes of work, when the directory ``path`` could not be made or written.
+
+    Creates nothing that stays: a probe directory is made and removed in the nearest
+    existing ancestor. Raises ``OSError`` with a message that names the path and the fix.
+
+    >>> import tempfile; check_writable_dir(Path(tempfile.gettempdir()) / "geoql-doctest" / "out")
+    >>> check_writable_dir(__file__ + "/out")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    OSError: cannot write to .../report.py/out: .../report.py is not a directory; choose an output path in a writable directory
+    """
+    target = Path(path).expanduser()
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    fix = "choose an output path in a writable directory"
+    if not existing.is_dir():
+        raise OSError(f"cannot write to {target}: {existing} is not a directory; {fix}")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".geoql-write-check-", dir=existing))
+    except OSError as exc:
+        raise OSError(f"cannot write to {target}: {exc.strerror or exc} in {existing}; {fix}") from None
 
 
 # -- the command -------------------------------------------------------------------

@@ -85,6 +85,7 @@ def build_index(config: IndexConfig) -> Path:
     from tqdm import tqdm
 
     from eval.dataset import load_split
+    from eval.report import check_writable_dir
     from retrieval.embedding import encode
 
     from . import schema as schema_source
@@ -93,6 +94,7 @@ def build_index(config: IndexConfig) -> Path:
     started = time.time()
     out_dir = config.out_dir or A.default_index_dir()
     cache_dir = config.cache_dir or default_cache_dir()
+    check_writable_dir(out_dir.parent)  # the new index is staged beside its destination; fail before the work
     steps = tqdm(total=6, desc="index build", unit="step", disable=not config.progress)
     staging = None
     try:

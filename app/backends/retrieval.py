@@ -100,7 +100,7 @@ class RetrievalBackend(Backend):
                     pass
             index_dir = str(self.index_dir) if self.index_dir else None
             return train_and_save(target, self.data_dir, TrainConfig(index_dir=index_dir))
-        except DatasetError as exc:
+        except (DatasetError, OSError) as exc:  # no dataset; a model directory that cannot be written
             why = f"cannot train the CPU model: {exc}"
             self._training_failed = (time.monotonic(), why)
             raise BackendError(why) from None

@@ -233,10 +233,13 @@ def train_and_save(out_dir: Path | None = None, data_dir=None, config: TrainConf
                    progress: bool = True) -> CpuModel:
     """Train from the dataset's training split and write the model (atomically)."""
     from eval.dataset import load_split
+    from eval.report import check_writable_dir
 
     from app.cpu.model import default_model_dir
 
+    target = Path(out_dir) if out_dir else default_model_dir()
+    check_writable_dir(target)  # before minutes of training, not at the save
     examples = load_split("train", data_dir)
     model = train([e.nl for e in examples], [e.query for e in examples], config, progress=progress)
-    model.save(Path(out_dir) if out_dir else default_model_dir())
+    model.save(target)
     return model

@@ -42,6 +42,20 @@ def test_user_errors_exit_2(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", ["--out", "--jsonl"])
+def test_unwritable_output_is_said_before_compiling(option, tmp_path, capsys, overpassnl_dir):
+    (tmp_path / "file").write_text("a user's file")
+    paths = {"--out": str(tmp_path / "dev.pred"), "--jsonl": str(tmp_path / "dev.jsonl")}
+    paths[option] = str(tmp_path / "file" / "x")
+    # the default backend would train its model first: the error must come before any of that
+    argv = ["compile", "--split", "dev", "--limit", "2", "-o", f"model_dir={tmp_path / 'model'}",
+            "--out", paths["--out"], "--jsonl", paths["--jsonl"]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'file'} is not a directory" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
 def test_split_run_resumes_and_writes_the_official_format(tiny_args, tmp_path, capsys, overpassnl_dir):
     from eval.dataset import load_split
 

@@ -33,9 +33,14 @@ def test_train_with_tag_hints_then_ablation(tmp_path, capsys, monkeypatch, small
     [(["cpu", "train", "--limit", "3"], "limit must be at least 20"),
      (["cpu", "train", "--limit", "20", "--tag-hints", "on", "--index-dir", "{tmp}/none"], "tag index is not usable"),
      (["cpu", "train", "--edits", "colour"], "unknown edit group"),
-     (["cpu", "ablation", "--model-dir", "{tmp}/none"], "geoql cpu train")],
+     (["cpu", "ablation", "--model-dir", "{tmp}/none"], "geoql cpu train"),
+     # an output under a file: said before the training's minutes, not as a traceback at the save
+     (["cpu", "train", "--out", "{tmp}/file/model"], "{tmp}/file is not a directory")],
 )
 def test_user_errors_are_one_line(argv, message, capsys, tmp_path):
+    (tmp_path / "file").write_text("a user's file")
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message.replace("{tmp}", str(tmp_path)) in err and "Traceback" not in err
+    assert "scoring" not in err  # no training started
+    assert (tmp_path / "file").read_text() == "a user's file"

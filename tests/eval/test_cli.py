@@ -167,6 +167,9 @@ def test_missing_inputs(capsys, tmp_path, knn_pred):
 def test_option_mistakes(capsys, tmp_path, knn_pred, overpassnl_dir):
     rc, _, err = _eval(capsys, "--pred", knn_pred, "--data-dir", overpassnl_dir, "--json", tmp_path)
     assert rc == 2 and "is a directory" in err
+    (tmp_path / "file").write_text("a user's file")
+    rc, _, err = _eval(capsys, "--pred", knn_pred, "--data-dir", overpassnl_dir, "--per-example", tmp_path / "file" / "x.jsonl")
+    assert rc == 2 and f"--per-example: cannot write to {tmp_path / 'file'}" in err and err.count("\n") == 1
     rc, _, err = _eval(capsys, "--pred", knn_pred, "--overpass-url", "http://127.0.0.1:1/api/interpreter")
     assert rc == 2 and "--execution" in err
     with pytest.raises(SystemExit):

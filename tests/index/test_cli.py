@@ -28,6 +28,18 @@ def test_unreachable_registry_is_a_user_error(tmp_path, overpassnl_dir, capsys):
     assert not (tmp_path / "idx").exists()
 
 
+def test_unwritable_output_fails_before_any_download(tmp_path, overpassnl_dir, capsys):
+    (tmp_path / "file").write_text("a user's file")
+    with FakeNpmRegistry() as registry:
+        code = main(["index", "build", "--out", str(tmp_path / "file" / "idx"), "--data-dir", str(overpassnl_dir),
+                     "--cache-dir", str(tmp_path / "c"), "--registry", registry.url, "--no-taginfo"])
+        assert registry.requests == []
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'file'} is not a directory" in err and "Traceback" not in err
+    assert (tmp_path / "file").read_text() == "a user's file" and not (tmp_path / "c").exists()
+
+
 def test_bad_option_is_a_user_error(tmp_path, capsys):
     assert main(["index", "build", "--out", str(tmp_path), "--registry", "ftp://x"]) == 2
     assert "--registry" in capsys.readouterr().err

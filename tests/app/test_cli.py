@@ -1,0 +1,48 @@
+"""The ``geoql`` dispatcher: every command registered, errors as one line with exit 2."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+import app.cli
+from app.cli import UserError, main
+
+
+def test_every_command_is_registered(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for command in ("ql", "eval", "index", "retrieval-eval", "compile", "ui", "cpu", "train"):
+        assert command in out
+
+
+def _parser_whose_handler_raises(exc):
+    parser = argparse.ArgumentParser(prog="geoql")
+    sub = parser.add_subparsers(dest="command")
+
+    def handler(args):
+        raise exc
+
+    sub.add_parser("job").set_defaults(handler=handler)
+    return lambda: parser
+
+
+@pytest.mark.parametrize(("exc", "code", "line"), [
+    (UserError("pass --out FILE"), 2, "geoql job: error: pass --out FILE"),
+    # a path that cannot be written, raised deep inside a command: the user's fix, not a traceback
+    (FileNotFoundError(2, "No such file or directory", "/gone/x.json"), 2,
+     "geoql job: error: No such file or directory (/gone/x.json); check the paths you gave"),
+    (KeyboardInterrupt(), 130, "geoql job: interrupted"),
+])
+def test_errors_are_one_line(exc, code, line, monkeypatch, capsys):
+    monkeypatch.setattr(app.cli, "build_parser", _parser_whose_handler_raises(exc))
+    assert main(["job"]) == code
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_a_bug_is_not_hidden(monkeypatch):
+    monkeypatch.setattr(app.cli, "build_parser", _parser_whose_handler_raises(KeyError("bug")))
+    with pytest.raises(KeyError):
+        main(["job"])
