@@ -18,6 +18,8 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
+    from app.cli import positive_int
+
     p = subparsers.add_parser("compile", help="natural language -> OverpassQL",
                               description="Compile a request (or a dataset split) into OverpassQL.")
     p.add_argument("request", nargs="?", help="the request, e.g. 'cafes in Bonn'")
@@ -33,7 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
     p.add_argument("--out", help="prediction file for --split (one query per line)")
     p.add_argument("--jsonl", help="also write one JSON object per example (candidates, errors, timings)")
-    p.add_argument("--limit", type=int, help="only the first N examples of the split")
+    p.add_argument("--limit", type=positive_int, help="only the first N examples of the split")
     p.add_argument("--batch-size", type=int, default=16, help="requests per backend call")
     p.add_argument("--json", action="store_true", help="print the full result as JSON (single request)")
     p.set_defaults(handler=run)

@@ -6,6 +6,8 @@ import argparse
 
 
 def register(subparsers) -> None:
+    from app.cli import positive_int
+
     parser = subparsers.add_parser("cpu", help="train and measure the CPU default compiler (no LLM)")
     sub = parser.add_subparsers(dest="cpu_command", metavar="ACTION")
 
@@ -25,7 +27,7 @@ def register(subparsers) -> None:
     ablation.add_argument("--split", default="dev", choices=("dev", "test"))
     ablation.add_argument("--model-dir", help="trained model directory (default: as for train)")
     ablation.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
-    ablation.add_argument("--limit", type=int, help="only the first N requests of the split")
+    ablation.add_argument("--limit", type=positive_int, help="only the first N requests of the split")
     ablation.set_defaults(handler=_ablation)
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 def register(subparsers) -> None:
+    from app.cli import positive_int
+
     parser = subparsers.add_parser("retrieval-eval", help="measure tag retrieval (recall@k, coverage, latency)")
     parser.add_argument("--split", choices=("dev", "test"), default="dev", help="evaluation split (tune on dev only)")
     parser.add_argument("--k", type=str, default="5,10,20", help="comma-separated cut-offs, e.g. 5,10,20")
@@ -12,7 +14,7 @@ def register(subparsers) -> None:
     parser.add_argument("--data-dir", type=str, default=None, help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
     parser.add_argument("--misses", type=str, default=None, metavar="OUT",
                         help="write every missed gold pair (request, pair, why, the tags listed instead) to this JSONL file")
-    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N examples")
+    parser.add_argument("--limit", type=positive_int, default=None, help="evaluate only the first N examples")
     parser.add_argument("--half", choices=("even", "odd"), default=None,
                         help="evaluate only every second example (even = the tuning half of dev, odd = the held-out half)")
     parser.set_defaults(handler=_retrieval_eval)

@@ -46,3 +46,14 @@ def test_a_bug_is_not_hidden(monkeypatch):
     monkeypatch.setattr(app.cli, "build_parser", _parser_whose_handler_raises(KeyError("bug")))
     with pytest.raises(KeyError):
         main(["job"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["compile", "--split", "dev", "--out", "x.pred", "--limit", "0"],
+    ["retrieval-eval", "--split", "dev", "--limit", "-5"],
+    ["cpu", "ablation", "--limit", "ten"],
+])
+def test_limits_are_counts(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and "--limit: must be a whole number of at least 1" in capsys.readouterr().err
