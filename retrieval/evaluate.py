@@ -4,7 +4,7 @@ Recall is defined over *occurrences*: every (example, distinct controlled
 ``key=value`` pair of its gold query) counts once, so a tag used by 300 dev
 queries weighs 300 times. Key recall uses the keys of all positive filters.
 Coverage is the share of those pair occurrences that exist anywhere in the
-index — the ceiling of any recall@k. ``candidates`` is the share the retriever
+index — the ceiling of any recall@k. ``candidate_recall`` is the share the retriever
 considers at all (its whole candidate list), and ``ceiling@k`` what recall@k
 would be if it ordered those candidates perfectly: the part of the gap that
 ordering alone can close. ``suspect@k`` is the share of the first k
@@ -40,7 +40,7 @@ class RetrievalReport:
     misses: list[dict] = field(default_factory=list)  # one per gold pair missed at max k: index, request, pair, why, listed
     suspect: dict[int, float] = field(default_factory=dict)  # k -> share of listed tags that are suspect (when the retriever has docs)
     by_neighbour: dict[str, dict] = field(default_factory=dict)  # nearest-request cosine band -> requests, pairs, recall@k
-    candidates: float | None = None  # share of gold pairs anywhere in the retriever's candidate list
+    candidate_recall: float | None = None  # share of gold pairs anywhere in the retriever's candidate list
     ceiling: dict[int, float] = field(default_factory=dict)  # k -> recall@k with the candidates ordered perfectly
 
     def as_json(self) -> dict:
@@ -48,8 +48,8 @@ class RetrievalReport:
         out.update({f"key_recall@{k}": round(v, 4) for k, v in sorted(self.key_recall.items())})
         out.update({f"suspect@{k}": round(v, 4) for k, v in sorted(self.suspect.items())})
         out.update({f"ceiling@{k}": round(v, 4) for k, v in sorted(self.ceiling.items())})
-        if self.candidates is not None:
-            out["candidates"] = round(self.candidates, 4)
+        if self.candidate_recall is not None:
+            out["candidate_recall"] = round(self.candidate_recall, 4)
         out.update(coverage=round(self.coverage, 4), p50_ms=round(self.p50_ms, 2), p95_ms=round(self.p95_ms, 2),
                    split=self.split, n_examples=self.n_examples, n_pairs=self.n_pairs, n_keys=self.n_keys,
                    recall_definition="micro-average over (example, distinct controlled key=value pair) occurrences")
@@ -182,7 +182,7 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True) -> R
         p95_ms=percentile(latencies, 95),
         misses=misses,
         suspect={k: suspect[k] / listed[k] for k in ks if listed[k]} if doc is not None else {},
-        candidates=in_candidates / n_pairs if n_pairs else 0.0,
+        candidate_recall=in_candidates / n_pairs if n_pairs else 0.0,
         ceiling={k: ceiling[k] / n_pairs if n_pairs else 0.0 for k in ks},
         by_neighbour={label: {"requests": b[0], "pairs": b[1], **{f"recall@{k}": round(b[2 + j] / b[1], 4) for j, k in enumerate(ks)}}
                       for label, b in ((label, bands[label]) for label in band_labels() if label in bands)},

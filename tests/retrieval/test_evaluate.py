@@ -46,7 +46,7 @@ def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
     assert report.recall == {5: 2 / 6, 10: 3 / 6}
     assert report.coverage == pytest.approx(5 / 6)
     # perfect ordering would put both pairs of the first two lists in any top 5; the third list has no candidates
-    assert report.candidates == pytest.approx(4 / 6) and report.ceiling == {5: 4 / 6, 10: 4 / 6}
+    assert report.candidate_recall == pytest.approx(4 / 6) and report.ceiling == {5: 4 / 6, 10: 4 / 6}
     assert len(report.misses) == 3
     # rank 12 of the second list and both pairs of the third: one known to the index, one in no source
     assert [(m["index"], m["pair"], m["why"]) for m in report.misses] == [
@@ -57,7 +57,7 @@ def test_recall_counts_occurrences_and_coverage(overpassnl_dir):
     assert report.misses[0]["listed"] == answers[chosen[1].nl][:10] and report.misses[0]["request"] == chosen[1].nl
     assert report.by_neighbour == {}  # a table has no training requests to be near
     figures = report.as_json()
-    assert set(figures) >= {"recall@5", "recall@10", "key_recall@10", "coverage", "p50_ms", "p95_ms", "ceiling@10", "candidates"}
+    assert set(figures) >= {"recall@5", "recall@10", "key_recall@10", "coverage", "p50_ms", "p95_ms", "ceiling@10", "candidate_recall"}
     assert report.suspect == {} and "suspect@10" not in figures  # the table has no tag documents
     # 2 + 10 listed tags in the top 10, one of them a likely typo (filler1=x, rank 2 of the second list)
     with_docs = evaluate(RetrieverWithDocs(answers, known), chosen, (1, 5, 10), progress=False)
@@ -69,7 +69,7 @@ def test_on_the_small_real_index(small_index_dir, overpassnl_dir):
     report = evaluate(TagRetriever.load(small_index_dir), dev, (5, 10, 20), progress=False)
     assert 0 < report.recall[5] <= report.recall[10] <= report.recall[20] <= report.coverage <= 1
     for k in (5, 10, 20):
-        assert report.recall[k] <= report.ceiling[k] <= report.candidates <= report.coverage
+        assert report.recall[k] <= report.ceiling[k] <= report.candidate_recall <= report.coverage
     assert 0 < report.key_recall[10] <= 1
     assert 0 <= report.suspect[10] < 0.1
     assert 0 < report.p50_ms <= report.p95_ms
