@@ -123,15 +123,14 @@ def run_split(args, config) -> int:
     if args.limit is not None:
         examples = examples[: max(0, args.limit)]
     out = Path(args.out)
+    jsonl = Path(args.jsonl) if args.jsonl else None
     try:  # before any compiling: a run of minutes must not fail at its first write
-        for path in (out, Path(args.jsonl) if args.jsonl else None):
-            if path is not None:
-                check_writable_dir(path.parent)
-                path.parent.mkdir(parents=True, exist_ok=True)
+        for path in filter(None, (out, jsonl)):
+            check_writable_dir(path.parent)
+            path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(str(exc)) from None
     tmp = out.with_name(out.name + ".tmp")
-    jsonl = Path(args.jsonl) if args.jsonl else None
     if out.exists() and not tmp.exists():
         done_lines = _complete_lines(out)
         if len(done_lines) == len(examples):

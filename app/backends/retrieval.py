@@ -87,9 +87,7 @@ class RetrievalBackend(Backend):
                 raise BackendError(str(exc)) from None
             print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
         from app.cpu.train import TrainConfig, ensure_index, train_and_save
-        from eval.dataset import DatasetError
-
-        from eval.dataset import load_split
+        from eval.dataset import DatasetError, load_split
 
         try:
             load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
