@@ -89,7 +89,7 @@ def tag_quality(doc: dict) -> tuple[float, float, float]:
     in_schema = any(s.startswith(SCHEMA_SOURCE) and not s.endswith(":deprecated") for s in doc.get("sources", ()))
     value = doc["value"]
     # "|" and brackets: a regex alternation or a list written as an exact value (amenity="pharmacy|") matches no real tag
-    malformed = not _PLAIN_KEY.match(doc["key"]) or (value != "*" and (any(ch in "=|[]" for ch in value) or any(ch.isspace() for ch in value)))
+    malformed = not _PLAIN_KEY.match(doc["key"]) or (value != "*" and any(ch in "=|[]" or ch.isspace() for ch in value))
     return float(in_schema), float(malformed), float(bool(doc.get("likely_typo_of")))
 
 
