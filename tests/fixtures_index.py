@@ -10,6 +10,7 @@ package layout, so the build runs its real download and integrity check.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import io
 import json
@@ -27,9 +28,14 @@ SMALL_TRAIN_LIMIT = 300
 
 
 def schema_tarball(subset_dir: Path = SUBSET_DIR, *, drop: tuple[str, ...] = ()) -> bytes:
-    """A gzip tarball laid out like the npm package: ``package/dist/...``."""
+    """A gzip tarball laid out like the npm package: ``package/dist/...``.
+
+    Byte-identical on every call (gzip mtime 0, like ``npm pack``): tests
+    compare downloads with it, and a header stamped with the current second
+    made two builds differ whenever a test straddled a second boundary.
+    """
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as archive:
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as archive:
         for path in sorted(subset_dir.rglob("*.json")):
             rel = path.relative_to(subset_dir).as_posix()
             if rel in drop:

@@ -38,7 +38,7 @@ def test_corrupt_cache_is_refetched(tmp_path):
         cached = tmp_path / "id-tagging-schema-7.2.0.tgz"
         cached.write_bytes(b"garbage")
         data, _ = fetch_tarball(registry.url, "7.2.0", tmp_path)
-        assert data == schema_tarball() and cached.read_bytes() == data
+        assert data == registry.tarball and cached.read_bytes() == data
         assert len(registry.requests) == 4
 
 
