@@ -88,9 +88,11 @@ class RetrievalBackend(Backend):
             print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
         from app.cpu.train import TrainConfig, ensure_index, train_and_save
         from eval.dataset import DatasetError, load_split
+        from eval.report import check_writable_dir
 
         try:
             load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
+            check_writable_dir(target)  # nor is the index worth minutes when the model cannot be saved
             if ensure_index(self.index_dir, self.data_dir):
                 try:  # a model that only lacked its index needs no retraining
                     return CpuModel.load(target, self.index_dir)

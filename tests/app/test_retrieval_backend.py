@@ -102,3 +102,15 @@ def test_no_dataset_fails_once_per_compile_without_building_an_index(tmp_path, m
     with pytest.raises(BackendError, match="cannot train the CPU model"):
         backend.generate(_request("cafes in Bonn"))
     assert calls == ["train", "train"]
+
+
+def test_unwritable_model_dir_fails_before_building_the_index(tmp_path, capsys):
+    from app import Compiler
+
+    (tmp_path / "a-file").write_text("the user's file", encoding="utf-8")
+    backend = get_backend("retrieval", model_dir=tmp_path / "a-file" / "model", index_dir=tmp_path / "index")
+    comp = Compiler(backend).compile("cafes in Bonn")
+    assert comp.query == "" and any("cannot write to" in e and "a-file is not a directory" in e for e in comp.errors)
+    assert "building the tag index" not in capsys.readouterr().err
+    assert not (tmp_path / "index").exists()
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "the user's file"
