@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
@@ -59,6 +60,10 @@ def check_request(nl: Any, max_chars: int) -> str | None:
         return f"the request must be text, got {type(nl).__name__}"
     if not nl.strip():
         return "empty request: describe what to find, e.g. 'drinking water taps in Vienna'"
+    # Punctuation alone asks for nothing, and any answer would be a guess; symbols
+    # such as emoji (category S) may name a thing, so they still compile.
+    if all(unicodedata.category(ch)[0] in "PZC" for ch in nl):
+        return "the request has no words, only punctuation: describe what to find, e.g. 'drinking water taps in Vienna'"
     if len(nl) > max_chars:
         return f"request too long ({len(nl)} characters; at most {max_chars}): shorten it to one request"
     return None

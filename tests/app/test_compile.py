@@ -33,6 +33,8 @@ def test_cpu_default_compiles_the_issue_example(cpu_model_dir):
     ("", "empty request"),
     ("   \n\t", "empty request"),
     ("x" * 10_000, "request too long"),
+    ("!!!", "only punctuation"),
+    ("?? … ¿¡ —", "only punctuation"),
     (None, "must be text"),
     (42, "must be text"),
 ])

@@ -34,7 +34,8 @@ def test_compile_shows_query_tags_examples_backend_and_timings(fake_overpass, fa
 
 @pytest.mark.parametrize(
     "request_text, words",
-    [("", "Type a request first"), ("   ", "Type a request first"), ("something unknown", "Could not compile")],
+    [("", "Type a request first"), ("   ", "Type a request first"), ("something unknown", "Could not compile"),
+     ("!!!", "only punctuation")],
 )
 def test_compile_failures_are_sentences(fake_overpass, fake_nominatim, tmp_path, request_text, words):
     view = make_service(fake_overpass, fake_nominatim, tmp_path).compile(request_text)
