@@ -1,9 +1,9 @@
 """GeoQL application layer: ``compile(nl)``, model backends, demo and CLI.
 
->>> from app import compile, Compiler, Compilation
+>>> from geoql.app import compile, Compiler, Compilation
 """
 
-from app.compile import Compilation, Compiler, compile  # noqa: A004
-from app.decoding import Candidate
+from geoql.app.compile import Compilation, Compiler, compile  # noqa: A004
+from geoql.app.decoding import Candidate
 
 __all__ = ["compile", "Compiler", "Compilation", "Candidate"]

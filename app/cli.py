@@ -15,13 +15,13 @@ import sys
 # (module, description) in the order they appear in --help.
 COMMAND_MODULES = (
     "overpassql.cli",
-    "eval.cli",
-    "index.cli",
-    "retrieval.cli",
-    "app.compile_cli",
-    "app.ui_cli",
-    "app.cpu_cli",
-    "training.cli",
+    "geoql.eval.cli",
+    "geoql.index.cli",
+    "geoql.retrieval.cli",
+    "geoql.app.compile_cli",
+    "geoql.app.ui_cli",
+    "geoql.app.cpu_cli",
+    "geoql.training.cli",
 )
 
 
@@ -86,10 +86,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     return int(result or 0)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    # Under ``python -m app.cli`` this file runs as __main__; handlers raise
-    # app.cli.UserError, so dispatch through the imported module, not this copy.
-    from app.cli import main as _main
-
-    sys.exit(_main())

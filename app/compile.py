@@ -15,9 +15,9 @@ import unicodedata
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
-from app.backends.base import Backend, BackendError, GenerationRequest
-from app.config import CompileConfig
-from app.decoding import Candidate, choose, make_candidates
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.config import CompileConfig
+from geoql.app.decoding import Candidate, choose, make_candidates
 
 
 @dataclass
@@ -98,7 +98,7 @@ class Compiler:
     def backend(self) -> Backend:
         with self._lock:
             if self._backend is None:
-                from app.backends import get_backend
+                from geoql.app.backends import get_backend
 
                 self._backend = get_backend(self.config.backend, **self.config.backend_options)
             return self._backend
@@ -106,7 +106,7 @@ class Compiler:
     def _load_retrievers(self):
         if self._retrievers is None and self._retrieval_warning is None:
             try:
-                from retrieval import TagRetriever
+                from geoql.retrieval import TagRetriever
 
                 tags = TagRetriever.load(self.config.index_dir)
                 # The tag retriever already holds a loaded example retriever: share it.
@@ -131,7 +131,7 @@ class Compiler:
         tags, examples, warnings = ([], [], [])
         messages: list[dict] = []
         if backend.needs_prompt:
-            from retrieval import build_prompt
+            from geoql.retrieval import build_prompt
 
             tags, examples, warnings = self.context(nl)
             messages = build_prompt(nl, tags, examples)

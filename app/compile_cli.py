@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from app.cli import positive_int
+    from geoql.app.cli import positive_int
 
     p = subparsers.add_parser("compile", help="natural language -> OverpassQL",
                               description="Compile a request (or a dataset split) into OverpassQL.")
@@ -42,8 +42,8 @@ def register(subparsers) -> None:
 
 
 def _config(args):
-    from app.cli import UserError
-    from app.config import CompileConfig, load_config
+    from geoql.app.cli import UserError
+    from geoql.app.config import CompileConfig, load_config
 
     try:
         config = load_config(args.config) if args.config else CompileConfig()
@@ -72,7 +72,7 @@ def _config(args):
 
 
 def run(args) -> int:
-    from app.cli import UserError
+    from geoql.app.cli import UserError
 
     config = _config(args)
     if args.split:
@@ -81,7 +81,7 @@ def run(args) -> int:
         return run_split(args, config)
     if args.request is None:
         raise UserError("give a request, e.g. geoql compile \"cafes in Bonn\", or --split dev --out FILE.pred")
-    from app.compile import Compiler
+    from geoql.app.compile import Compiler
 
     comp = Compiler(config=config).compile(args.request)
     if args.json:
@@ -111,10 +111,10 @@ def _rewrite(path: Path, lines: list[str]) -> None:
 
 
 def run_split(args, config) -> int:
-    from app.cli import UserError
-    from app.compile import Compiler
-    from eval.dataset import DatasetError, load_split
-    from eval.report import check_writable_dir
+    from geoql.app.cli import UserError
+    from geoql.app.compile import Compiler
+    from geoql.eval.dataset import DatasetError, load_split
+    from geoql.eval.report import check_writable_dir
 
     try:
         examples = load_split(args.split, args.data_dir)

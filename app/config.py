@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from app.backends.base import DEFAULT_MAX_NEW_TOKENS
+from geoql.app.backends.base import DEFAULT_MAX_NEW_TOKENS
 
 # 10 kB requests are legitimate input to reject politely, not to feed a model.
 MAX_REQUEST_CHARS = 2000

@@ -6,7 +6,7 @@ import argparse
 
 
 def register(subparsers) -> None:
-    from app.cli import positive_int
+    from geoql.app.cli import positive_int
 
     parser = subparsers.add_parser("cpu", help="train and measure the CPU default compiler (no LLM)")
     sub = parser.add_subparsers(dest="cpu_command", metavar="ACTION")
@@ -33,9 +33,9 @@ def register(subparsers) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from app.cli import UserError
-    from app.cpu.train import TrainConfig, train_and_save
-    from eval.dataset import DatasetError
+    from geoql.app.cli import UserError
+    from geoql.app.cpu.train import TrainConfig, train_and_save
+    from geoql.eval.dataset import DatasetError
 
     try:
         # Unset options keep TrainConfig's defaults, so the defaults live in one place.
@@ -55,10 +55,10 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _ablation(args: argparse.Namespace) -> int:
-    from app.cli import UserError
-    from app.cpu.ablation import run_ablation
-    from app.cpu.model import ModelMissingError
-    from eval.dataset import DatasetError
+    from geoql.app.cli import UserError
+    from geoql.app.cpu.ablation import run_ablation
+    from geoql.app.cpu.model import ModelMissingError
+    from geoql.eval.dataset import DatasetError
 
     try:
         rows = run_ablation(args.split, model_dir=args.model_dir, data_dir=args.data_dir, limit=args.limit)

@@ -208,7 +208,7 @@ def repair_truncated(query: str) -> str | None:
     '[out:json];node["amenity"="drinking_water"](area.a);'
     """
     try:
-        from app.backends.transformers_backend import complete_truncated
+        from geoql.app.backends.transformers_backend import complete_truncated
 
         fixed = complete_truncated(query)
     except ImportError:  # llguidance / transformers not installed: no repair
@@ -221,7 +221,7 @@ def repair_truncated(query: str) -> str | None:
 # --------------------------------------------------------------------- choosing
 def default_similarity() -> Callable[[str, str], float]:
     """OQS between two queries (the task's metric), from ``eval.metrics``."""
-    from eval.metrics import get_scorer
+    from geoql.eval.metrics import get_scorer
 
     scorer = get_scorer()
     return scorer.oqs

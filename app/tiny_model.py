@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from app.files import atomic_dir
+from geoql.app.files import atomic_dir
 
 # Qwen2/Qwen3 special tokens (same strings, so templates and stop tokens match).
 ENDOFTEXT = "<|endoftext|>"
@@ -97,7 +97,7 @@ QWEN3_4B_SHAPE = dict(
 def _default_texts() -> list[str]:
     """Dataset text when a dataset is configured, else a small built-in corpus."""
     try:
-        from eval.dataset import load_split, resolve_data_dir
+        from geoql.eval.dataset import load_split, resolve_data_dir
 
         data_dir = resolve_data_dir(download=False)
         examples = load_split("train", data_dir)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.geo import TABLE_HEADERS, element_rows, map_html, summarize, to_geojson, write_geojson
-from eval.nominatim import DEFAULT_NOMINATIM_URL
-from eval.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S
+from geoql.app.geo import TABLE_HEADERS, element_rows, map_html, summarize, to_geojson, write_geojson
+from geoql.eval.nominatim import DEFAULT_NOMINATIM_URL
+from geoql.eval.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S
 
 __all__ = ["DemoConfig", "DemoService", "CompileView", "RunView", "build_app", "launch", "EXAMPLES"]
 
@@ -55,9 +55,9 @@ class DemoConfig:
     concurrency: int = field(default=8, metadata={"help": "requests the app works on at once"})
 
     def __post_init__(self) -> None:
-        from eval.nominatim import NominatimConfig
-        from eval.overpass import OverpassConfig
-        from eval.turbo_expand import ExpansionError, parse_bbox
+        from geoql.eval.nominatim import NominatimConfig
+        from geoql.eval.overpass import OverpassConfig
+        from geoql.eval.turbo_expand import ExpansionError, parse_bbox
 
         try:
             parse_bbox(self.default_bbox)
@@ -157,7 +157,7 @@ class DemoService:
     def compiler(self):
         with self._compiler_lock:
             if self._compiler is None:
-                from app import Compiler
+                from geoql.app import Compiler
 
                 self._compiler = Compiler(self._backend)
             return self._compiler
@@ -169,8 +169,8 @@ class DemoService:
 
     def _make_client(self):
         if self._client is None:
-            from eval.nominatim import Nominatim, NominatimConfig
-            from eval.overpass import OverpassClient, OverpassConfig
+            from geoql.eval.nominatim import Nominatim, NominatimConfig
+            from geoql.eval.overpass import OverpassClient, OverpassConfig
 
             cfg = self.config
             geocoder = Nominatim(NominatimConfig(url=cfg.nominatim_url, cache_dir=cfg.cache_dir))
@@ -232,7 +232,7 @@ class DemoService:
         )
 
     def run(self, query: str, bbox: str | None = None) -> RunView:
-        from eval.overpass import OverpassError
+        from geoql.eval.overpass import OverpassError
 
         empty_map = map_html({"type": "FeatureCollection", "features": []})
         if not (query or "").strip():

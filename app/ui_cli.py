@@ -26,9 +26,9 @@ def register(subparsers) -> None:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from app.backends import BackendError, backend_class
-    from app.cli import UserError
-    from app.ui import DemoConfig, DemoService, launch
+    from geoql.app.backends import BackendError, backend_class
+    from geoql.app.cli import UserError
+    from geoql.app.ui import DemoConfig, DemoService, launch
 
     if not 0 < args.port < 65536:
         raise UserError(f"--port {args.port} is not a TCP port: use 1-65535, e.g. 7860")

@@ -27,9 +27,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from tqdm import tqdm
 
-    from app.backends import get_backend
-    from app.backends.base import GenerationRequest
-    from eval.dataset import load_split
+    from geoql.app.backends import get_backend
+    from geoql.app.backends.base import GenerationRequest
+    from geoql.eval.dataset import load_split
 
     examples = load_split(args.split)[: args.limit]
     start = time.perf_counter()
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"latency p50   {pct(50):.1f} ms   p90 {pct(90):.1f} ms   p99 {pct(99):.1f} ms   mean {statistics.mean(ms):.1f} ms")
     print(f"whole split   {total_s:.1f} s")
     if not args.no_score:
-        from eval.metrics import corpus
+        from geoql.eval.metrics import corpus
 
         m = corpus(preds, [e.query for e in examples])
         print("metrics       " + "  ".join(f"{k} {m[k]:.2f}" for k in ("oqs", "kvs", "tree", "chrf", "em")))

@@ -25,7 +25,7 @@ def command_wall(pred: Path, data_dir: Path, repeat: int) -> tuple[list[float], 
     """Wall and CPU (user + system) seconds of each run of the whole command."""
     import resource
 
-    cmd = [sys.executable, "-m", "app.cli", "eval", "--pred", str(pred), "--split", "dev",
+    cmd = [sys.executable, "-m", "geoql.app.cli", "eval", "--pred", str(pred), "--split", "dev",
            "--data-dir", str(data_dir), "--no-progress"]
     walls, cpus = [], []
     for _ in range(repeat):
@@ -41,9 +41,9 @@ def command_wall(pred: Path, data_dir: Path, repeat: int) -> tuple[list[float], 
 
 
 def breakdown(pred: Path, data_dir: Path, n_candidates: int, n_groups: int) -> None:
-    from eval.dataset import load_split
-    from eval.metrics import Scorer, default_xml_source
-    from eval.report import read_predictions
+    from geoql.eval.dataset import load_split
+    from geoql.eval.metrics import Scorer, default_xml_source
+    from geoql.eval.report import read_predictions
 
     t = time.perf_counter()
     examples = load_split("dev", data_dir)

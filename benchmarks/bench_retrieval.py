@@ -20,9 +20,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args()
 
-    from eval.dataset import load_split
-    from retrieval import ExampleRetriever, TagRetriever
-    from retrieval.evaluate import percentile
+    from geoql.eval.dataset import load_split
+    from geoql.retrieval import ExampleRetriever, TagRetriever
+    from geoql.retrieval.evaluate import percentile
 
     started = time.perf_counter()
     tags = TagRetriever.load(args.index_dir)

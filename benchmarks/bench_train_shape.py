@@ -34,13 +34,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.tiny_model import QWEN3_4B_SHAPE, TINY_SHAPE, build_random_model, train_tokenizer  # noqa: E402
-from eval.dataset import SPLIT_SIZES  # noqa: E402
-from training.callbacks import StepTimeCallback, read_metrics  # noqa: E402
-from training.config import default_configs_dir, load_recipe  # noqa: E402
-from training.data import read_dataset  # noqa: E402
-from training.grpo import run_grpo  # noqa: E402
-from training.sft import free_gpu_memory, run_sft, sequence_token_lengths  # noqa: E402
+from geoql.app.tiny_model import QWEN3_4B_SHAPE, TINY_SHAPE, build_random_model, train_tokenizer  # noqa: E402
+from geoql.eval.dataset import SPLIT_SIZES  # noqa: E402
+from geoql.training.callbacks import StepTimeCallback, read_metrics  # noqa: E402
+from geoql.training.config import default_configs_dir, load_recipe  # noqa: E402
+from geoql.training.data import read_dataset  # noqa: E402
+from geoql.training.grpo import run_grpo  # noqa: E402
+from geoql.training.sft import free_gpu_memory, run_sft, sequence_token_lengths  # noqa: E402
 
 SHAPES = {"qwen3-4b": QWEN3_4B_SHAPE, "tiny": TINY_SHAPE}
 MARKER = ".bench_train_shape"

@@ -35,9 +35,9 @@ def main() -> None:
 
     from fakes.servers import FakeNominatim, FakeOverpass, json_reply
 
-    from eval.dataset import load_split
-    from eval.execution import evaluate_execution
-    from eval.overpass import OverpassClient, OverpassConfig, SqliteStore
+    from geoql.eval.dataset import load_split
+    from geoql.eval.execution import evaluate_execution
+    from geoql.eval.overpass import OverpassClient, OverpassConfig, SqliteStore
 
     with FakeOverpass() as overpass, FakeNominatim() as nominatim, tempfile.TemporaryDirectory() as tmp:
         overpass.default = json_reply("heidelberg_cafes.json")

@@ -19,8 +19,8 @@ from pathlib import Path
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM
 
-from app import Compiler
-from app.tiny_model import build_tiny_model
+from geoql.app import Compiler
+from geoql.app.tiny_model import build_tiny_model
 
 work = Path(sys.argv[1])
 model_dir = build_tiny_model(work / "tiny", texts=None)

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-GEOQL="$PY -m app.cli"
+GEOQL="$PY -m geoql"
 WORK="${1:-$(mktemp -d -t geoql-gpu-smoke.XXXXXX)}"
 mkdir -p "$WORK"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -52,7 +52,7 @@ fi
 
 t0=$(date +%s)
 echo "== tiny model"
-$PY -c "from app.tiny_model import build_tiny_model; print(build_tiny_model('$WORK/tiny'))"
+$PY -c "from geoql.app.tiny_model import build_tiny_model; print(build_tiny_model('$WORK/tiny'))"
 
 t1=$(date +%s)
 echo "== SFT: 30 steps, bf16, LoRA, dev eval through the compile path"

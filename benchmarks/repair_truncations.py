@@ -21,9 +21,9 @@ def main() -> None:
 
     from tqdm import tqdm
 
-    from app.decoding import repair_truncated, validate
-    from eval.dataset import load_split
-    from eval.metrics import get_scorer
+    from geoql.app.decoding import repair_truncated, validate
+    from geoql.eval.dataset import load_split
+    from geoql.eval.metrics import get_scorer
 
     scorer = get_scorer()
     rng = random.Random(args.seed)

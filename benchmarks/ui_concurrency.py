@@ -37,8 +37,8 @@ def main() -> None:
     from fakes.support import dev_requests, free_port, make_service
     from gradio_client import Client
 
-    from app import Compiler
-    from app.ui import launch
+    from geoql.app import Compiler
+    from geoql.app.ui import launch
 
     with FakeOverpass() as overpass, FakeNominatim() as nominatim, tempfile.TemporaryDirectory() as tmp:
         overpass.default = json_reply("heidelberg_cafes.json", delay_s=args.overpass_delay)

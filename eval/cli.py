@@ -6,7 +6,7 @@ import argparse
 
 
 def register(subparsers) -> None:
-    from eval.report import help_of
+    from geoql.eval.report import help_of
 
     parser = subparsers.add_parser(
         "eval",
@@ -28,9 +28,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.cli import UserError
-    from eval.dataset import DatasetError
-    from eval.report import EvalConfig, EvalInputError, evaluate
+    from geoql.app.cli import UserError
+    from geoql.eval.dataset import DatasetError
+    from geoql.eval.report import EvalConfig, EvalInputError, evaluate
 
     try:
         config = EvalConfig(

@@ -111,8 +111,8 @@ def compare(gold: Outcome, pred: Outcome) -> tuple[int, float]:
 
 def prepare_official(query: str, bbox: str, geocoder) -> tuple[str | None, str | None]:
     """The official preparation of one query: ``(final_query, None)`` or ``(None, error_type)``."""
-    from eval.overpass import prepare_query
-    from eval.turbo_expand import ExpansionError, expand
+    from geoql.eval.overpass import prepare_query
+    from geoql.eval.turbo_expand import ExpansionError, expand
 
     try:
         expanded = expand(query, geocoder=geocoder, bbox=bbox, official=True)
@@ -134,7 +134,7 @@ class ExecutionRunner:
     CACHE_FILE = "execution_outcomes.sqlite"
 
     def __init__(self, client, cache_dir: str | Path | None = None, *, retry_errors: bool = False):
-        from eval.overpass import SqliteStore, default_cache_dir
+        from geoql.eval.overpass import SqliteStore, default_cache_dir
 
         self.client = client
         directory = Path(cache_dir) if cache_dir else default_cache_dir() / "execution"
@@ -199,8 +199,8 @@ def evaluate_execution(
     """
     from tqdm import tqdm
 
-    from eval.nominatim import Nominatim, NominatimConfig
-    from eval.overpass import DEFAULT_OVERPASS_URL, OverpassClient, OverpassConfig
+    from geoql.eval.nominatim import Nominatim, NominatimConfig
+    from geoql.eval.overpass import DEFAULT_OVERPASS_URL, OverpassClient, OverpassConfig
 
     if len(preds) != len(examples):
         raise ValueError(f"{len(preds)} predictions for {len(examples)} examples: give one query per example")

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.overpass import USER_AGENT, SqliteStore, default_cache_dir
+from geoql.eval.overpass import USER_AGENT, SqliteStore, default_cache_dir
 
 __all__ = ["DEFAULT_NOMINATIM_URL", "GeocodeError", "Nominatim", "NominatimConfig", "cache_key", "KINDS"]
 
@@ -87,7 +87,7 @@ def _wait_turn(url: str, interval: float) -> None:
 
 def _benchmark_cache() -> dict:
     """OverpassNL's geocoder answers, when the dataset is on this machine (never downloads)."""
-    from eval.dataset import DatasetError, load_nominatim_cache, resolve_data_dir
+    from geoql.eval.dataset import DatasetError, load_nominatim_cache, resolve_data_dir
 
     try:
         return load_nominatim_cache(resolve_data_dir(None, download=False))

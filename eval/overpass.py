@@ -402,7 +402,7 @@ class OverpassClient:
     @property
     def geocoder(self):
         if self._geocoder is None:
-            from eval.nominatim import Nominatim, NominatimConfig
+            from geoql.eval.nominatim import Nominatim, NominatimConfig
 
             self._geocoder = Nominatim(NominatimConfig(cache_dir=self.config.cache_dir))
         return self._geocoder
@@ -490,7 +490,7 @@ class OverpassClient:
         (default: the current time). Raises :class:`OverpassError` (kind
         ``expansion``) when a shortcut cannot be expanded.
         """
-        from eval.turbo_expand import ExpansionError, expand as expand_shortcuts
+        from geoql.eval.turbo_expand import ExpansionError, expand as expand_shortcuts
 
         if expand and "{{" in query:
             try:

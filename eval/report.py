@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
-from eval.metrics import Scorer, Scores, aggregate, get_scorer
+from geoql.eval.metrics import Scorer, Scores, aggregate, get_scorer
 
 CATASTROPHIC_OQS = 0.10
 METRIC_COLUMNS = (("em", "EM"), ("chrf", "chrF"), ("kvs", "KVS"), ("tree", "TreeS"), ("oqs", "OQS"))
@@ -369,7 +369,7 @@ class EvalResult:
 
 def evaluate(config: EvalConfig, scorer: Scorer | None = None) -> EvalResult:
     """Score ``config.pred`` on ``config.split``, write the requested files, return the report."""
-    from eval.dataset import DatasetError, hard_subset, load_split
+    from geoql.eval.dataset import DatasetError, hard_subset, load_split
 
     scorer = scorer or get_scorer()
     examples = load_split(config.split, config.data_dir)
@@ -457,10 +457,10 @@ def _collector_paused():
 
 def _run_execution(preds: list[str], examples: list, config: EvalConfig) -> dict:
     try:
-        from eval.execution import evaluate_execution
+        from geoql.eval.execution import evaluate_execution
     except ImportError as exc:
         raise EvalInputError(f"--execution needs eval.execution ({exc}); run without --execution") from None
-    from eval.overpass import OverpassError
+    from geoql.eval.overpass import OverpassError
 
     try:
         result = evaluate_execution(
@@ -470,6 +470,6 @@ def _run_execution(preds: list[str], examples: list, config: EvalConfig) -> dict
         # finished examples stay in the execution cache; a rerun continues from there
         raise EvalInputError(f"execution stopped: {exc}") from None
     if not isinstance(result, dict) or "ex" not in result or "ex_soft" not in result:
-        raise EvalInputError("eval.execution returned no EX/EX-soft figures; check the Overpass server")
+        raise EvalInputError("geoql.eval.execution returned no EX/EX-soft figures; check the Overpass server")
     result.setdefault("n", len(preds))
     return result

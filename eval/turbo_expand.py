@@ -78,7 +78,7 @@ def _name(text: str) -> str:
 def _geocode(geocoder, text: str, kind: str, shortcut: str) -> dict:
     if geocoder is None:
         raise ExpansionError("nominatim", f"{{{{{shortcut}:{text}}}}} needs a geocoder, and none is configured")
-    from eval.nominatim import GeocodeError
+    from geoql.eval.nominatim import GeocodeError
 
     try:
         answer = geocoder.lookup(text, kind)

@@ -14,8 +14,8 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from retrieval import artifacts as A
-from retrieval.text import TOKENIZER_VERSION, split_value, tokenize
+from geoql.retrieval import artifacts as A
+from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
 from .config import IndexConfig, default_cache_dir
 from .documents import ExampleDocument, TagCollection, TagDocument, add_schema, add_training, mark_likely_typos, tag_counts
@@ -84,9 +84,9 @@ def build_index(config: IndexConfig) -> Path:
     """Build the full artifact directory described by ``config``; return its path."""
     from tqdm import tqdm
 
-    from eval.dataset import load_split
-    from eval.report import check_writable_dir
-    from retrieval.embedding import encode
+    from geoql.eval.dataset import load_split
+    from geoql.eval.report import check_writable_dir
+    from geoql.retrieval.embedding import encode
 
     from . import schema as schema_source
     from . import taginfo as taginfo_source
@@ -166,8 +166,8 @@ def build_index(config: IndexConfig) -> Path:
 
 def _fit_ranker(index_dir: Path, progress: bool) -> None:
     """Fit ``ranker.json`` on the staged index (leave-one-out over its training requests)."""
-    from retrieval import RetrievalConfig, TagRetriever
-    from retrieval.ranker import fit_ranker, write_ranker
+    from geoql.retrieval import RetrievalConfig, TagRetriever
+    from geoql.retrieval.ranker import fit_ranker, write_ranker
 
     retriever = TagRetriever.load(index_dir, RetrievalConfig(fusion="linear"))
     try:
@@ -180,7 +180,7 @@ def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):
     """Embed the tag surfaces; training phrases reuse their example's vector (a third of the work)."""
     import numpy as np
 
-    from retrieval.embedding import encode
+    from geoql.retrieval.embedding import encode
 
     row_of = {e.nl: i for i, e in enumerate(examples)}
     todo = sorted({t for _, _, t in surfaces if t not in row_of})
@@ -206,7 +206,7 @@ def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim
     import hashlib
     from importlib.metadata import PackageNotFoundError, version
 
-    from retrieval.embedding import resolve_model
+    from geoql.retrieval.embedding import resolve_model
 
     def ver(pkg: str) -> str:
         try:

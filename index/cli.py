@@ -29,8 +29,8 @@ def register(subparsers) -> None:
 
 
 def _build(args) -> int:
-    from app.cli import UserError
-    from eval.dataset import DatasetError
+    from geoql.app.cli import UserError
+    from geoql.eval.dataset import DatasetError
 
     from .build import build_index
     from .config import IndexConfig
@@ -57,9 +57,9 @@ def _build(args) -> int:
 
 
 def _fit_ranker(args) -> int:
-    from app.cli import UserError
-    from retrieval import IndexMissingError, TagRetriever
-    from retrieval.ranker import fit_ranker, write_ranker
+    from geoql.app.cli import UserError
+    from geoql.retrieval import IndexMissingError, TagRetriever
+    from geoql.retrieval.ranker import fit_ranker, write_ranker
 
     try:
         retriever = TagRetriever.load(args.index_dir)

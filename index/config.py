@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrieval.embedding import DEFAULT_MODEL
+from geoql.retrieval.embedding import DEFAULT_MODEL
 
 SCHEMA_VERSION = "7.2.0"  # pinned: the registry's unpinned tag serves an old backport
 NPM_REGISTRY = "https://registry.npmjs.org"

@@ -10,9 +10,9 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from retrieval.artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
-from retrieval.gold import is_free_text_key, query_tags, tag_id
-from retrieval.text import split_value
+from geoql.retrieval.artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
+from geoql.retrieval.gold import is_free_text_key, query_tags, tag_id
+from geoql.retrieval.text import split_value
 
 # Schema field types whose values are free text: indexed as key=*.
 FREE_TEXT_FIELD_TYPES = frozenset(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def register(subparsers) -> None:
-    from app.cli import positive_int
+    from geoql.app.cli import positive_int
 
     parser = subparsers.add_parser("retrieval-eval", help="measure tag retrieval (recall@k, coverage, latency)")
     parser.add_argument("--split", choices=("dev", "test"), default="dev", help="evaluation split (tune on dev only)")
@@ -38,9 +38,9 @@ def parse_ks(text: str) -> list[int]:
 def _retrieval_eval(args) -> int:
     import json
 
-    from app.cli import UserError
-    from eval.dataset import DatasetError, load_split
-    from eval.report import write_atomic
+    from geoql.app.cli import UserError
+    from geoql.eval.dataset import DatasetError, load_split
+    from geoql.eval.report import write_atomic
 
     from . import IndexMissingError, TagRetriever
     from .evaluate import evaluate, miss_summary

@@ -104,8 +104,8 @@ class FakeNpmRegistry:
 
 
 def build_small_index(out_dir: Path, data_dir: Path, cache_dir: Path, *, train_limit: int = SMALL_TRAIN_LIMIT) -> Path:
-    from index.build import build_index
-    from index.config import IndexConfig
+    from geoql.index.build import build_index
+    from geoql.index.config import IndexConfig
 
     with FakeNpmRegistry() as registry:
         config = IndexConfig(

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from app.backends.base import Backend
-from training.config import DevEvalConfig, EarlyStopConfig
+from geoql.app.backends.base import Backend
+from geoql.training.config import DevEvalConfig, EarlyStopConfig
 
 STOP_FILE = "early_stop.json"
 METRICS_FILE = "metrics.jsonl"
@@ -253,7 +253,7 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
     validation and choice — before the exact metric in ``eval.metrics`` scores
     the queries. So the figure is what ``compile()`` would score with these weights.
     """
-    from eval.dataset import load_split
+    from geoql.eval.dataset import load_split
 
     examples = dev_subset(load_split("dev", data_cfg.data_dir), cfg.subset_size, cfg.seed)
     temps = sorted(set(float(t) for t in temperatures))
@@ -262,7 +262,7 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
 
     def compiler():
         if "compiler" not in state:
-            from app.compile import Compiler
+            from geoql.app.compile import Compiler
 
             # One compiler per run: it keeps the retrieval index loaded; only the weights change.
             state["compiler"] = Compiler(slot, k_tags=data_cfg.k_tags, k_examples=data_cfg.k_examples,
@@ -273,7 +273,7 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
     def evaluate(model, tokenizer, step) -> dict:
         from tqdm import tqdm
 
-        from eval.metrics import corpus
+        from geoql.eval.metrics import corpus
 
         result: dict = {"dev/n": len(examples)}
         with loaded_backend(model, tokenizer, base_model, output_dir, batch_size=cfg.batch_size) as backend:
@@ -314,7 +314,7 @@ class SwappableBackend(Backend):
 
     def _backend(self):
         if self.inner is None:
-            from app.backends import BackendError
+            from geoql.app.backends import BackendError
 
             raise BackendError("no model loaded for dev evaluation")
         return self.inner
@@ -344,7 +344,7 @@ class loaded_backend:
         self.tmp: Path | None = None
 
     def __enter__(self):
-        from app.backends import get_backend
+        from geoql.app.backends import get_backend
 
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=".dev-eval-model.", dir=self.output_dir))

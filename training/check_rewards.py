@@ -174,8 +174,8 @@ def check_rewards(
     """Score perturbed pairs with every reward and with the official metrics; correlate."""
     from tqdm import tqdm
 
-    from eval.metrics import score
-    from training.rewards import REWARDS
+    from geoql.eval.metrics import score
+    from geoql.training.rewards import REWARDS
 
     rewards = dict(rewards if rewards is not None else REWARDS)
     rng = random.Random(seed)
@@ -195,7 +195,7 @@ def check_rewards(
     checks = []
     import time
 
-    from eval.metrics import get_scorer
+    from geoql.eval.metrics import get_scorer
 
     for name, func in rewards.items():
         get_scorer().clear_cache()  # rollouts are new text: time the rewards without warm caches

@@ -42,13 +42,13 @@ def register(subparsers) -> None:
 
 
 def _user_error(exc: Exception):
-    from app.cli import UserError
+    from geoql.app.cli import UserError
 
     return UserError(str(exc))
 
 
 def _recipe(args):
-    from training.config import ConfigError, load_recipe
+    from geoql.training.config import ConfigError, load_recipe
 
     try:
         return load_recipe(args.recipe_kind, args.config, args.set)
@@ -57,12 +57,12 @@ def _recipe(args):
 
 
 def _known_errors() -> tuple:
-    from eval.dataset import DatasetError
-    from training.config import ConfigError
+    from geoql.eval.dataset import DatasetError
+    from geoql.training.config import ConfigError
 
     errors: list = [ConfigError, DatasetError, FileExistsError, FileNotFoundError]
     try:
-        from retrieval import IndexMissingError
+        from geoql.retrieval import IndexMissingError
 
         errors.append(IndexMissingError)
     except ImportError:
@@ -71,8 +71,8 @@ def _known_errors() -> tuple:
 
 
 def cmd_data(args) -> int:
-    from training.config import ConfigError, DataConfig, from_dict, load_recipe
-    from training.data import build_rows, write_dataset
+    from geoql.training.config import ConfigError, DataConfig, from_dict, load_recipe
+    from geoql.training.data import build_rows, write_dataset
 
     try:
         base = load_recipe("sft", args.config).data if args.config else DataConfig()
@@ -98,10 +98,10 @@ def cmd_data(args) -> int:
 
 
 def _train(args, run, lines) -> int:
-    from training.config import describe
+    from geoql.training.config import describe
 
     if args.explain:
-        from training.config import RECIPES
+        from geoql.training.config import RECIPES
 
         print(describe(RECIPES[args.recipe_kind]))
         return 0
@@ -118,25 +118,25 @@ def _train(args, run, lines) -> int:
 
 
 def cmd_sft(args) -> int:
-    from training.sft import result_lines, run_sft
+    from geoql.training.sft import result_lines, run_sft
 
     return _train(args, run_sft, result_lines)
 
 
 def cmd_grpo(args) -> int:
-    from training.grpo import result_lines, run_grpo
+    from geoql.training.grpo import result_lines, run_grpo
 
     return _train(args, run_grpo, result_lines)
 
 
 def cmd_check_rewards(args) -> int:
-    from training.check_rewards import check_rewards
-    from training.rewards import REWARDS, make_execution_reward, overpass_element_ids
+    from geoql.training.check_rewards import check_rewards
+    from geoql.training.rewards import REWARDS, make_execution_reward, overpass_element_ids
 
     if args.num < 2:
         raise _user_error(ValueError("-n must be >= 2 to compute a correlation"))
     try:
-        from eval.dataset import load_split
+        from geoql.eval.dataset import load_split
 
         examples = load_split(args.split, args.data_dir)
     except _known_errors() as exc:

@@ -384,7 +384,7 @@ def load_recipe(kind: str, path: str | os.PathLike | None = None, overrides: lis
     >>> load_recipe("grpo", overrides=["rewards={kvs: 1.0, taggs: 1.0}"])
     Traceback (most recent call last):
     ...
-    training.config.ConfigError: unknown reward taggs in rewards; use names from: kvs, tree, chrf, validity, length, execution
+    geoql.training.config.ConfigError: unknown reward taggs in rewards; use names from: kvs, tree, chrf, validity, length, execution
     """
     import yaml
 

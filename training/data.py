@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from app.files import atomic_dir
-from training.config import DataConfig
+from geoql.app.files import atomic_dir
+from geoql.training.config import DataConfig
 
 SFT_FILE = "sft.jsonl"
 GRPO_FILE = "grpo.jsonl"
@@ -51,8 +51,7 @@ class Retrievers:
 
     @classmethod
     def load(cls, index_dir: str | os.PathLike | None = None) -> "Retrievers":
-        import retrieval
-
+        from geoql import retrieval
         tags = retrieval.TagRetriever.load(index_dir)
         return cls(tags, tags.examples)  # one loaded copy of the examples
 
@@ -76,8 +75,7 @@ class DataStats:
 
 def prompt_for(nl: str, retrievers: Retrievers, cfg: DataConfig, exclude: Iterable[int] = ()):
     """(messages, tags, examples) for one request, exactly as inference builds it."""
-    import retrieval
-
+    from geoql import retrieval
     exclude = tuple(exclude)
     # Leave-one-out for tags too: the tag retriever votes with neighbours' gold tags.
     tags = retrievers.tags.search(nl, cfg.k_tags, exclude=exclude) if cfg.k_tags else []
@@ -87,7 +85,7 @@ def prompt_for(nl: str, retrievers: Retrievers, cfg: DataConfig, exclude: Iterab
 
 def queries_by_form(train) -> dict[str, list[int]]:
     """Training indices grouped by their query's exact-match normal form."""
-    from eval.metrics import normalize_for_em
+    from geoql.eval.metrics import normalize_for_em
 
     groups: dict[str, list[int]] = {}
     for ex in train:
@@ -101,7 +99,7 @@ def leave_out(ex, same_query: dict[str, list[int]]) -> tuple[int, ...]:
     Identical queries occur more than once in the training split; excluding the
     index alone would still let a row retrieve its own answer through a twin.
     """
-    from eval.metrics import normalize_for_em
+    from geoql.eval.metrics import normalize_for_em
 
     return tuple(sorted(set(same_query.get(normalize_for_em(ex.query), ())) | {ex.index}))
 
@@ -133,7 +131,7 @@ def _tag_lines(query: str) -> list[str]:
 
 
 def tag_grounding_messages(nl: str, tags) -> list[dict]:
-    from retrieval.prompt import format_tags  # the main prompt's tag lines, so both tasks read alike
+    from geoql.retrieval.prompt import format_tags  # the main prompt's tag lines, so both tasks read alike
 
     candidates = format_tags(tags)
     user = f"{TAG_INSTRUCTION}\n\nRequest: {nl}"
@@ -166,8 +164,8 @@ def build_rows(
     """SFT rows, GRPO rows and statistics for ``cfg`` (deterministic given ``cfg.seed``)."""
     from tqdm import tqdm
 
-    from eval.dataset import load_comments, load_split
-    from eval.metrics import normalize_for_em
+    from geoql.eval.dataset import load_comments, load_split
+    from geoql.eval.metrics import normalize_for_em
 
     train = load_split("train", cfg.data_dir)
     if retrievers is None and (cfg.k_tags or cfg.k_examples):

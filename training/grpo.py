@@ -23,8 +23,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from training.config import ConfigError, GRPORecipe, PassRateFilterConfig, to_dict
-from training.sft import (
+from geoql.training.config import ConfigError, GRPORecipe, PassRateFilterConfig, to_dict
+from geoql.training.sft import (
     check_lora_targets,
     clear_output_dir,
     completion_token_lengths,
@@ -102,8 +102,8 @@ def pass_rate_filter(
     """
     from tqdm import tqdm
 
-    from eval.metrics import oqs
-    from training.rewards import completion_text
+    from geoql.eval.metrics import oqs
+    from geoql.training.rewards import completion_text
 
     cache_path = Path(cache_file)
     known: dict[int, dict] = {}
@@ -147,7 +147,7 @@ def pass_rate_filter(
 
 def backend_sampler(backend, temperature: float, top_p: float, max_new_tokens: int, seed: int):
     """``sample(list_of_messages, n)`` through an app backend (batched, no grammar: like the rollouts)."""
-    from app.backends import GenerationRequest
+    from geoql.app.backends import GenerationRequest
 
     def sample(prompts, n):
         requests = [
@@ -201,14 +201,14 @@ def run_grpo(
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from training.callbacks import (
+    from geoql.training.callbacks import (
         DevEvalCallback,
         JsonlLogCallback,
         RewardSignalEarlyStopping,
         make_dev_evaluator,
     )
-    from training.data import load_or_build
-    from training.rewards import build_rewards
+    from geoql.training.data import load_or_build
+    from geoql.training.rewards import build_rewards
 
     bf16 = use_bf16(recipe.train.bf16)
     if recipe.use_vllm:
@@ -239,7 +239,7 @@ def run_grpo(
 
     filtered_out = 0
     if recipe.pass_rate_filter.enabled:
-        from app.backends import get_backend
+        from geoql.app.backends import get_backend
 
         # The starting policy as the rollouts will see it, batched through the app's backend.
         backend = get_backend("transformers", model=recipe.model, batch_size=recipe.dev_eval.batch_size)

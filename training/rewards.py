@@ -55,7 +55,7 @@ def extract_query(text: str) -> str:
     'node;out;'
     """
     try:
-        from app.decoding import extract_query as app_extract
+        from geoql.app.decoding import extract_query as app_extract
     except ImportError:
         app_extract = None
     if app_extract is not None:
@@ -100,7 +100,7 @@ def kvs_reward(completions, gold=None, **_) -> list[float]:
     >>> kvs_reward([q, q.replace("cafe", "pub")], gold=[q, q])
     [1.0, 0.3333333333333333]
     """
-    from eval import metrics
+    from geoql.eval import metrics
 
     return _metric_reward(metrics.kvs, completions, gold, "kvs_reward")
 
@@ -112,7 +112,7 @@ def tree_reward(completions, gold=None, **_) -> list[float]:
     >>> tree_reward([q, 'way["amenity"="cafe"];out;'], gold=[q, q])[0]
     1.0
     """
-    from eval import metrics
+    from geoql.eval import metrics
 
     return _metric_reward(metrics.tree, completions, gold, "tree_reward")
 
@@ -124,7 +124,7 @@ def chrf_reward(completions, gold=None, **_) -> list[float]:
     >>> chrf_reward([q, ""], gold=[q, q])
     [1.0, 0.0]
     """
-    from eval import metrics
+    from geoql.eval import metrics
 
     return _metric_reward(metrics.chrf, completions, gold, "chrf_reward")
 
@@ -257,7 +257,7 @@ def overpass_element_ids(
     Returns ``None`` for a query the server could not answer (parse error,
     timeout, unexpandable placeholder): the reward decides what that means.
     """
-    from eval.overpass import OverpassClient, OverpassError
+    from geoql.eval.overpass import OverpassClient, OverpassError
 
     client = OverpassClient(url=overpass_url, cache_dir=cache_dir, **client_options)
 
@@ -317,7 +317,7 @@ def build_rewards(
             if element_ids is None and overpass_url:
                 options = {}
                 if nominatim_url:
-                    from eval.nominatim import Nominatim
+                    from geoql.eval.nominatim import Nominatim
 
                     options["geocoder"] = Nominatim(url=nominatim_url, cache_dir=overpass_cache_dir)
                 element_ids = overpass_element_ids(overpass_url, overpass_cache_dir, **options)

@@ -20,8 +20,8 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from app.files import atomic_dir
-from training.config import ConfigError, DataConfig, LoraConfig, SFTRecipe, TrainConfig
+from geoql.app.files import atomic_dir
+from geoql.training.config import ConfigError, DataConfig, LoraConfig, SFTRecipe, TrainConfig
 
 ADAPTER_DIR = "adapter"
 MERGED_DIR = "merged"
@@ -199,7 +199,7 @@ def save_outputs(model, tokenizer, out: Path, *, lora_enabled: bool, export_merg
 
 
 def write_summary(out: Path, payload: dict) -> None:
-    from training.callbacks import write_json_atomic
+    from geoql.training.callbacks import write_json_atomic
 
     write_json_atomic(out / SUMMARY_FILE, payload)
 
@@ -238,7 +238,7 @@ def losses(log_history: list[dict]) -> list[float]:
 
 def preflight_data(data: DataConfig) -> None:
     """Fail before any model loads when the dataset or the index is missing."""
-    from eval.dataset import DatasetError, resolve_data_dir
+    from geoql.eval.dataset import DatasetError, resolve_data_dir
 
     if data.dataset_dir:
         return
@@ -248,8 +248,8 @@ def preflight_data(data: DataConfig) -> None:
         raise ConfigError(f"OverpassNL not found: {exc} (or set data.data_dir in the recipe)") from None
     if not (data.k_tags or data.k_examples):
         return  # prompts without retrieval: no index needed
-    from retrieval import IndexMissingError
-    from retrieval.artifacts import load_manifest
+    from geoql.retrieval import IndexMissingError
+    from geoql.retrieval.artifacts import load_manifest
 
     try:
         load_manifest(data.index_dir)
@@ -325,8 +325,8 @@ def run_sft(
     extra_callbacks: list | None = None,
 ) -> SFTResult:
     """Train ``recipe`` end to end; every check that can fail runs before the model loads."""
-    from training.callbacks import DevEvalCallback, JsonlLogCallback, make_dev_evaluator
-    from training.data import load_or_build
+    from geoql.training.callbacks import DevEvalCallback, JsonlLogCallback, make_dev_evaluator
+    from geoql.training.data import load_or_build
 
     bf16 = use_bf16(recipe.train.bf16)
     preflight_data(recipe.data)
@@ -375,7 +375,7 @@ def run_sft(
         data_stats=stats,
         **runtime_figures(trainer.state.log_history),
     )
-    from training.config import to_dict
+    from geoql.training.config import to_dict
 
     write_summary(out, {"kind": "sft", "result": asdict(result), "recipe": to_dict(recipe)})
     return result

@@ -8,23 +8,23 @@ library) only matters when that backend is asked for.
 >>> get_backend("nope")
 Traceback (most recent call last):
 ...
-app.backends.base.BackendError: unknown backend 'nope': choose one of openai, retrieval, transformers, vllm
+geoql.app.backends.base.BackendError: unknown backend 'nope': choose one of openai, retrieval, transformers, vllm
 """
 
 from __future__ import annotations
 
 import importlib
 
-from app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 
 DEFAULT_BACKEND = "retrieval"
 
 # name -> (module, class name)
 BACKENDS: dict[str, tuple[str, str]] = {
-    "retrieval": ("app.backends.retrieval", "RetrievalBackend"),
-    "transformers": ("app.backends.transformers_backend", "TransformersBackend"),
-    "openai": ("app.backends.openai_backend", "OpenAIBackend"),
-    "vllm": ("app.backends.vllm_backend", "VLLMBackend"),
+    "retrieval": ("geoql.app.backends.retrieval", "RetrievalBackend"),
+    "transformers": ("geoql.app.backends.transformers_backend", "TransformersBackend"),
+    "openai": ("geoql.app.backends.openai_backend", "OpenAIBackend"),
+    "vllm": ("geoql.app.backends.vllm_backend", "VLLMBackend"),
 }
 
 

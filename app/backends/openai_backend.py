@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 
 
 class OpenAIBackend(Backend):

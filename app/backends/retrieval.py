@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 
 
 class RetrievalBackend(Backend):
@@ -40,7 +40,7 @@ class RetrievalBackend(Backend):
     def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
                  select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None,
                  index_dir: str | Path | None = None):
-        from app.cpu.model import CpuConfig
+        from geoql.app.cpu.model import CpuConfig
 
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.train_if_missing = _as_bool(train_if_missing, "train_if_missing")
@@ -69,7 +69,7 @@ class RetrievalBackend(Backend):
                 if self._training_failed and time.monotonic() - self._training_failed[0] < self.retry_training_after_s:
                     raise BackendError(self._training_failed[1])
                 self._model = self._load_or_train()
-                from app.cpu.model import CpuConfig
+                from geoql.app.cpu.model import CpuConfig
 
                 base = vars(self._model.config).copy()
                 base.update(self._overrides)
@@ -77,7 +77,7 @@ class RetrievalBackend(Backend):
             return self._model
 
     def _load_or_train(self):
-        from app.cpu.model import CpuModel, ModelMissingError, default_model_dir
+        from geoql.app.cpu.model import CpuModel, ModelMissingError, default_model_dir
 
         target = self.model_dir or default_model_dir()
         try:
@@ -86,9 +86,9 @@ class RetrievalBackend(Backend):
             if not self.train_if_missing:
                 raise BackendError(str(exc)) from None
             print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
-        from app.cpu.train import TrainConfig, ensure_index, train_and_save
-        from eval.dataset import DatasetError, load_split
-        from eval.report import check_writable_dir
+        from geoql.app.cpu.train import TrainConfig, ensure_index, train_and_save
+        from geoql.eval.dataset import DatasetError, load_split
+        from geoql.eval.report import check_writable_dir
 
         try:
             load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
@@ -114,7 +114,7 @@ class RetrievalBackend(Backend):
 
     def context(self, nl: str) -> tuple[list, list]:
         """The tag hints (when the model uses the index) and the nearest training requests, for display."""
-        from retrieval import RetrievedExample
+        from geoql.retrieval import RetrievedExample
 
         model = self.model
         text = (nl or "").strip()
@@ -126,7 +126,7 @@ class RetrievalBackend(Backend):
         return tags, examples
 
     def describe(self) -> str:
-        from app.cpu.model import default_model_dir
+        from geoql.app.cpu.model import default_model_dir
 
         where = self.model_dir or default_model_dir()
         opts = ", ".join(f"{k}={v}" for k, v in sorted(self._overrides.items()))

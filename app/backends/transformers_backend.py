@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
-from app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 
 # Characters tried, in this order, when closing a query under a short budget:
 # closers first, then what statements need; one letter and one digit stand
@@ -312,7 +312,7 @@ def complete_truncated(text: str, limit: int = 64) -> str | None:
     from overpassql.grammar import lark_grammar
 
     if not _TEXT_CLOSER:
-        from app.tiny_model import train_tokenizer
+        from geoql.app.tiny_model import train_tokenizer
 
         tok = train_tokenizer(["node;out;"], vocab_size=300)  # the 256 bytes, few merges
         _TEXT_CLOSER.append((tok, GrammarConstraint(tok, lark_grammar(), max_new_tokens=2 * limit + 2)))

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
-from app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 
 LORA_NAME = "geoql"
 

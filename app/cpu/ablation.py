@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.cpu.model import CpuConfig, CpuModel
+from geoql.app.cpu.model import CpuConfig, CpuModel
 
 STEPS = (
     ("copy top-1", CpuConfig(edits="none", select=False)),
@@ -18,8 +18,8 @@ def run_ablation(split: str = "dev", *, model_dir=None, data_dir=None, limit: in
     """``[(step name, corpus metrics in percent)]`` on ``split`` with one trained model."""
     from tqdm import tqdm
 
-    from eval.dataset import load_split
-    from eval.metrics import corpus
+    from geoql.eval.dataset import load_split
+    from geoql.eval.metrics import corpus
 
     model = CpuModel.load(model_dir)
     examples = load_split(split, data_dir)[:limit]

@@ -33,7 +33,7 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
     ``ctx_factory(example_nl)`` makes the :class:`~app.cpu.edits.EditContext`;
     neighbours whose query does not parse are skipped.
     """
-    from app.cpu.edits import EXTRA_EDITS, apply_edits, apply_extra
+    from geoql.app.cpu.edits import EXTRA_EDITS, apply_edits, apply_extra
 
     pool: dict[str, Candidate] = {}
     for rank, nb in enumerate(neighbours):
@@ -47,20 +47,20 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
         if edited is not None and edited[1]:
             versions.append(edited)
             if fix_place and "area" in edited[1]:
-                from app.cpu.edits import EditOptions
+                from geoql.app.cpu.edits import EditOptions
 
                 only_area = apply_edits(query, ctx, EditOptions(tags=False, types=False, output=False, numbers=False))
                 if only_area is not None and only_area[1]:
                     versions[0] = only_area
             if partial and len(edited[1]) > 1 and options.area:
                 # The place edit is almost always right, the others less so: offer it alone too.
-                from app.cpu.edits import EditOptions
+                from geoql.app.cpu.edits import EditOptions
 
                 only_area = apply_edits(query, ctx, EditOptions(tags=False, types=False, output=False, numbers=False))
                 if only_area is not None and only_area[1]:
                     versions.append(only_area)
         elif not options.any:
-            from app.cpu.edits import parses
+            from geoql.app.cpu.edits import parses
 
             if not parses(query):
                 continue

@@ -14,8 +14,8 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from app.cpu.lexicon import MAIN_SHARE, TagLexicon
-from app.cpu.request import RequestInfo, content_words
+from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon
+from geoql.app.cpu.request import RequestInfo, content_words
 
 AREA_PLACEHOLDERS = ("{{geocodeArea:", "{{nominatimArea:")
 NAME_KEYS = ("name", "name:en", "name:de", "name:fr", "int_name", "official_name")

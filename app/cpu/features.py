@@ -12,9 +12,9 @@ import math
 import re
 import numpy as np
 
-from app.cpu.hints import WANTED
-from app.cpu.lexicon import TagLexicon, tag_names
-from app.cpu.request import RequestInfo, content_words
+from geoql.app.cpu.hints import WANTED
+from geoql.app.cpu.lexicon import TagLexicon, tag_names
+from geoql.app.cpu.request import RequestInfo, content_words
 
 _TIME_WORDS = re.compile(
     r"\b(?:newer|since|edited|changed|modified|created|last|yesterday|today|days?|weeks?|months?|years?|hours?|"

@@ -17,8 +17,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from retrieval.gold import is_free_text_key
-from retrieval.ranker import query_key
+from geoql.retrieval.gold import is_free_text_key
+from geoql.retrieval.ranker import query_key
 
 # The ranker's probability above which a hinted tag counts as wanted by the request.
 WANTED = 0.5
@@ -42,7 +42,7 @@ class TagHints:
     @classmethod
     def load(cls, index_dir=None, k: int = 10) -> "TagHints":
         """Raises ``retrieval.IndexMissingError`` (naming `geoql index build`) when there is no usable index."""
-        from retrieval import TagRetriever
+        from geoql.retrieval import TagRetriever
 
         return cls(TagRetriever.load(index_dir), k)
 

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from app.cpu.request import content_words
+from geoql.app.cpu.request import content_words
 
 # Reads tag filters for statistics only; edits go through the overpassql AST.
 # Keys at least this often first in their statement say what an element is (amenity 0.96,

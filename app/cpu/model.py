@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cpu.candidates import Candidate, build_pool
-from app.cpu.edits import EditContext, EditOptions
-from app.cpu.features import FEATURE_NAMES, pool_features
-from app.cpu.lexicon import TagLexicon
-from app.cpu.neighbours import CharTfidfNeighbours
-from app.cpu.request import analyse, extract_area, known_places
+from geoql.app.cpu.candidates import Candidate, build_pool
+from geoql.app.cpu.edits import EditContext, EditOptions
+from geoql.app.cpu.features import FEATURE_NAMES, pool_features
+from geoql.app.cpu.lexicon import TagLexicon
+from geoql.app.cpu.neighbours import CharTfidfNeighbours
+from geoql.app.cpu.request import analyse, extract_area, known_places
 
 FORMAT_VERSION = 1
 ENV_VAR = "GEOQL_CPU_MODEL_DIR"
@@ -240,8 +240,8 @@ class CpuModel:
         """
         model = cls._load_pickle(model_dir)
         if getattr(model.config, "tag_hints", False):
-            from app.cpu.hints import TagHints
-            from retrieval import IndexMissingError
+            from geoql.app.cpu.hints import TagHints
+            from geoql.retrieval import IndexMissingError
 
             try:
                 model.hints = TagHints.load(index_dir)

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cpu.lexicon import TagLexicon
-from app.cpu.model import CpuConfig, CpuModel, learn_aliases
-from app.cpu.request import known_places
-from retrieval.ranker import same_query_positions
+from geoql.app.cpu.lexicon import TagLexicon
+from geoql.app.cpu.model import CpuConfig, CpuModel, learn_aliases
+from geoql.app.cpu.request import known_places
+from geoql.retrieval.ranker import same_query_positions
 
 
 @dataclass
@@ -80,8 +80,8 @@ def load_hints(config: TrainConfig, *, quiet: bool = False):
     """The :class:`~app.cpu.hints.TagHints` to train with, or ``None`` (``tag_hints`` auto without an index, or off)."""
     if config.tag_hints == "off":
         return None
-    from app.cpu.hints import TagHints
-    from retrieval import IndexMissingError
+    from geoql.app.cpu.hints import TagHints
+    from geoql.retrieval import IndexMissingError
 
     try:
         return TagHints.load(config.index_dir)
@@ -101,7 +101,7 @@ def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress
     from tqdm import tqdm
 
     if scorer is None:
-        from eval.metrics import get_scorer
+        from geoql.eval.metrics import get_scorer
 
         scorer = get_scorer()
     nls, queries = model.train_nls, model.train_queries
@@ -208,8 +208,8 @@ def ensure_index(index_dir=None, data_dir=None) -> bool:
     """
     import sys
 
-    from retrieval import IndexMissingError
-    from retrieval.artifacts import load_manifest
+    from geoql.retrieval import IndexMissingError
+    from geoql.retrieval.artifacts import load_manifest
 
     try:
         load_manifest(index_dir)
@@ -218,8 +218,8 @@ def ensure_index(index_dir=None, data_dir=None) -> bool:
         pass
     print("geoql: building the tag index first (one time, a few minutes; same as `geoql index build`)", file=sys.stderr)
     try:
-        from index.build import build_index
-        from index.config import IndexConfig
+        from geoql.index.build import build_index
+        from geoql.index.config import IndexConfig
 
         build_index(IndexConfig(out_dir=index_dir, data_dir=data_dir))
         return True
@@ -232,10 +232,10 @@ def ensure_index(index_dir=None, data_dir=None) -> bool:
 def train_and_save(out_dir: Path | None = None, data_dir=None, config: TrainConfig | None = None,
                    progress: bool = True) -> CpuModel:
     """Train from the dataset's training split and write the model (atomically)."""
-    from eval.dataset import load_split
-    from eval.report import check_writable_dir
+    from geoql.eval.dataset import load_split
+    from geoql.eval.report import check_writable_dir
 
-    from app.cpu.model import default_model_dir
+    from geoql.app.cpu.model import default_model_dir
 
     target = Path(out_dir) if out_dir else default_model_dir()
     check_writable_dir(target)  # before minutes of training, not at the save

@@ -7,14 +7,14 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, overpassnl_dir):
-    from app.tiny_model import build_tiny_model
+    from geoql.app.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_model_dir):
-    from app.backends.transformers_backend import TransformersBackend
+    from geoql.app.backends.transformers_backend import TransformersBackend
 
     backend = TransformersBackend(tiny_model_dir, device="cpu", batch_size=32)
     yield backend
@@ -30,8 +30,8 @@ def prompt():
 @pytest.fixture(scope="session")
 def small_cpu_model():
     """A real CPU-default model trained on a slice of train (the full one trains for minutes)."""
-    from app.cpu.train import TrainConfig, train
-    from eval.dataset import load_split
+    from geoql.app.cpu.train import TrainConfig, train
+    from geoql.eval.dataset import load_split
 
     pairs = load_split("train")[:300]
     return train([e.nl for e in pairs], [e.query for e in pairs], TrainConfig(k=5, limit=40, max_iter=30),

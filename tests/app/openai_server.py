@@ -17,7 +17,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from app.backends.base import GenerationRequest
+from geoql.app.backends.base import GenerationRequest
 
 
 class ChatServer:

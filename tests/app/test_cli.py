@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-import app.cli
-from app.cli import UserError, main
+import geoql.app.cli as app_cli
+from geoql.app.cli import UserError, main
 
 
 def test_every_command_is_registered(capsys):
@@ -37,13 +37,13 @@ def _parser_whose_handler_raises(exc):
     (KeyboardInterrupt(), 130, "geoql job: interrupted"),
 ])
 def test_errors_are_one_line(exc, code, line, monkeypatch, capsys):
-    monkeypatch.setattr(app.cli, "build_parser", _parser_whose_handler_raises(exc))
+    monkeypatch.setattr(app_cli, "build_parser", _parser_whose_handler_raises(exc))
     assert main(["job"]) == code
     assert capsys.readouterr().err == line + "\n"
 
 
 def test_a_bug_is_not_hidden(monkeypatch):
-    monkeypatch.setattr(app.cli, "build_parser", _parser_whose_handler_raises(KeyError("bug")))
+    monkeypatch.setattr(app_cli, "build_parser", _parser_whose_handler_raises(KeyError("bug")))
     with pytest.raises(KeyError):
         main(["job"])
 

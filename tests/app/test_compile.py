@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import app
-from app import Compilation, Compiler, compile
-from app.backends.base import Backend, BackendError, GenerationRequest
-from app.config import CompileConfig
+from geoql import app
+from geoql.app import Compilation, Compiler, compile
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.config import CompileConfig
 
 
 @pytest.fixture(scope="module")

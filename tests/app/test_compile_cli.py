@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.cli import main
+from geoql.app.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def test_single_request_prints_one_query(tiny_args, capsys):
     assert main(["compile", "cafes in Bonn", *tiny_args]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1
-    from app.decoding import validate
+    from geoql.app.decoding import validate
 
     assert validate(out[0]) == []
 
@@ -57,7 +57,7 @@ def test_unwritable_output_is_said_before_compiling(option, tmp_path, capsys, ov
 
 
 def test_split_run_resumes_and_writes_the_official_format(tiny_args, tmp_path, capsys, overpassnl_dir):
-    from eval.dataset import load_split
+    from geoql.eval.dataset import load_split
 
     dev = load_split("dev")[:4]
     out = tmp_path / "dev.pred"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import CompileConfig, load_config
+from geoql.app.config import CompileConfig, load_config
 
 
 def test_defaults_are_the_cpu_backend_and_greedy():

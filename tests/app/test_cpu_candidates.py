@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from app.cpu.candidates import build_pool
-from app.cpu.edits import EditContext, EditOptions
-from app.cpu.lexicon import TagLexicon
-from app.cpu.neighbours import Neighbour
-from app.cpu.request import analyse
+from geoql.app.cpu.candidates import build_pool
+from geoql.app.cpu.edits import EditContext, EditOptions
+from geoql.app.cpu.lexicon import TagLexicon
+from geoql.app.cpu.neighbours import Neighbour
+from geoql.app.cpu.request import analyse
 
 NLS = ["cafes in Bonn", "cafes in Rome", "broken"]
 QUERIES = [

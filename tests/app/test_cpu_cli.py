@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli import main
-from app.cpu.model import CpuModel
+from geoql.app.cli import main
+from geoql.app.cpu.model import CpuModel
 
 
 def test_train_then_ablation(tmp_path, capsys):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import overpassql
-from app.cpu.edits import (EditContext, EditOptions, apply_edits, apply_extra, area_names, edit_add_tags,
+from geoql.app.cpu.edits import (EditContext, EditOptions, apply_edits, apply_extra, area_names, edit_add_tags,
                            edit_drop_tags, edit_hint_tags)
-from app.cpu.lexicon import TagLexicon
-from app.cpu.request import analyse
+from geoql.app.cpu.lexicon import TagLexicon
+from geoql.app.cpu.request import analyse
 
 LEXICON = TagLexicon.fit(
     ["castles in Bonn", "castles in Rome", "springs in Bonn", "springs in Paris", "cafes in Bonn", "cafes in Rome"],

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.cpu.candidates import Candidate
-from app.cpu.features import FEATURE_NAMES, pool_features
-from app.cpu.lexicon import TagLexicon
-from app.cpu.request import analyse
+from geoql.app.cpu.candidates import Candidate
+from geoql.app.cpu.features import FEATURE_NAMES, pool_features
+from geoql.app.cpu.lexicon import TagLexicon
+from geoql.app.cpu.request import analyse
 
 LEX = TagLexicon.fit(["cafes in Bonn", "cafes in Rome", "bars in Rome", "bars in Oslo"],
                      ['node["amenity"="cafe"];out;'] * 2 + ['node["amenity"="bar"];out;'] * 2)
@@ -85,7 +85,7 @@ class _OrderedSet(set):
 
 def test_idf_share_does_not_depend_on_set_order():
     """`geoql cpu train` must make the same model in every process: no float sum in hash order."""
-    from app.cpu.features import _idf_share
+    from geoql.app.cpu.features import _idf_share
 
     lex = TagLexicon(word_idf={"a": 0.1, "b": 0.2, "c": 0.3, "d": 1e-17, "e": 0.7})
     results = set()

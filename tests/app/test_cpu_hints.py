@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.cpu.features import BASE_FEATURES, FEATURE_NAMES
-from app.cpu.hints import TagHints
-from app.cpu.model import CpuModel, ModelMissingError
-from app.cpu.train import TrainConfig, train
-from eval.dataset import load_split
+from geoql.app.cpu.features import BASE_FEATURES, FEATURE_NAMES
+from geoql.app.cpu.hints import TagHints
+from geoql.app.cpu.model import CpuModel, ModelMissingError
+from geoql.app.cpu.train import TrainConfig, train
+from geoql.eval.dataset import load_split
 
 HINT_COLUMNS = [FEATURE_NAMES.index(n) for n in BASE_FEATURES if n.startswith("hint_") and n != "hint_tags"]
 
@@ -81,8 +81,8 @@ def test_without_an_index_auto_trains_without_hints(tmp_path):
 
 
 def test_backend_with_a_hinted_model(hinted_model, tmp_path, small_index_dir):
-    from app.backends import get_backend
-    from app.backends.base import BackendError, GenerationRequest
+    from geoql.app.backends import get_backend
+    from geoql.app.backends.base import BackendError, GenerationRequest
 
     hinted_model.save(tmp_path)
     request = GenerationRequest(nl="beekeepers in Berlin", messages=[])
@@ -94,22 +94,22 @@ def test_backend_with_a_hinted_model(hinted_model, tmp_path, small_index_dir):
 
 
 def test_ensure_index_keeps_an_index_and_survives_a_failed_build(small_index_dir, tmp_path, monkeypatch, capsys):
-    import index.build
-    from app.cpu.train import ensure_index
+    import geoql.index.build as index_build
+    from geoql.app.cpu.train import ensure_index
 
     assert ensure_index(small_index_dir)
 
     def offline(config):
         raise OSError("registry.npmjs.org unreachable")
 
-    monkeypatch.setattr(index.build, "build_index", offline)
+    monkeypatch.setattr(index_build, "build_index", offline)
     assert not ensure_index(tmp_path / "new")
     assert "training without tag hints" in capsys.readouterr().err
 
 
 def test_compile_shows_the_hints_and_neighbours_it_used(hinted_model, tmp_path, small_index_dir):
-    from app import Compiler
-    from app.backends.retrieval import RetrievalBackend
+    from geoql.app import Compiler
+    from geoql.app.backends.retrieval import RetrievalBackend
 
     hinted_model.save(tmp_path)
     backend = RetrievalBackend(tmp_path, index_dir=small_index_dir, train_if_missing=False)

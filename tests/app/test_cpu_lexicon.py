@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.cpu.lexicon import TagLexicon, query_tags, tag_names
-from app.cpu.request import content_words
-from eval.dataset import load_split
+from geoql.app.cpu.lexicon import TagLexicon, query_tags, tag_names
+from geoql.app.cpu.request import content_words
+from geoql.eval.dataset import load_split
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import overpassql
-from app.cpu.model import FALLBACK_QUERY, MANIFEST, MODEL_FILE, CpuConfig, CpuModel, ModelMissingError, learn_aliases
-from eval.dataset import load_split
+from geoql.app.cpu.model import FALLBACK_QUERY, MANIFEST, MODEL_FILE, CpuConfig, CpuModel, ModelMissingError, learn_aliases
+from geoql.eval.dataset import load_split
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_failed_save_keeps_the_old_model(model, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("app.cpu.model.os.replace", boom)
+    monkeypatch.setattr("geoql.app.cpu.model.os.replace", boom)
     with pytest.raises(OSError):
         model.save(tmp_path)
     assert (tmp_path / MODEL_FILE).read_bytes() == before
@@ -95,7 +95,7 @@ def test_counting_request_gets_a_count(model, nl):
 def test_count_rule_overrides_the_selector(model):
     class Listing:  # a selector that always prefers the listing version
         def predict(self, features):
-            from app.cpu.features import FEATURE_NAMES
+            from geoql.app.cpu.features import FEATURE_NAMES
 
             return -features[:, FEATURE_NAMES.index("query_count")]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.cpu.neighbours import CharTfidfNeighbours
+from geoql.app.cpu.neighbours import CharTfidfNeighbours
 
 TEXTS = ["cafes in Bonn", "castles in Bonn", "bakeries in Rome", "cafes in Rome", "springs"]
 

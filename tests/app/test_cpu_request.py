@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from app.cpu.request import analyse, content_words, extract_area, known_places
-from eval.dataset import load_split
+from geoql.app.cpu.request import analyse, content_words, extract_area, known_places
+from geoql.eval.dataset import load_split
 
 _GEOCODE = re.compile(r'\{\{geocodeArea:"([^"]+)"\}\}')
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.cpu.features import FEATURE_NAMES
-from app.cpu.train import TrainConfig, train, training_rows
-from app.cpu.model import CpuModel, CpuConfig
-from eval.dataset import load_split
-from retrieval.ranker import same_query_positions
+from geoql.app.cpu.features import FEATURE_NAMES
+from geoql.app.cpu.train import TrainConfig, train, training_rows
+from geoql.app.cpu.model import CpuModel, CpuConfig
+from geoql.eval.dataset import load_split
+from geoql.retrieval.ranker import same_query_positions
 
 N_PAIRS = 400
 
@@ -26,7 +26,7 @@ def small_model(pairs):
 
 
 def test_training_rows_are_scored_with_the_official_metric(pairs):
-    from eval.metrics import oqs
+    from geoql.eval.metrics import oqs
 
     model = CpuModel.fit_retrieval(*pairs, CpuConfig(k=5))
     feats, labels, groups = training_rows(model, TrainConfig(k=5, limit=20), progress=False)

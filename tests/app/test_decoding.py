@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.decoding import Candidate, choose, extract_query, make_candidates, mbr_scores, to_one_line, validate
+from geoql.app.decoding import Candidate, choose, extract_query, make_candidates, mbr_scores, to_one_line, validate
 from tests.conftest import reference_rows
 
 GOLD = 'node["amenity"="drinking_water"](area.a);out;'
@@ -67,7 +67,7 @@ def test_identical_outputs_merge():
 
 
 def _oqs_stub_free():
-    from eval.metrics import get_scorer
+    from geoql.eval.metrics import get_scorer
 
     return get_scorer().oqs
 

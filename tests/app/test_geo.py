@@ -10,7 +10,7 @@ import pytest
 from fakes.servers import payload
 from fakes.support import embedded_geojson
 
-from app.geo import element_rows, map_html, summarize, to_geojson, write_geojson
+from geoql.app.geo import element_rows, map_html, summarize, to_geojson, write_geojson
 
 CAFES = json.loads(payload("heidelberg_cafes.json"))
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from app.decoding import validate
+from geoql.app.decoding import validate
 from overpassql import grammar as G
 from tests.conftest import reference_rows
 
@@ -37,7 +37,7 @@ def llg_accepts(tokenizer):
     import llguidance
     import llguidance.hf
 
-    from app.backends.transformers_backend import to_llguidance_grammar
+    from geoql.app.backends.transformers_backend import to_llguidance_grammar
 
     start = llguidance.LLMatcher(llguidance.hf.from_tokenizer(tokenizer), to_llguidance_grammar(G.lark_grammar()))
     assert not start.is_error(), start.get_error()
@@ -155,7 +155,7 @@ def test_llguidance_compiles_the_lark_grammar(tokenizer):
     import llguidance
     import llguidance.hf
 
-    from app.backends.transformers_backend import to_llguidance_grammar
+    from geoql.app.backends.transformers_backend import to_llguidance_grammar
 
     for source in (G.lark_grammar(), G.gbnf_grammar()):  # GBNF arrives over HTTP
         spec = to_llguidance_grammar(source)

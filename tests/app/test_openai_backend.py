@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from app.backends import get_backend
-from app.backends.base import BackendError, GenerationRequest
-from app.decoding import make_candidates
+from geoql.app.backends import get_backend
+from geoql.app.backends.base import BackendError, GenerationRequest
+from geoql.app.decoding import make_candidates
 from overpassql.grammar import lark_grammar
 from tests.app.openai_server import ChatServer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import overpassql
-from app.backends import get_backend
-from app.backends.base import BackendError, GenerationRequest
-from eval.dataset import load_split
+from geoql.app.backends import get_backend
+from geoql.app.backends.base import BackendError, GenerationRequest
+from geoql.eval.dataset import load_split
 
 
 @pytest.fixture(scope="module")
@@ -77,17 +77,17 @@ def test_odd_input_still_gives_a_valid_query(model_dir, nl):
 
 def test_no_dataset_fails_once_per_compile_without_building_an_index(tmp_path, monkeypatch, capsys):
     """Without the dataset the first use says so at once: no index build, no second download per call."""
-    import eval.dataset
-    from app import Compiler
+    import geoql.eval.dataset as eval_dataset
+    from geoql.app import Compiler
 
     calls = []
-    real_load_split = eval.dataset.load_split
+    real_load_split = eval_dataset.load_split
 
     def counting_load_split(split, data_dir=None):
         calls.append(split)
         return real_load_split(split, data_dir)
 
-    monkeypatch.setattr(eval.dataset, "load_split", counting_load_split)
+    monkeypatch.setattr(eval_dataset, "load_split", counting_load_split)
     backend = get_backend("retrieval", model_dir=tmp_path / "model", data_dir=tmp_path / "no-dataset",
                           index_dir=tmp_path / "index")
     comp = Compiler(backend).compile("cafes in Bonn")
@@ -105,7 +105,7 @@ def test_no_dataset_fails_once_per_compile_without_building_an_index(tmp_path, m
 
 
 def test_unwritable_model_dir_fails_before_building_the_index(tmp_path, capsys):
-    from app import Compiler
+    from geoql.app import Compiler
 
     (tmp_path / "a-file").write_text("the user's file", encoding="utf-8")
     backend = get_backend("retrieval", model_dir=tmp_path / "a-file" / "model", index_dir=tmp_path / "index")

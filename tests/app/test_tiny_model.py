@@ -32,7 +32,7 @@ def test_chat_template_marks_the_assistant_turn(tiny_model_dir):
 
 
 def test_refuses_to_overwrite_a_foreign_directory(tmp_path):
-    from app.tiny_model import build_tiny_model
+    from geoql.app.tiny_model import build_tiny_model
 
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="empty or new directory"):
@@ -46,7 +46,7 @@ def test_qwen3_4b_shape_is_the_production_architecture():
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from app.tiny_model import QWEN3_4B_SHAPE
+    from geoql.app.tiny_model import QWEN3_4B_SHAPE
 
     with torch.device("meta"):
         model = Qwen3ForCausalLM(Qwen3Config(**QWEN3_4B_SHAPE))
@@ -58,7 +58,7 @@ def test_random_model_keeps_the_larger_vocabulary(tmp_path):
     # wins over a smaller local tokenizer, so the output layer costs what the real one does.
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from app.tiny_model import TINY_SHAPE, build_random_model, train_tokenizer
+    from geoql.app.tiny_model import TINY_SHAPE, build_random_model, train_tokenizer
 
     tok = train_tokenizer(["node[amenity=cafe](area.a);out;", "cafes in Bonn"] * 20, vocab_size=300)
     path = build_random_model(tmp_path / "m", tok, {**TINY_SHAPE, "vocab_size": 5000})

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.backends.base import BackendError, GenerationRequest
-from app.decoding import make_candidates
+from geoql.app.backends.base import BackendError, GenerationRequest
+from geoql.app.decoding import make_candidates
 from overpassql.grammar import lark_grammar
 
 REQUESTS = ["drinking water taps in Vienna", "cafes in Heidelberg", "bus stops", "hotels near the station",
@@ -54,7 +54,7 @@ def test_lora_adapter_saved_and_loaded(tiny_model_dir, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from app.backends.transformers_backend import TransformersBackend
+    from geoql.app.backends.transformers_backend import TransformersBackend
 
     base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
@@ -77,7 +77,7 @@ def test_lora_adapter_saved_and_loaded(tiny_model_dir, tmp_path):
 
 
 def test_missing_model_is_a_clear_error(tmp_path):
-    from app.backends.transformers_backend import TransformersBackend
+    from geoql.app.backends.transformers_backend import TransformersBackend
 
     with pytest.raises(BackendError, match="needs a model"):
         TransformersBackend()

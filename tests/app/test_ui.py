@@ -12,9 +12,9 @@ from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures
 from fakes.servers import FakeNominatim, FakeOverpass, json_reply, parse_error, payload
 from fakes.support import LookupBackend, dev_requests, embedded_geojson, free_port, make_service
 
-from app.backends.base import BackendError
-from app.geo import to_geojson
-from app.ui import DemoConfig, build_app, launch
+from geoql.app.backends.base import BackendError
+from geoql.app.geo import to_geojson
+from geoql.app.ui import DemoConfig, build_app, launch
 
 DEV = dev_requests()
 CAFES = json.loads(payload("heidelberg_cafes.json"))

@@ -15,7 +15,7 @@ import pytest
 from fakes.servers import FakeNominatim, FakeOverpass, json_reply
 from fakes.support import dev_requests, free_port, make_service
 
-from app.ui import launch
+from geoql.app.ui import launch
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -8,8 +8,8 @@ import importlib.util
 
 import pytest
 
-from app.backends import get_backend
-from app.backends.base import BackendError, GenerationRequest
+from geoql.app.backends import get_backend
+from geoql.app.backends.base import BackendError, GenerationRequest
 from overpassql.grammar import gbnf_grammar, lark_grammar
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -57,7 +57,7 @@ def test_without_vllm_generation_names_the_extra():
 def test_vllm_objects_from_the_plan():
     from vllm.sampling_params import SamplingParams
 
-    from app.backends.vllm_backend import VLLMBackend
+    from geoql.app.backends.vllm_backend import VLLMBackend
 
     plan = _plan(adapter="runs/sft/adapter")
     params = VLLMBackend.sampling_params(plan["sampling"][0])

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from app.cli import main
-from eval.metrics import Scorer
-from eval.report import EvalConfig, evaluate, read_predictions
+from geoql.app.cli import main
+from geoql.eval.metrics import Scorer
+from geoql.eval.report import EvalConfig, evaluate, read_predictions
 from testdata import reference_rows
 
 KNN_ROWS = reference_rows("knn_dev.official_scores.jsonl")

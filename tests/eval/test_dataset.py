@@ -1,4 +1,4 @@
-"""eval.dataset: loading the splits, and the one-time download of the release.
+"""geoql.eval.dataset: loading the splits, and the one-time download of the release.
 
 The download tests serve zips built here from the shared copy over a real
 HTTP server on 127.0.0.1 (the release URL is configurable), laid out like
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from eval import dataset
-from eval.dataset import DatasetError, hard_subset, load_split, resolve_data_dir
+from geoql.eval import dataset
+from geoql.eval.dataset import DatasetError, hard_subset, load_split, resolve_data_dir
 
 SPLIT_FILES = [f"dataset.{s}.{k}" for s in ("train", "dev", "test") for k in ("nl", "query", "bbox")]
 

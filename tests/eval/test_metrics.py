@@ -1,4 +1,4 @@
-"""eval.metrics against the official scores and against the metric definitions.
+"""geoql.eval.metrics against the official scores and against the metric definitions.
 
 The metric core is checked with the converter output recorded from the real
 Overpass API (reference/*.jsonl), so a converter bug cannot hide a metric bug;
@@ -14,8 +14,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from sacrebleu.metrics import CHRF
 
-from eval import metrics
-from eval.metrics import EMPTY_SCRIPT_XML, Scorer, Scores
+from geoql.eval import metrics
+from geoql.eval.metrics import EMPTY_SCRIPT_XML, Scorer, Scores
 from testdata import data_dir, reference_rows
 
 OFFICIAL_CORPUS = {"oqs": 54.2869, "kvs": 41.6644, "tree": 61.0197, "chrf": 60.1767, "em": 0.1}

@@ -7,8 +7,8 @@ import json
 import pytest
 from fakes.fixtures import fake_nominatim  # noqa: F401 (fixture)
 
-from eval.dataset import load_nominatim_cache
-from eval.nominatim import GeocodeError, Nominatim, NominatimConfig, cache_key
+from geoql.eval.dataset import load_nominatim_cache
+from geoql.eval.nominatim import GeocodeError, Nominatim, NominatimConfig, cache_key
 
 
 def make(server, tmp_path, **overrides) -> Nominatim:

@@ -20,7 +20,7 @@ from fakes.servers import (
     static_error,
 )
 
-from eval.overpass import (
+from geoql.eval.overpass import (
     EVAL_MAXSIZE,
     OverpassClient,
     OverpassConfig,
@@ -32,7 +32,7 @@ from eval.overpass import (
 
 
 def gold_rows() -> list[dict]:
-    from eval.dataset import resolve_data_dir
+    from geoql.eval.dataset import resolve_data_dir
 
     with open(resolve_data_dir() / "reference" / "gold_reference.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f]
@@ -210,7 +210,7 @@ def test_empty_query_and_bad_shortcut_are_clear_errors(fake_overpass, tmp_path):
 
 
 def test_geocode_area_expands_through_nominatim(fake_overpass, fake_nominatim, tmp_path):
-    from eval.nominatim import Nominatim, NominatimConfig
+    from geoql.eval.nominatim import Nominatim, NominatimConfig
 
     geocoder = Nominatim(NominatimConfig(url=fake_nominatim.url, cache_dir=str(tmp_path), min_interval_s=0, seed_from_benchmark=False))
     fake_overpass.add("area(id:3600285864)", json_reply("heidelberg_cafes.json"))

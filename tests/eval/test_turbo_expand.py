@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from eval.dataset import load_nominatim_cache, load_split
-from eval.turbo_expand import ExpansionError, expand
+from geoql.eval.dataset import load_nominatim_cache, load_split
+from geoql.eval.turbo_expand import ExpansionError, expand
 
 
 class CacheGeocoder:
@@ -17,7 +17,7 @@ class CacheGeocoder:
         self.cache = load_nominatim_cache()
 
     def lookup(self, text, kind="id"):
-        from eval.nominatim import cache_key
+        from geoql.eval.nominatim import cache_key
 
         return self.cache.get(cache_key(text, kind))
 

@@ -8,13 +8,13 @@ import re
 import socket
 from functools import lru_cache
 
-from app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 
 
 @lru_cache(maxsize=1)
 def dev_requests() -> tuple:
     """Real dev examples whose gold queries use {{bbox}}: the map box decides what runs."""
-    from eval.dataset import load_split
+    from geoql.eval.dataset import load_split
 
     return tuple(e for e in load_split("dev") if "{{bbox}}" in e.query and "{{bbox=" not in e.query)[:5]
 
@@ -40,8 +40,8 @@ class LookupBackend(Backend):
 
 def make_service(overpass, nominatim, tmp_path, backend=None, index_dir=None):
     """A DemoService on the loopback servers with a real Compiler around ``backend``."""
-    from app import Compiler
-    from app.ui import DemoConfig, DemoService
+    from geoql.app import Compiler
+    from geoql.app.ui import DemoConfig, DemoService
 
     config = DemoConfig(overpass_url=overpass.url, nominatim_url=nominatim.url, cache_dir=str(tmp_path))
     backend = backend or LookupBackend({e.nl: e.query for e in dev_requests()})

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from fixtures_index import FakeNpmRegistry, build_small_index
-from index.build import tag_bm25_tokens, tag_surfaces
-from index.config import IndexConfig
-from index.documents import TagDocument
-from index.schema import SchemaError
-from retrieval import artifacts as A
+from geoql.index.build import tag_bm25_tokens, tag_surfaces
+from geoql.index.config import IndexConfig
+from geoql.index.documents import TagDocument
+from geoql.index.schema import SchemaError
+from geoql.retrieval import artifacts as A
 
 
 def test_manifest_records_sources_model_and_counts(small_index_dir):
@@ -60,7 +60,7 @@ def test_failed_build_keeps_previous_index(tmp_path, overpassnl_dir):
     with FakeNpmRegistry(integrity="sha512-" + "A" * 86 + "==") as registry:  # every download fails the check
         config = IndexConfig(out_dir=out, data_dir=overpassnl_dir, cache_dir=tmp_path / "cache", registry=registry.url,
                              train_limit=5, taginfo=False, progress=True)
-        from index.build import build_index
+        from geoql.index.build import build_index
 
         with pytest.raises(SchemaError, match="integrity") as failure:
             build_index(config)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.cli import main
+from geoql.app.cli import main
 from fixtures_index import FakeNpmRegistry
 
 
@@ -48,7 +48,7 @@ def test_bad_option_is_a_user_error(tmp_path, capsys):
 def test_fit_ranker_command(small_index_dir, tmp_path, capsys):
     import shutil
 
-    from retrieval import TagRetriever
+    from geoql.retrieval import TagRetriever
 
     copy = tmp_path / "idx"
     shutil.copytree(small_index_dir, copy)

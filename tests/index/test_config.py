@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from index.config import IndexConfig
+from geoql.index.config import IndexConfig
 
 
 def test_defaults_are_the_pinned_sources():

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from testdata import reference_rows
-from eval.dataset import Example
+from geoql.eval.dataset import Example
 from fixtures_index import schema_tarball, sri_sha512
-from index.documents import TagCollection, add_schema, add_training, edit_distance, mark_likely_typos
-from index.schema import read_schema
-from retrieval.gold import controlled_pairs
+from geoql.index.documents import TagCollection, add_schema, add_training, edit_distance, mark_likely_typos
+from geoql.index.schema import read_schema
+from geoql.retrieval.gold import controlled_pairs
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fixtures_index import FakeNpmRegistry, schema_tarball, sri_sha512
-from index.schema import SchemaError, check_integrity, fetch_tarball, load_schema, metadata_url, read_schema
+from geoql.index.schema import SchemaError, check_integrity, fetch_tarball, load_schema, metadata_url, read_schema
 
 
 def test_metadata_url_escapes_the_scope():

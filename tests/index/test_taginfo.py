@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from index.taginfo import fetch_usage
+from geoql.index.taginfo import fetch_usage
 
 # Shapes of taginfo API v4 answers (/site/info, /key/values).
 SITE_INFO = {"name": "OpenStreetMap Taginfo", "url": "https://taginfo.openstreetmap.org", "data_until": "2026-11-28T00:00:00Z"}

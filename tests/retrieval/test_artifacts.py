@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from retrieval import ExampleRetriever, IndexMissingError, TagRetriever, default_index_dir
-from retrieval import artifacts as A
+from geoql.retrieval import ExampleRetriever, IndexMissingError, TagRetriever, default_index_dir
+from geoql.retrieval import artifacts as A
 
 
 def test_missing_index_names_the_build_command(tmp_path):

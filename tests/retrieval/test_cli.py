@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from app.cli import main
-from retrieval.cli import parse_ks
+from geoql.app.cli import main
+from geoql.retrieval.cli import parse_ks
 
 
 def test_retrieval_eval_writes_json(small_index_dir, tmp_path, capsys):

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from retrieval import RetrievalConfig
+from geoql.retrieval import RetrievalConfig
 
 
 def test_every_setting_is_documented():

@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-from retrieval.embedding import DEFAULT_MODEL, QueryEncoder, encode, resolve_model, run_single_threaded
+from geoql.retrieval.embedding import DEFAULT_MODEL, QueryEncoder, encode, resolve_model, run_single_threaded
 
 
 def test_default_model_is_the_bundled_copy():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from eval.dataset import load_split
-from retrieval import TagHit, TagRetriever
-from retrieval.evaluate import evaluate, percentile
-from retrieval.gold import controlled_pairs
+from geoql.eval.dataset import load_split
+from geoql.retrieval import TagHit, TagRetriever
+from geoql.retrieval.evaluate import evaluate, percentile
+from geoql.retrieval.gold import controlled_pairs
 
 
 class FixedRetriever:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval import ExampleRetriever, RetrievalConfig, RetrievedExample
+from geoql.retrieval import ExampleRetriever, RetrievalConfig, RetrievedExample
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.fusion import reciprocal_rank_fusion, top_indices
+from geoql.retrieval.fusion import reciprocal_rank_fusion, top_indices
 
 
 def test_rrf_rewards_agreement_and_respects_weights():

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from testdata import reference_rows
-from retrieval.gold import controlled_pairs, is_free_text_key, query_keys, query_tags, regex_values, tag_id
+from geoql.retrieval.gold import controlled_pairs, is_free_text_key, query_keys, query_tags, regex_values, tag_id
 
 ROWS = [r for r in reference_rows("gold_reference.jsonl") if not r["stderr"].strip()][::40]
 _HAS_KV = re.compile(r"<has-kv ([^>]*)/>")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from testdata import reference_rows
-from retrieval import SYSTEM_PROMPT, TagHit, build_prompt
-from retrieval.examples import RetrievedExample
+from geoql.retrieval import SYSTEM_PROMPT, TagHit, build_prompt
+from geoql.retrieval.examples import RetrievedExample
 
 TRAIN = [r for r in reference_rows("gold_reference.jsonl") if r["split"] == "train"][:3]
 

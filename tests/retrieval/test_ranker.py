@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from retrieval import RetrievalConfig, TagHit, TagRetriever
-from retrieval.ranker import (
+from geoql.retrieval import RetrievalConfig, TagHit, TagRetriever
+from geoql.retrieval.ranker import (
     FEATURES,
     RANKER_JSON,
     CascadeRanker,

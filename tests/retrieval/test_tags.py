@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval import RetrievalConfig, TagHit, TagRetriever
+from geoql.retrieval import RetrievalConfig, TagHit, TagRetriever
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.text import fold, split_value, stem, tokenize
+from geoql.retrieval.text import fold, split_value, stem, tokenize
 
 
 @pytest.mark.parametrize("word,expected", [("benches", "bench"), ("libraries", "library"), ("boxes", "box"), ("toilets", "toilet"),

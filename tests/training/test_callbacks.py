@@ -7,7 +7,7 @@ import json
 import pytest
 from transformers import TrainerControl, TrainerState
 
-from training.callbacks import (
+from geoql.training.callbacks import (
     STOP_FILE,
     DevEvalCallback,
     JsonlLogCallback,
@@ -16,7 +16,7 @@ from training.callbacks import (
     read_metrics,
     temperature_label,
 )
-from training.config import DevEvalConfig, EarlyStopConfig
+from geoql.training.config import DevEvalConfig, EarlyStopConfig
 
 
 def _feed(cb, entries, start=1):

@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from training.check_rewards import THRESHOLD, check_rewards, pearson, perturbations, spearman
-from training.rewards import REWARDS
+from geoql.training.check_rewards import THRESHOLD, check_rewards, pearson, perturbations, spearman
+from geoql.training.rewards import REWARDS
 
 
 @pytest.fixture(scope="module")
 def golds():
-    from eval.dataset import load_split
+    from geoql.eval.dataset import load_split
 
     dev = load_split("dev")
     return [dev[i].query for i in sorted(random.Random(1).sample(range(len(dev)), 40))]
@@ -34,7 +34,7 @@ def test_exact_rewards_pass(golds):
 
 
 def test_a_miswired_reward_is_caught(golds):
-    from eval.metrics import chrf
+    from geoql.eval.metrics import chrf
 
     def chrf_swapped(completions, gold=None, **_):
         # A classic wiring bug: reference and hypothesis swapped, chat message not unpacked.
@@ -60,7 +60,7 @@ def test_correlations():
 
 
 def test_cli_check_rewards(capsys):
-    from app.cli import main
+    from geoql.app.cli import main
 
     assert main(["train", "check-rewards", "-n", "20"]) == 0
     out = capsys.readouterr().out

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli import main
-from training.config import default_configs_dir
+from geoql.app.cli import main
+from geoql.training.config import default_configs_dir
 
 CONFIGS = default_configs_dir()
 

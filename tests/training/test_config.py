@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from training.config import (
+from geoql.training.config import (
     MIN_COMPLETION_TOKENS,
     ConfigError,
     GRPORecipe,
@@ -95,8 +95,8 @@ def test_describe_lists_every_setting_with_help():
 
 def test_training_prompt_context_matches_inference_defaults():
     # The training prompt must be the inference prompt: same number of tags and examples.
-    from app.config import CompileConfig
-    from training.config import DataConfig
+    from geoql.app.config import CompileConfig
+    from geoql.training.config import DataConfig
 
     assert (DataConfig().k_tags, DataConfig().k_examples) == (CompileConfig().k_tags, CompileConfig().k_examples)
     for name in ("qwen3-4b-sft-lora-r64.yaml", "qwen3-4b-sft-full.yaml", "qwen3-4b-grpo.yaml"):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from training_fixtures import one_torch_thread, retrievers  # noqa: F401 (fixtures)
-from training.config import DataConfig
-from training.data import (
+from geoql.training.config import DataConfig
+from geoql.training.data import (
     GRPO_FILE,
     SFT_FILE,
     STATS_FILE,
@@ -29,9 +29,9 @@ def built(small_cfg, retrievers):
 
 
 def test_prompt_is_the_inference_prompt_with_leave_one_out(built, small_cfg, retrievers):
-    import retrieval
-    from eval.dataset import load_split
-    from eval.metrics import normalize_for_em
+    from geoql import retrieval
+    from geoql.eval.dataset import load_split
+    from geoql.eval.metrics import normalize_for_em
 
     sft, grpo, stats = built
     train = load_split("train")
@@ -53,8 +53,8 @@ def test_prompt_is_the_inference_prompt_with_leave_one_out(built, small_cfg, ret
 
 def test_leave_one_out_matters(small_cfg, retrievers):
     # Where the retriever would return the request itself, the training prompt does not.
-    from eval.dataset import load_split
-    from training.data import leave_out, prompt_for, queries_by_form
+    from geoql.eval.dataset import load_split
+    from geoql.training.data import leave_out, prompt_for, queries_by_form
 
     train = load_split("train")
     groups = queries_by_form(train)
@@ -78,8 +78,8 @@ def test_deterministic_given_seed(small_cfg, retrievers, built):
 
 
 def test_auxiliary_sets(small_index_dir, retrievers):
-    from eval.dataset import load_split
-    from eval.metrics import normalize_for_em
+    from geoql.eval.dataset import load_split
+    from geoql.eval.metrics import normalize_for_em
 
     cfg = DataConfig(index_dir=str(small_index_dir), k_tags=3, k_examples=1, limit=20,
                      tag_grounding=True, tag_grounding_fraction=0.5, comments=True, comments_max=15)
@@ -118,7 +118,7 @@ def test_write_read_roundtrip_and_atomic_replace(tmp_path, built, small_cfg):
 
 
 def test_cli_data(tmp_path, small_index_dir, capsys):
-    from app.cli import main
+    from geoql.app.cli import main
 
     out = tmp_path / "d"
     assert main(["train", "data", "--out", str(out), "--index-dir", str(small_index_dir),
@@ -136,6 +136,6 @@ def test_prompts_without_retrieval_need_no_index(tmp_path):
     cfg = DataConfig(index_dir=str(tmp_path / "no-index"), k_tags=0, k_examples=0, limit=5)
     sft, grpo, stats = build_rows(cfg, progress=False)
     assert len(sft) == len(grpo) == 5 and stats.gold_tag_recall == 0.0
-    from retrieval import build_prompt
+    from geoql.retrieval import build_prompt
 
     assert all(row["prompt"] == build_prompt(row["nl"], [], []) for row in sft)

@@ -9,16 +9,16 @@ import pytest
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import json_reply
 from training_fixtures import one_torch_thread, retrievers, tiny_model_dir, tiny_overrides  # noqa: F401 (fixtures)
-from training.callbacks import STOP_FILE, read_metrics
-from training.config import ConfigError, default_configs_dir, load_recipe
-from training.grpo import check_completion_cap, pass_rate_filter, run_grpo
-from training.rewards import overpass_element_ids
+from geoql.training.callbacks import STOP_FILE, read_metrics
+from geoql.training.config import ConfigError, default_configs_dir, load_recipe
+from geoql.training.grpo import check_completion_cap, pass_rate_filter, run_grpo
+from geoql.training.rewards import overpass_element_ids
 
 TINY = default_configs_dir() / "tiny-grpo.yaml"
 
 
 def _element_ids(overpass, nominatim, tmp_path):
-    from eval.nominatim import Nominatim
+    from geoql.eval.nominatim import Nominatim
 
     geocoder = Nominatim(url=nominatim.url, cache_dir=str(tmp_path), min_interval_s=0, max_retries=0)
     return overpass_element_ids(overpass.url, cache_dir=str(tmp_path), max_retries=0, geocoder=geocoder)
@@ -76,7 +76,7 @@ def tmp_path_of(run):
 def test_completion_cap_below_longest_gold_fails_before_training(tiny_model_dir):
     from transformers import AutoTokenizer
 
-    from eval.dataset import load_split
+    from geoql.eval.dataset import load_split
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     golds = [e.query for e in load_split("train")]
@@ -97,8 +97,8 @@ def test_bad_configs_fail_before_the_model_loads(tiny_overrides, tmp_path):
 
 
 def test_pass_rate_filter_keeps_the_varying_band(tmp_path):
-    from eval.dataset import load_split
-    from training.config import PassRateFilterConfig
+    from geoql.eval.dataset import load_split
+    from geoql.training.config import PassRateFilterConfig
 
     train = load_split("train")[:3]
     rows = [{"index": e.index, "gold": e.query, "prompt": [{"role": "user", "content": str(e.index)}]} for e in train]

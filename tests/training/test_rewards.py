@@ -9,7 +9,7 @@ import pytest
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import gateway_timeout, json_reply, parse_error
 from testdata import reference_rows
-from training.rewards import (
+from geoql.training.rewards import (
     REWARDS,
     build_rewards,
     chrf_reward,
@@ -27,7 +27,7 @@ KNN = reference_rows("knn_dev.official_scores.jsonl")[:40]
 
 
 def _dev_golds():
-    from eval.dataset import load_split
+    from geoql.eval.dataset import load_split
 
     return [e.query for e in load_split("dev")]
 

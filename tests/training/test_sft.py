@@ -7,9 +7,9 @@ import json
 import pytest
 
 from training_fixtures import one_torch_thread, retrievers, tiny_model_dir  # noqa: F401 (fixtures)
-from training.callbacks import StepTimeCallback, read_metrics
-from training.config import ConfigError, default_configs_dir, load_recipe
-from training.sft import load_model, run_sft
+from geoql.training.callbacks import StepTimeCallback, read_metrics
+from geoql.training.config import ConfigError, default_configs_dir, load_recipe
+from geoql.training.sft import load_model, run_sft
 
 TINY = default_configs_dir() / "tiny-sft.yaml"
 
@@ -36,7 +36,7 @@ def test_training_loss_goes_down(sft_run):
 def test_loss_is_on_the_completion_only(sft_run, tiny_model_dir, tmp_path):
     from transformers import AutoTokenizer
 
-    from training.sft import load_model, sft_trainer
+    from geoql.training.sft import load_model, sft_trainer
 
     recipe, _ = sft_run
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -74,8 +74,8 @@ def test_adapter_and_merged_model_load(sft_run):
 
 
 def test_transformers_backend_loads_the_adapter(sft_run):
-    from app.backends import GenerationRequest, get_backend
-    from retrieval import build_prompt
+    from geoql.app.backends import GenerationRequest, get_backend
+    from geoql.retrieval import build_prompt
 
     recipe, result = sft_run
     backend = get_backend("transformers", model=recipe.model, adapter=result.adapter_dir)
@@ -118,8 +118,8 @@ def test_checks_run_before_the_model_loads(tiny_model_dir, small_index_dir, retr
 
 
 def test_trains_from_a_written_dataset(tiny_model_dir, small_index_dir, retrievers, tmp_path):
-    from training.config import DataConfig
-    from training.data import build_rows, write_dataset
+    from geoql.training.config import DataConfig
+    from geoql.training.data import build_rows, write_dataset
 
     cfg = DataConfig(index_dir=str(small_index_dir), k_tags=2, k_examples=1, limit=8)
     written = write_dataset(tmp_path / "data", *build_rows(cfg, retrievers, progress=False), cfg)

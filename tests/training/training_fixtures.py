@@ -30,8 +30,8 @@ def one_torch_thread():
 
 @lru_cache(maxsize=1)
 def _tiny_model() -> Path:
-    from app.tiny_model import build_tiny_model
-    from eval.dataset import load_split
+    from geoql.app.tiny_model import build_tiny_model
+    from geoql.eval.dataset import load_split
 
     root = Path(tempfile.mkdtemp(prefix="geoql-tiny-"))
     atexit.register(shutil.rmtree, root, True)
@@ -42,7 +42,7 @@ def _tiny_model() -> Path:
 
 @lru_cache(maxsize=4)
 def _retrievers(index_dir: str):
-    from training.data import Retrievers
+    from geoql.training.data import Retrievers
 
     return Retrievers.load(index_dir)
 
