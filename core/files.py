@@ -1,0 +1,123 @@
+"""The one home of writing files and directories that an interruption cannot damage.
+
+- :func:`write_atomic`: a file is written beside its destination and renamed over
+  it, so readers see the old content or the new one, never half of it.
+- :func:`atomic_dir` / :func:`replace_dir`: a directory is built beside its
+  destination and swapped in; until the swap the old one stays as it was.
+- :func:`check_writable_dir`: fail at once, not after minutes of work, when an
+  output directory cannot be written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` through a temporary file and a rename.
+
+    The parent directory is created. On any failure the temporary file is removed
+    and ``path`` keeps its previous content.
+
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "sub" / "out.txt"
+    >>> write_atomic(target, "one\\n").read_text()
+    'one\\n'
+    >>> write_atomic(target, b"two").read_bytes(), sorted(p.name for p in target.parent.iterdir())
+    (b'two', ['out.txt'])
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def replace_dir(staging: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Move the finished directory ``staging`` to ``target``, replacing what was there.
+
+    The old ``target`` is renamed aside first and removed only after the new one is
+    in place, so a failure midway leaves one of the two complete.
+    """
+    staging, target = Path(staging), Path(target)
+    if not target.exists():
+        os.rename(staging, target)
+        return target
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+    os.rename(target, aside / "previous")
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(aside / "previous", target)  # put the old one back
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+    return target
+
+
+def atomic_dir(out: str | os.PathLike, write: Callable[[Path], object]) -> Path:
+    """Build a directory with ``write(staging)`` beside ``out``, then swap it in.
+
+    Until the swap, ``out`` keeps its previous content; if ``write`` fails, the
+    staging directory is removed and ``out`` is untouched.
+
+    >>> import tempfile
+    >>> base = Path(tempfile.mkdtemp())
+    >>> _ = atomic_dir(base / "d", lambda p: (p / "a.txt").write_text("one"))
+    >>> def broken(p):
+    ...     (p / "a.txt").write_text("two")
+    ...     raise RuntimeError("disk full")
+    >>> try:
+    ...     atomic_dir(base / "d", broken)
+    ... except RuntimeError:
+    ...     pass
+    >>> (base / "d" / "a.txt").read_text(), sorted(q.name for q in base.iterdir())
+    ('one', ['d'])
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        write(staging)
+        return replace_dir(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def check_writable_dir(path: str | os.PathLike) -> None:
+    """Fail now, not after minutes of work, when the directory ``path`` could not be made or written.
+
+    Creates nothing that stays: a probe directory is made and removed in the nearest
+    existing ancestor. Raises ``OSError`` with a message that names the path and the fix.
+
+    >>> import tempfile; check_writable_dir(Path(tempfile.gettempdir()) / "geoql-doctest" / "out")
+    >>> check_writable_dir(__file__ + "/out")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    OSError: cannot write to .../files.py/out: .../files.py is not a directory; choose an output path in a writable directory
+    """
+    target = Path(path).expanduser()
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    fix = "choose an output path in a writable directory"
+    if not existing.is_dir():
+        raise OSError(f"cannot write to {target}: {existing} is not a directory; {fix}")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".geoql-write-check-", dir=existing))
+    except OSError as exc:
+        raise OSError(f"cannot write to {target}: {exc.strerror or exc} in {existing}; {fix}") from None
+
+
+__all__ = ["write_atomic", "replace_dir", "atomic_dir", "check_writable_dir"]
