@@ -1,48 +1,22 @@
 """Entry points: text in, text out; every function accepts any string without raising
-anything but :class:`ParseError` (and only ``parse`` raises that)."""
+anything but :class:`ParseError` (and only ``parse`` raises that). :func:`check` is
+the validity check every caller shares."""
 
 from __future__ import annotations
 
-import sys
-import threading
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Union
 
 from . import ast as A
 from .errors import Diagnostic, SerializationError
 from .lower import lower
-from .parser import Parser, parse
+from .parser import Parser, deep_recursion, parse
+from .ql import dump_script, element_to_ql
+from .turbo import replace_turbo_vars
 from .xml import element_to_xml
 
 
-# Statements nest up to 1023 levels (Overpass' own limit); a few Python frames each.
-RECURSION_LIMIT = 20000
 _CACHEABLE = 20000  # characters; bigger inputs are not worth keeping in memory
-
-
-_limit_lock = threading.Lock()
-_limit_users = 0
-_limit_saved = 0
-
-
-@contextmanager
-def deep_recursion():
-    """Raise the recursion limit while converting; reference-counted, so concurrent
-    threads (the UI serves requests from a pool) never lower it under each other."""
-    global _limit_users, _limit_saved
-    with _limit_lock:
-        if _limit_users == 0:
-            _limit_saved = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(_limit_saved, RECURSION_LIMIT))
-        _limit_users += 1
-    try:
-        yield
-    finally:
-        with _limit_lock:
-            _limit_users -= 1
-            if _limit_users == 0:
-                sys.setrecursionlimit(_limit_saved)
 
 
 def _convert_uncached(text: str):
@@ -95,9 +69,30 @@ def to_xml(text: str) -> str:
     return to_xml_with_errors(text)[0]
 
 
+def check(text: str) -> list[Diagnostic]:
+    """Why ``text`` is not a valid query: an empty list means it is valid.
+
+    The one definition of validity: every message the converter (``osm3s_query``)
+    prints for the query, parse and static errors alike, with overpass-turbo
+    placeholders first replaced as the official metric does (``replace_turbo_vars``),
+    so ``{{bbox}}`` is fine and a misspelt ``{{bbx}}`` is not. A blank text is no query.
+
+    >>> check('nwr["amenity"="cafe"]({{bbox}});out;')
+    []
+    >>> [str(d) for d in check('nwr["amenity"="cafe"]({{bbx}});out;')]
+    ['line 1: parse error: Unknown query clause']
+    >>> [d.kind for d in check('node(newer:"2020");out;')]
+    ['static']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"check() needs a str, got {type(text).__name__}")
+    if not text.strip():
+        return [Diagnostic(1, 1, "empty query")]
+    return to_xml_with_errors(replace_turbo_vars(text))[1]
+
+
 def to_ql(text: str, pretty: bool = False) -> str:
     """``--dump-compact-ql`` (or ``--dump-pretty-ql``) of ``text``."""
-    from .ql import element_to_ql
     _, root, _ = _convert(text)
     with deep_recursion():
         try:
@@ -108,7 +103,6 @@ def to_ql(text: str, pretty: bool = False) -> str:
 
 def dump(script: A.Script) -> str:
     """AST -> one-line QL in the dataset's style; placeholders are kept."""
-    from .ql import dump_script
     with deep_recursion():
         try:
             return dump_script(script)

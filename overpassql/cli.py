@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import sys
 
+from .api import to_ql, to_xml_with_errors
+from .turbo import replace_turbo_vars
+
 ACTIONS = ("xml", "compact", "pretty", "turbo", "check")
 
 
@@ -27,19 +30,17 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    import overpassql
-
     text = sys.stdin.read() if args.query == "-" else args.query
     if args.turbo or args.action == "turbo":
-        text = overpassql.replace_turbo_vars(text)
+        text = replace_turbo_vars(text)
     if args.action == "turbo":
         print(text)
         return 0
-    xml, errors = overpassql.to_xml_with_errors(text)
+    xml, errors = to_xml_with_errors(text)
     for diagnostic in errors:
         print(diagnostic, file=sys.stderr)
     if args.action == "xml":
         print(xml)
     elif args.action in ("compact", "pretty"):
-        print(overpassql.to_ql(text, pretty=args.action == "pretty"))
+        print(to_ql(text, pretty=args.action == "pretty"))
     return 1 if errors and args.action == "check" else 0

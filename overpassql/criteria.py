@@ -7,10 +7,33 @@ import re
 from typing import Optional
 
 from . import ast as A
-from .parser import decode_string
+from .tokens import decode_string
 
 RECURSE_FLAGS = {"r", "w", "bn", "bw", "br", "way_link", "way_cnt"}
 RECURSE_ARROWS = {">", ">>", "<", "<<"}
+# The statement each recursion filter becomes, by (filter, query type); a pair that is
+# missing is an error Overpass reports when it builds the clause.
+_RECURSE_TYPES = {
+    ("r", "node"): "relation-node", ("r", "way"): "relation-way",
+    ("r", "relation"): "relation-relation", ("r", "nwr"): "relation-nwr",
+    ("r", "nw"): "relation-nw", ("r", "wr"): "relation-wr", ("r", "nr"): "relation-nr",
+    ("w", "node"): "way-node", ("way_link", "node"): "way-link", ("way_cnt", "node"): "way-count",
+    ("br", "relation"): "relation-backwards", ("bw", "relation"): "way-relation",
+    ("bn", "way"): "node-way", ("bn", "relation"): "node-relation", ("bn", "wr"): "node-wr",
+}
+RECURSE_ERRORS = {
+    "r": "A recursion of type 'r' produces nodes, ways, or relations.",
+    "w": "A recursion of type 'w' produces nodes.",
+    "way_link": "A recursion of type 'way_link' produces nodes.",
+    "way_cnt": "A recursion of type 'way_cnt' produces nodes.",
+    "br": "A recursion of type 'br' produces relations.",
+    "bw": "A recursion of type 'bw' produces relations.",
+    "bn": "A recursion of type 'bn' produces ways or relations.",
+}
+
+
+def recurse_type(kind: str, qtype: str) -> Optional[str]:
+    return _RECURSE_TYPES.get((kind, qtype))
 
 
 def _flatten_commas(tree: A.Expr) -> list[A.Expr]:
@@ -134,6 +157,14 @@ _ROLE_ALLOWED = ('"relation-relation", "relation-backwards","relation-way", "rel
                  '"way-relation",or "node-relation"')
 
 
+_FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def poly_numbers(bounds: str) -> list[str]:
+    """The numbers Overpass reads from a poly string (strtod after strtod)."""
+    return _FLOAT.findall(bounds)
+
+
 def valid_timestamp(value: str, *, turbo: bool = False) -> bool:
     # Overpass reads the fields at fixed offsets and ignores anything after the "Z".
     if turbo and value.startswith("{{"):  # a turbo date, replaced before conversion
@@ -143,7 +174,6 @@ def valid_timestamp(value: str, *, turbo: bool = False) -> bool:
 
 def static_checks(parser, flt, qtype: str, line: int) -> None:
     """The checks Overpass runs when it creates the clause's statement, in its order."""
-    from .lower import recurse_type
     turbo = parser.turbo
     if isinstance(flt, A.Newer) and not valid_timestamp(flt.date, turbo=turbo):
         parser.error('The attribute "than" must contain a timestamp exactly in the form '
@@ -154,13 +184,11 @@ def static_checks(parser, flt, qtype: str, line: int) -> None:
                 parser.error(f'The attribute "{name}" must contain a timestamp exactly in the '
                              'form "yyyy-mm-ddThh:mm:ssZ".', line, kind="static")
     elif isinstance(flt, A.Poly):
-        from .lower import poly_values
-        if len(poly_values(flt.bounds)) % 2:
+        if len(poly_numbers(flt.bounds)) % 2:
             parser.error('For the attribute "bounds" of the element "polygon-query" an even '
                          'number of float values must be provided.', line, kind="static")
     elif isinstance(flt, A.RecurseFilter) and flt.kind not in RECURSE_ARROWS:
         if recurse_type(flt.kind, qtype) is None:
-            from .lower import RECURSE_ERRORS
             parser.error(RECURSE_ERRORS[flt.kind], line)
             parser.error('For the attribute "type" of the element "recurse" the only allowed '
                          f'values are {_RECURSE_ALLOWED}.', line, kind="static")

@@ -1,12 +1,12 @@
-"""Evaluator trees (``if:``, ``make``, ``convert``, ``for``, ``retro``) -> eval-* elements."""
+"""Evaluators (``if:``, ``make``, ``convert``, ``for``, ``retro``): the operators and
+functions Overpass knows, the eval-* element each becomes, and the errors Overpass
+reports when it builds them (checked while parsing; ``lower.py`` builds the elements)."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from . import ast as A
-from .lower import Element, split_commas
-from .parser import decode_string
 
 BINARY = {"==": "eval-equal", "!=": "eval-not-equal", "<": "eval-less", "<=": "eval-less-equal",
           ">": "eval-greater", ">=": "eval-greater-equal", "&&": "eval-and", "||": "eval-or",
@@ -31,84 +31,6 @@ SET_FUNCS = {"min", "max", "sum", "set", "u", "count"}
 PROP_COUNT = {"count_tags": "tags", "count_members": "members",
               "count_distinct_members": "distinct_members", "count_by_role": "by_role",
               "count_distinct_by_role": "distinct_by_role"}
-
-
-def lower_expr(lw, node: Optional[A.Expr]) -> Optional[Element]:
-    if node is None:
-        return None
-    tok = node.token
-    if node.lhs is None and node.rhs is None:
-        if tok == "::":
-            return Element("eval-generic", [], src=node)
-        if tok in BINARY or tok in ("!", "?", ":", ",", "=", "."):
-            return None
-        return Element("eval-fixed", [("v", decode_string(tok))], src=node)
-    if tok == "(":
-        if node.lhs is None:
-            return lower_expr(lw, node.rhs)
-        return _call(lw, node.lhs.token, node.rhs, "_")
-    if tok == "[" and node.lhs is not None and node.lhs.token == "t":
-        return Element("eval-value", [], _kids(lw, [node.rhs]), src=node)
-    if tok == "." and node.lhs is not None and node.rhs is not None:
-        target = node.rhs
-        if target.token == "(" and target.lhs is not None:
-            return _call(lw, target.lhs.token, target.rhs, node.lhs.token)
-        return Element("eval-set-key", [("from", node.lhs.token), ("key", target.token)], src=node)
-    if tok == "!" and node.lhs is None:
-        return Element("eval-not", [], _kids(lw, [node.rhs]), src=node)
-    if tok == "-" and node.lhs is None:
-        return Element("eval-negate", [], _kids(lw, [node.rhs]), src=node)
-    if tok == "?" and node.rhs is not None and node.rhs.token == ":":
-        return Element("eval-ternary", [], _kids(lw, [node.lhs, node.rhs.lhs, node.rhs.rhs]),
-                       src=node)
-    if tok in BINARY:
-        return Element(BINARY[tok], [], _kids(lw, [node.lhs, node.rhs]), src=node)
-    return None
-
-
-def _kids(lw, nodes) -> list[Element]:
-    out = []
-    for n in nodes:
-        el = lower_expr(lw, n)
-        if el is not None:
-            out.append(el)
-    return out
-
-
-def _call(lw, name: str, args_node: Optional[A.Expr], from_set: str) -> Optional[Element]:
-    args = split_commas(args_node)
-    if name in PROP_COUNT:
-        attrs = [("type", PROP_COUNT[name])]
-        if args:
-            attrs.append(("members_type" if name == "count_members" else "role",
-                          decode_string(args[0].token)))
-        return Element("eval-prop-count", attrs)
-    if name == "is_tag":
-        return Element("eval-is-tag", [("k", decode_string(args[0].token) if args else "")])
-    if name == "count":
-        kind = args[0].token if args else ""
-        return Element("eval-set-count", [("from", from_set),
-                                           ("type", "node" if kind == "nodes" else kind)])
-    if name in SET_FUNCS:
-        return Element(ELEMENT_FUNCS[name], [("from", from_set)], _kids(lw, args))
-    if name in ELEMENT_FUNCS:
-        return Element(ELEMENT_FUNCS[name], [], _kids(lw, args))
-    return None
-
-
-def lower_assignment(lw, node: A.Expr, keyword: str) -> Optional[Element]:
-    if node.token == "=" and node.lhs is not None:
-        key = node.lhs
-        value = _kids(lw, [node.rhs])
-        if key.token == "::":
-            keytype = "geometry" if key.rhs is not None and key.rhs.token == "geom" else "generic"
-            return Element("set-prop", [("keytype", keytype)], value, src=node)
-        if key.token == "!" and key.rhs is not None:
-            return Element("set-prop", [("keytype", "tag"), ("k", decode_string(key.rhs.token))],
-                           src=node)
-        return Element("set-prop", [("keytype", "tag"), ("k", decode_string(key.token))], value,
-                       src=node)
-    return None
 
 
 KNOWN_FUNCTIONS = set(ELEMENT_FUNCS) | set(PROP_COUNT) | {"is_tag", "count", "t"}

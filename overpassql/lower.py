@@ -6,13 +6,14 @@ Both serialisers (XML in ``xml.py``, compact/pretty QL in ``ql.py``) read these.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from . import ast as A
+from .criteria import ZERO_DATE, poly_numbers, recurse_type, valid_timestamp
 from .errors import Diagnostic, SerializationError
-from .parser import decode_string
+from .evaluators import BINARY, ELEMENT_FUNCS, PROP_COUNT, SET_FUNCS
+from .tokens import decode_string
 
 # Single-clause queries Overpass runs as the bare clause statement (no <query>).
 _STANDALONE = {
@@ -20,23 +21,6 @@ _STANDALONE = {
     "Around": {"node"},
     "BBox": {"node"},
     "Poly": {"node"},
-}
-_RECURSE_TYPES = {
-    ("r", "node"): "relation-node", ("r", "way"): "relation-way",
-    ("r", "relation"): "relation-relation", ("r", "nwr"): "relation-nwr",
-    ("r", "nw"): "relation-nw", ("r", "wr"): "relation-wr", ("r", "nr"): "relation-nr",
-    ("w", "node"): "way-node", ("way_link", "node"): "way-link", ("way_cnt", "node"): "way-count",
-    ("br", "relation"): "relation-backwards", ("bw", "relation"): "way-relation",
-    ("bn", "way"): "node-way", ("bn", "relation"): "node-relation", ("bn", "wr"): "node-wr",
-}
-RECURSE_ERRORS = {
-    "r": "A recursion of type 'r' produces nodes, ways, or relations.",
-    "w": "A recursion of type 'w' produces nodes.",
-    "way_link": "A recursion of type 'way_link' produces nodes.",
-    "way_cnt": "A recursion of type 'way_cnt' produces nodes.",
-    "br": "A recursion of type 'br' produces relations.",
-    "bw": "A recursion of type 'bw' produces relations.",
-    "bn": "A recursion of type 'bn' produces ways or relations.",
 }
 _ARROWS = {">": "down", ">>": "down-rel", "<": "up", "<<": "up-rel"}
 _STANDALONE_RECURSE = {"relation-node", "relation-way", "relation-relation", "way-node",
@@ -144,16 +128,14 @@ class Lowerer:
         if st.set is not None:
             attrs["from"] = st.set
         el = Element(st.keyword, _sorted(**attrs), src=st)
-        from .evaluators import lower_assignment
         for tree in st.assignments:
             for item in split_commas(tree):
-                lowered = lower_assignment(self, item, st.keyword)
+                lowered = lower_assignment(item)
                 if lowered is not None:
                     el.children.append(lowered)
         return el
 
     def _lower_Block(self, st: A.Block) -> Element:
-        from .evaluators import lower_expr
         kw = st.keyword
         if kw in ("foreach", "for"):
             el = Element(kw, [("from", st.set or "_"), ("into", st.into)], src=st)
@@ -172,7 +154,7 @@ class Lowerer:
         else:
             el = Element(kw, [], src=st)
         if st.arg is not None and kw != "complete":
-            lowered = lower_expr(self, st.arg)
+            lowered = lower_expr(st.arg)
             if lowered is not None:
                 el.children.append(lowered)
         el.children.extend(self.lower(s) for s in st.body)
@@ -202,12 +184,11 @@ class Lowerer:
         query = Element("query", [("into", into), ("type", qtype)], src=st)
         for f in sets:
             query.children.append(Element("item", [("from", f.name), ("into", "_")], src=f))
-        from .evaluators import lower_expr
         for f in tags + others:
             if isinstance(f, A.IfFilter):
                 flt = Element("filter", [], src=f)
                 if f.expr is not None:
-                    lowered = lower_expr(self, f.expr)
+                    lowered = lower_expr(f.expr)
                     if lowered is not None:
                         flt.children.append(lowered)
                 query.children.append(flt)
@@ -311,16 +292,8 @@ class Lowerer:
         raise SerializationError(f"cannot serialise filter {type(f).__name__}")
 
 
-def recurse_type(kind: str, qtype: str) -> Optional[str]:
-    return _RECURSE_TYPES.get((kind, qtype))
-
-
 def _date(value: str) -> str:
-    from .criteria import ZERO_DATE, valid_timestamp
     return value[:20] if valid_timestamp(value) else ZERO_DATE
-
-
-ZERO_DATE = "0000-00-00T00:00:00Z"
 
 
 def _id_order(ref: str):
@@ -331,12 +304,9 @@ def _id_order(ref: str):
         return (1, 0, ref)
 
 
-_FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
 def poly_values(bounds: str) -> list[str]:
-    """The numbers Overpass reads from a poly string (strtod after strtod)."""
-    return [format_double(v) for v in _FLOAT.findall(bounds)]
+    """The numbers of a poly string as Overpass prints them."""
+    return [format_double(v) for v in poly_numbers(bounds)]
 
 
 def poly_bounds(bounds: str) -> str:
@@ -373,6 +343,85 @@ def split_commas(tree: Optional[A.Expr]) -> list[A.Expr]:
 
 def _leaf_text(tree: Optional[A.Expr]) -> str:
     return decode_string(tree.token) if tree is not None else ""
+
+
+# ------------------------------------------------------------------ evaluators
+def lower_expr(node: Optional[A.Expr]) -> Optional[Element]:
+    if node is None:
+        return None
+    tok = node.token
+    if node.lhs is None and node.rhs is None:
+        if tok == "::":
+            return Element("eval-generic", [], src=node)
+        if tok in BINARY or tok in ("!", "?", ":", ",", "=", "."):
+            return None
+        return Element("eval-fixed", [("v", decode_string(tok))], src=node)
+    if tok == "(":
+        if node.lhs is None:
+            return lower_expr(node.rhs)
+        return _call(node.lhs.token, node.rhs, "_")
+    if tok == "[" and node.lhs is not None and node.lhs.token == "t":
+        return Element("eval-value", [], _kids([node.rhs]), src=node)
+    if tok == "." and node.lhs is not None and node.rhs is not None:
+        target = node.rhs
+        if target.token == "(" and target.lhs is not None:
+            return _call(target.lhs.token, target.rhs, node.lhs.token)
+        return Element("eval-set-key", [("from", node.lhs.token), ("key", target.token)], src=node)
+    if tok == "!" and node.lhs is None:
+        return Element("eval-not", [], _kids([node.rhs]), src=node)
+    if tok == "-" and node.lhs is None:
+        return Element("eval-negate", [], _kids([node.rhs]), src=node)
+    if tok == "?" and node.rhs is not None and node.rhs.token == ":":
+        return Element("eval-ternary", [], _kids([node.lhs, node.rhs.lhs, node.rhs.rhs]),
+                       src=node)
+    if tok in BINARY:
+        return Element(BINARY[tok], [], _kids([node.lhs, node.rhs]), src=node)
+    return None
+
+
+def _kids(nodes) -> list[Element]:
+    out = []
+    for n in nodes:
+        el = lower_expr(n)
+        if el is not None:
+            out.append(el)
+    return out
+
+
+def _call(name: str, args_node: Optional[A.Expr], from_set: str) -> Optional[Element]:
+    args = split_commas(args_node)
+    if name in PROP_COUNT:
+        attrs = [("type", PROP_COUNT[name])]
+        if args:
+            attrs.append(("members_type" if name == "count_members" else "role",
+                          decode_string(args[0].token)))
+        return Element("eval-prop-count", attrs)
+    if name == "is_tag":
+        return Element("eval-is-tag", [("k", decode_string(args[0].token) if args else "")])
+    if name == "count":
+        kind = args[0].token if args else ""
+        return Element("eval-set-count", [("from", from_set),
+                                           ("type", "node" if kind == "nodes" else kind)])
+    if name in SET_FUNCS:
+        return Element(ELEMENT_FUNCS[name], [("from", from_set)], _kids(args))
+    if name in ELEMENT_FUNCS:
+        return Element(ELEMENT_FUNCS[name], [], _kids(args))
+    return None
+
+
+def lower_assignment(node: A.Expr) -> Optional[Element]:
+    if node.token == "=" and node.lhs is not None:
+        key = node.lhs
+        value = _kids([node.rhs])
+        if key.token == "::":
+            keytype = "geometry" if key.rhs is not None and key.rhs.token == "geom" else "generic"
+            return Element("set-prop", [("keytype", keytype)], value, src=node)
+        if key.token == "!" and key.rhs is not None:
+            return Element("set-prop", [("keytype", "tag"), ("k", decode_string(key.rhs.token))],
+                           src=node)
+        return Element("set-prop", [("keytype", "tag"), ("k", decode_string(key.token))], value,
+                       src=node)
+    return None
 
 
 _MODES = {"ids": "ids_only", "tags": "tags", "skel": "skeleton", "body": "body", "meta": "meta",

@@ -9,12 +9,17 @@ parser reproduces the same recovery, message texts and line numbers.
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from bisect import bisect_right
+from contextlib import contextmanager
 from typing import Optional
 
 from . import ast as A
+from .criteria import make_criterion, static_checks
 from .errors import Diagnostic, ParseError
-from .tokens import end_line, kind_of, line_starts, scan
+from .evaluators import check_expr
+from .tokens import decode_string, end_line, kind_of, line_starts, scan
 
 QUERY_TYPES = {"node", "way", "relation", "area", "nwr", "nw", "wr", "nr", "derived"}
 MAX_DEPTH = 1024  # osm3s: "Nesting of statements is limited to 1023 levels"
@@ -24,38 +29,32 @@ _PRIORITY = {",": 1, "=": 2, "?": 3, ":": 4, "||": 5, "&&": 6, "==": 7, "!=": 7,
              "->": 12, "!": 13, "::": 15}
 
 
-def decode_string(token: str) -> str:
-    """Unquote a string token the way Overpass does (``\\n``, ``\\t``, ``\\uXXXX``)."""
-    if not token or token[0] not in "\"'":
-        return token
-    body = token[1:-1] if len(token) > 1 else ""
-    if "\\" not in body:
-        return body
-    out, i = [], 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            n = body[i + 1]
-            if n == "n":
-                out.append("\n")
-            elif n == "t":
-                out.append("\t")
-            elif n == "u":
-                j = i + 2
-                while j < min(i + 6, len(body)) and body[j] in "0123456789abcdefABCDEF":
-                    j += 1
-                val = int(body[i + 2:j], 16) if j > i + 2 else 0
-                if val >= 0x20:
-                    out.append(chr(val))
-                i = j
-                continue
-            else:
-                out.append(n)
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+# Statements nest up to 1023 levels (Overpass' own limit); a few Python frames each.
+RECURSION_LIMIT = 20000
+
+
+_limit_lock = threading.Lock()
+_limit_users = 0
+_limit_saved = 0
+
+
+@contextmanager
+def deep_recursion():
+    """Raise the recursion limit while parsing and converting; reference-counted, so concurrent
+    threads (the UI serves requests from a pool) never lower it under each other."""
+    global _limit_users, _limit_saved
+    with _limit_lock:
+        if _limit_users == 0:
+            _limit_saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_limit_saved, RECURSION_LIMIT))
+        _limit_users += 1
+    try:
+        yield
+    finally:
+        with _limit_lock:
+            _limit_users -= 1
+            if _limit_users == 0:
+                sys.setrecursionlimit(_limit_saved)
 
 
 _DEFINITION = re.compile(r"\{\{[^}:]+?=[\s\S]*\}\}")
@@ -202,7 +201,6 @@ class Parser:
 
     # ------------------------------------------------------------------- script
     def parse(self) -> A.Script:
-        from .api import deep_recursion
         with deep_recursion():
             return self._parse_script()
 
@@ -626,7 +624,6 @@ class Parser:
                 expr = self._parse_expr_tree(parenthesis_expected=True)
             self.clear_until_after(")")
             if expr is not None:
-                from .evaluators import check_expr
                 try:
                     check_expr(self, expr)
                 except RecursionError:
@@ -634,15 +631,10 @@ class Parser:
             return A.IfFilter(expr, line=line)
         tree = self._parse_expr_tree(parenthesis_expected=True)
         self.clear_until_after(")")
-        flt = self._criterion(tree, qtype, line)
+        flt = make_criterion(self, tree, qtype, line)
         if flt is not None:
-            from .criteria import static_checks
             static_checks(self, flt, qtype, line)
         return flt
-
-    def _criterion(self, tree: Optional[A.Expr], qtype: str, line: int):
-        from .criteria import make_criterion
-        return make_criterion(self, tree, qtype, line)
 
     # ------------------------------------------------------------- expressions
     def _parse_expr_tree(self, *, parenthesis_expected: bool) -> Optional[A.Expr]:

@@ -7,6 +7,8 @@ from typing import Optional
 
 from . import ast as A
 from .errors import SerializationError
+from .lower import format_double
+from .tokens import decode_string
 
 
 _NON_ASCII_RANGE = re.compile(r"\[[^\]]*(?:[^\x00-\x7f]-|-[^\x00-\x7f\]])")
@@ -190,7 +192,6 @@ class Dumper:
         head = "around" + ("." + f.set if f.set is not None else "")
         values = [f.radius] + f.coords
         if self.converter:
-            from .lower import format_double
             values = [format_double(v) for v in values]
         return "(" + head + ":" + ",".join(values) + ")"
 
@@ -292,7 +293,6 @@ def _converter_expr(e: Optional[A.Expr]) -> str:
         return _converter_expr(e.lhs) + tok + inner + close
     if e.lhs is None and e.rhs is None:
         if tok[:1] in ("'", '"'):
-            from .parser import decode_string
             return quote(decode_string(tok))
         return tok
     if tok == "=" and e.lhs is not None:
@@ -302,7 +302,6 @@ def _converter_expr(e: Optional[A.Expr]) -> str:
             return "::" + name + "=" + _converter_expr(e.rhs)
         text = key.token
         if text[:1] in ("'", '"'):
-            from .parser import decode_string
             text = decode_string(text)
         return text + "=" + _converter_expr(e.rhs)
     prio = _PRIO.get(tok, 14)

@@ -58,6 +58,40 @@ def kind_of(tok: str, turbo: bool = False) -> str:
     return "op" if len(tok) == 2 else "char"
 
 
+def decode_string(token: str) -> str:
+    """Unquote a string token the way Overpass does (``\\n``, ``\\t``, ``\\uXXXX``)."""
+    if not token or token[0] not in "\"'":
+        return token
+    body = token[1:-1] if len(token) > 1 else ""
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            n = body[i + 1]
+            if n == "n":
+                out.append("\n")
+            elif n == "t":
+                out.append("\t")
+            elif n == "u":
+                j = i + 2
+                while j < min(i + 6, len(body)) and body[j] in "0123456789abcdefABCDEF":
+                    j += 1
+                val = int(body[i + 2:j], 16) if j > i + 2 else 0
+                if val >= 0x20:
+                    out.append(chr(val))
+                i = j
+                continue
+            else:
+                out.append(n)
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def line_starts(text: str) -> list[int]:
     return [0] + [m.end() for m in re.finditer("\n", text)]
 
@@ -71,13 +105,9 @@ class Token:
     pos: int
 
 
-def _line_starts(text: str) -> list[int]:
-    return [0] + [m.end() for m in re.finditer("\n", text)]
-
-
 def tokenize(text: str, *, turbo: bool = False) -> list[Token]:
     """Split ``text`` into tokens; never raises (any character is a token)."""
-    starts = _line_starts(text)
+    starts = line_starts(text)
     out: list[Token] = []
     rx = _TURBO if turbo else _PLAIN
     for m in rx.finditer(text):

@@ -1,5 +1,6 @@
 """Entry points, checked on every reference row (one parametrised case per row: the
-turbo step, XML, stderr, compact and pretty QL), plus tag_filters and the cache."""
+turbo step, XML, stderr, compact and pretty QL, validity), plus check, tag_filters and
+the cache."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def test_gold_row(row):
     assert _stderr(diagnostics) == row["stderr"]
     assert overpassql.to_ql(text) == row["compact_ql"]
     assert overpassql.to_ql(text, pretty=True) == row["pretty_ql"]
+    assert (overpassql.check(row["query"]) == []) == (row["stderr"] == "")
     if not row["stderr"]:  # the raw query, placeholders and all, parses cleanly
         overpassql.parse(row["query"])
 
@@ -42,6 +44,7 @@ def test_conformance_row(index):
     assert xml == row["xml"]
     if index not in CONFORMANCE_STDERR_MISSES:
         assert _stderr(diagnostics) == row["stderr"]
+    assert (overpassql.check(row["query"]) == []) == (row["stderr"] == "")
 
 
 @pytest.mark.xfail(strict=True, reason="Overpass' line counter after raw UTF-8 bytes")
@@ -49,6 +52,44 @@ def test_conformance_row(index):
 def test_conformance_stderr_known_misses(index):
     row = CONFORMANCE[index]
     assert _stderr(overpassql.to_xml_with_errors(row["converter_input"])[1]) == row["stderr"]
+
+
+def _row(split: str, index: int) -> dict:
+    return next(r for r in GOLD if r["split"] == split and r["index"] == index)
+
+
+def test_check_reports_a_parse_error_of_a_dataset_query():
+    query = _row("train", 258)["query"]  # [out:opl]: a format Overpass does not know
+    assert overpassql.check(query) == [overpassql.Diagnostic(1, 9, "Unknown output format: opl")]
+
+
+def test_check_reports_static_errors_as_the_converter_prints_them():
+    row = CONFORMANCE[194]  # train 4612 with one digit doubled in a date
+    assert row["source"] == "train:4612"
+    (diagnostic,) = overpassql.check(row["query"])
+    assert diagnostic.kind == "static" and str(diagnostic) == row["stderr"]
+
+
+def test_check_reads_placeholders_as_the_metric_does():
+    assert overpassql.check(_row("train", 505)["query"]) == []  # {{date:1day}}
+    # A misspelt placeholder is one token to parse() but reaches the converter as it is.
+    row = CONFORMANCE[713]
+    assert "{{datee:1day}}" in row["query"]
+    overpassql.parse(row["query"])
+    assert [str(d) for d in overpassql.check(row["query"])] == [row["stderr"]]
+
+
+@pytest.mark.parametrize("text", ["", " \n\t "])
+def test_a_blank_text_is_no_query(text):
+    assert overpassql.check(text) == [overpassql.Diagnostic(1, 1, "empty query")]
+
+
+def test_check_never_raises_on_hostile_text():
+    for text in ("\x00node\x00;", "(" * 5000 + "node;" + ")" * 5000, 'node["' + "x" * 100_000):
+        assert overpassql.check(text)
+    assert overpassql.check("node(if:" + "!" * 5000 + "1);out;") == []
+    with pytest.raises(TypeError):
+        overpassql.check(None)
 
 
 def test_tag_filters_in_source_order_without_if_tags():

@@ -6,7 +6,6 @@ import pytest
 
 import overpassql
 from overpassql import ast as A
-from overpassql.parser import decode_string
 
 
 def test_parses_statements_and_filters():
@@ -71,14 +70,6 @@ def test_placeholders_parse_as_nodes():
 def test_without_turbo_mode_placeholders_are_errors():
     with pytest.raises(overpassql.ParseError):
         overpassql.parse("{{bbox}};", turbo=False)
-
-
-@pytest.mark.parametrize("token, text", [
-    ('"a\\"b"', 'a"b'), ("'x\\ny'", "x\ny"), ('"\\u00e9"', "é"), ('"tab\\t"', "tab\t"),
-    ("plain", "plain"), ('"', ""),
-])
-def test_decode_string(token, text):
-    assert decode_string(token) == text
 
 
 HOSTILE = {

@@ -1,10 +1,10 @@
-"""Tokenizer: the token boundaries Overpass uses."""
+"""Tokenizer: the token boundaries Overpass uses, and how it unquotes strings."""
 
 from __future__ import annotations
 
 import pytest
 
-from overpassql.tokens import end_line, tokenize
+from overpassql.tokens import decode_string, end_line, tokenize
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -40,3 +40,11 @@ def test_end_line_counts_lines():
 @pytest.mark.parametrize("text", ["", "\x00\x00", "é€😀", "\\", "'" * 7])
 def test_any_text_tokenizes(text):
     assert "".join(t.text for t in tokenize(text)) == text.replace(" ", "")
+
+
+@pytest.mark.parametrize("token, text", [
+    ('"a\\"b"', 'a"b'), ("'x\\ny'", "x\ny"), ('"\\u00e9"', "é"), ('"tab\\t"', "tab\t"),
+    ("plain", "plain"), ('"', ""),
+])
+def test_decode_string(token, text):
+    assert decode_string(token) == text
