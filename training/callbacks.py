@@ -16,17 +16,26 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
+import random
+import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from tqdm import tqdm
 from transformers import TrainerCallback
 
+from geoql.app.backends import BackendError, get_backend
 from geoql.app.backends.base import Backend
+from geoql.app.compile import Compiler
+from geoql.core.files import write_atomic
+from geoql.eval.dataset import load_split
+from geoql.eval.metrics import corpus
 from geoql.training.config import DevEvalConfig, EarlyStopConfig
 
 STOP_FILE = "early_stop.json"
@@ -34,19 +43,8 @@ METRICS_FILE = "metrics.jsonl"
 
 
 def write_json_atomic(path: str | os.PathLike, payload) -> None:
-    """Write JSON via a temporary file + rename, so readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(payload, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``payload`` as indented JSON through a temporary file and a rename (readers never see half a file)."""
+    write_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 def _lookup(logs: dict, name: str):
@@ -175,8 +173,6 @@ def read_metrics(output_dir: str | os.PathLike) -> list[dict]:
 
 def dev_subset(examples: list, size: int | None, seed: int) -> list:
     """A fixed seeded subset of dev (the same one for every checkpoint and run)."""
-    import random
-
     if size is None or size >= len(examples):
         return list(examples)
     picked = sorted(random.Random(seed).sample(range(len(examples)), size))
@@ -187,7 +183,7 @@ class DevEvalCallback(TrainerCallback):
     """Score dev with the exact OQS at checkpoint saves or every ``every_steps`` steps.
 
     ``evaluate(model, tokenizer, step) -> dict`` does the decoding and scoring
-    (training.evaluation.DevEvaluator); results go into the trainer's log history
+    (:func:`make_dev_evaluator`); results go into the trainer's log history
     (``dev/oqs@greedy``, ``dev/oqs@t0.7``, ...) and ``<output_dir>/dev_eval.jsonl``.
     """
 
@@ -253,8 +249,6 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
     validation and choice — before the exact metric in ``eval.metrics`` scores
     the queries. So the figure is what ``compile()`` would score with these weights.
     """
-    from geoql.eval.dataset import load_split
-
     examples = dev_subset(load_split("dev", data_cfg.data_dir), cfg.subset_size, cfg.seed)
     temps = sorted(set(float(t) for t in temperatures))
     slot = SwappableBackend()
@@ -262,8 +256,6 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
 
     def compiler():
         if "compiler" not in state:
-            from geoql.app.compile import Compiler
-
             # One compiler per run: it keeps the retrieval index loaded; only the weights change.
             state["compiler"] = Compiler(slot, k_tags=data_cfg.k_tags, k_examples=data_cfg.k_examples,
                                          index_dir=data_cfg.index_dir, max_new_tokens=cfg.max_new_tokens,
@@ -271,10 +263,6 @@ def make_dev_evaluator(cfg: DevEvalConfig, temperatures, data_cfg, *, base_model
         return state["compiler"]
 
     def evaluate(model, tokenizer, step) -> dict:
-        from tqdm import tqdm
-
-        from geoql.eval.metrics import corpus
-
         result: dict = {"dev/n": len(examples)}
         with loaded_backend(model, tokenizer, base_model, output_dir, batch_size=cfg.batch_size) as backend:
             slot.inner = backend
@@ -314,8 +302,6 @@ class SwappableBackend(Backend):
 
     def _backend(self):
         if self.inner is None:
-            from geoql.app.backends import BackendError
-
             raise BackendError("no model loaded for dev evaluation")
         return self.inner
 
@@ -344,8 +330,6 @@ class loaded_backend:
         self.tmp: Path | None = None
 
     def __enter__(self):
-        from geoql.app.backends import get_backend
-
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=".dev-eval-model.", dir=self.output_dir))
         self.model.save_pretrained(self.tmp, safe_serialization=True)
@@ -359,9 +343,6 @@ class loaded_backend:
         return self.backend
 
     def __exit__(self, *exc):
-        import gc
-        import shutil
-
         if self.backend is not None:
             self.backend.close()
             self.backend = None

@@ -16,8 +16,14 @@ from __future__ import annotations
 import math
 import random
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Callable
+
+from tqdm import tqdm
+
+from geoql.eval.metrics import get_scorer, score
+from geoql.training.rewards import REWARDS
 
 # reward -> the official per-example metric it must reproduce (None: a proxy, compared with OQS only)
 EXACT_TARGETS = {"kvs": "kvs", "tree": "tree", "chrf": "chrf"}
@@ -172,11 +178,6 @@ def check_rewards(
     progress: bool = True,
 ) -> CheckReport:
     """Score perturbed pairs with every reward and with the official metrics; correlate."""
-    from tqdm import tqdm
-
-    from geoql.eval.metrics import score
-    from geoql.training.rewards import REWARDS
-
     rewards = dict(rewards if rewards is not None else REWARDS)
     rng = random.Random(seed)
     preds: list[str] = []
@@ -193,10 +194,6 @@ def check_rewards(
     # Completions in the chat shape TRL hands to reward functions.
     completions = [[{"role": "assistant", "content": p}] for p in preds]
     checks = []
-    import time
-
-    from geoql.eval.metrics import get_scorer
-
     for name, func in rewards.items():
         get_scorer().clear_cache()  # rollouts are new text: time the rewards without warm caches
         started = time.perf_counter()

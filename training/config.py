@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Names of the reward functions in training/rewards.py a recipe may weight.
-REWARD_NAMES = ("kvs", "tree", "chrf", "validity", "length", "execution")
+import yaml
+
+from geoql.core.errors import GeoqlError
+from geoql.training.rewards import REWARDS
+
+# Names of the reward functions a recipe may weight (their registry is training/rewards.py).
+REWARD_NAMES = tuple(REWARDS)
 
 # The published Qwen3-4B GRPO run lost every parse failure to a 192-token cap; the
 # longest gold query is ~555 characters, which Qwen's tokenizer turns into < 384 tokens.
 MIN_COMPLETION_TOKENS = 384
 
 
-class ConfigError(ValueError):
+class ConfigError(GeoqlError, ValueError):
     """A recipe is invalid; the message says which field and how to fix it."""
 
 
@@ -301,7 +307,7 @@ def _coerce(value, tp, where: str):
         if not isinstance(value, dict):
             raise ConfigError(f"{where} must be a mapping of {tp.__name__} fields")
         return from_dict(tp, value, where)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
@@ -364,8 +370,6 @@ def to_dict(recipe) -> dict:
 
 
 def _apply_override(values: dict, assignment: str) -> None:
-    import yaml
-
     if "=" not in assignment:
         raise ConfigError(f"--set {assignment!r} needs the form key.sub=value, e.g. train.max_steps=10")
     key, raw = assignment.split("=", 1)
@@ -386,8 +390,6 @@ def load_recipe(kind: str, path: str | os.PathLike | None = None, overrides: lis
     ...
     geoql.training.config.ConfigError: unknown reward taggs in rewards; use names from: kvs, tree, chrf, validity, length, execution
     """
-    import yaml
-
     if kind not in RECIPES:
         raise ConfigError(f"unknown recipe kind {kind!r}; use one of {', '.join(RECIPES)}")
     values: dict = {}

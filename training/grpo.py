@@ -23,25 +23,38 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tqdm import tqdm
+
+from geoql.app.backends import GenerationRequest, get_backend
+from geoql.eval.metrics import oqs
 from geoql.training.config import ConfigError, GRPORecipe, PassRateFilterConfig, to_dict
+from geoql.training.data import load_or_build
+from geoql.training.rewards import build_rewards, completion_text
 from geoql.training.sft import (
+    SUMMARY_FILE,
     check_lora_targets,
     clear_output_dir,
     completion_token_lengths,
+    dev_evaluator,
     free_gpu_memory,
-    last_checkpoint,
     load_model,
     load_tokenizer,
     peft_config,
     preflight_data,
     prepare_output_dir,
     reset_peak_gpu_memory,
+    run_trainer,
     runtime_figures,
     save_outputs,
+    trainer_callbacks,
     training_args_common,
     use_bf16,
     write_summary,
 )
+
+# The columns of the GRPO dataset: TRL passes every column but the prompt to the
+# reward functions (training/rewards.py reads gold and bbox).
+COLUMNS = ("prompt", "gold", "bbox", "index", "nl")
 
 
 @dataclass
@@ -100,11 +113,6 @@ def pass_rate_filter(
     stopped; ``cache_key`` (model and temperature) keeps scores of another model
     from being reused. Returns (kept rows, score records).
     """
-    from tqdm import tqdm
-
-    from geoql.eval.metrics import oqs
-    from geoql.training.rewards import completion_text
-
     cache_path = Path(cache_file)
     known: dict[int, dict] = {}
     if cache_path.is_file():
@@ -147,7 +155,6 @@ def pass_rate_filter(
 
 def backend_sampler(backend, temperature: float, top_p: float, max_new_tokens: int, seed: int):
     """``sample(list_of_messages, n)`` through an app backend (batched, no grammar: like the rollouts)."""
-    from geoql.app.backends import GenerationRequest
 
     def sample(prompts, n):
         requests = [
@@ -187,6 +194,147 @@ def _summarise(runs: list[SeedRun]) -> dict:
     }
 
 
+def check_vllm(use_vllm: bool) -> None:
+    """vLLM rollouts need vLLM installed: say so before anything loads."""
+    if not use_vllm:
+        return
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        raise ConfigError("use_vllm is true but vLLM is not installed; pip install 'geoql[vllm]' or set use_vllm: false") from None
+
+
+def prompt_rows(recipe: GRPORecipe, tokenizer, retrievers=None, *, progress: bool = True) -> tuple[list[dict], dict]:
+    """The GRPO prompts and their statistics; every gold query must fit the completion cap."""
+    _, rows, stats = load_or_build(recipe.data, retrievers, progress=progress)
+    if not rows:
+        raise ConfigError("the GRPO prompt set is empty; check data.limit and the dataset directory")
+    check_completion_cap(tokenizer, [r["gold"] for r in rows], recipe.max_completion_length)
+    return rows, stats
+
+
+def filter_prompts(recipe: GRPORecipe, rows: list[dict], out: Path, *, progress: bool = True) -> list[dict]:
+    """The prompts to train on: all of ``rows``, or those the pass-rate filter keeps."""
+    if not recipe.pass_rate_filter.enabled:
+        return rows
+    # The starting policy as the rollouts will see it, batched through the app's backend.
+    backend = get_backend("transformers", model=recipe.model, batch_size=recipe.dev_eval.batch_size)
+    try:
+        sample = backend_sampler(backend, recipe.temperature, recipe.top_p, recipe.max_completion_length,
+                                 recipe.seeds[0])
+        cache = recipe.pass_rate_filter.cache_file or (out / "pass_rates.jsonl")
+        key = f"{Path(recipe.model).resolve() if Path(recipe.model).exists() else recipe.model}|t={recipe.temperature}"
+        kept, _ = pass_rate_filter(rows, sample, recipe.pass_rate_filter, cache, cache_key=key,
+                                   batch_size=recipe.dev_eval.batch_size, progress=progress)
+    finally:
+        backend.close()
+        free_gpu_memory()
+    if len(kept) < recipe.num_generations:
+        raise ConfigError(
+            f"the pass-rate filter kept {len(kept)} of {len(rows)} prompts; widen "
+            "pass_rate_filter.min_mean_oqs / max_mean_oqs or disable it"
+        )
+    return kept
+
+
+def prompt_dataset(rows: list[dict]):
+    """The prompts as a ``datasets.Dataset`` of :data:`COLUMNS`."""
+    from datasets import Dataset
+
+    return Dataset.from_list([{k: r[k] for k in COLUMNS} for r in rows])
+
+
+def grpo_args(recipe: GRPORecipe, seed: int, out: Path, bf16: bool, reward_weights: list[float]):
+    """The TRL ``GRPOConfig`` of one seed's run."""
+    from trl import GRPOConfig
+
+    common = training_args_common(recipe.train, out, bf16)
+    common["seed"] = common["data_seed"] = seed
+    extra = {}
+    if recipe.use_vllm:
+        extra = dict(
+            use_vllm=True,
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=recipe.vllm_gpu_memory_utilization,
+            vllm_max_model_length=recipe.vllm_max_model_length,
+        )
+    return GRPOConfig(
+        **common,
+        num_generations=recipe.num_generations,
+        max_completion_length=recipe.max_completion_length,
+        mask_truncated_completions=recipe.mask_truncated_completions,
+        temperature=recipe.temperature,
+        top_p=recipe.top_p,
+        beta=recipe.beta,
+        loss_type=recipe.loss_type,
+        scale_rewards=recipe.scale_rewards,
+        reward_weights=reward_weights,
+        log_completions=False,
+        **extra,
+    )
+
+
+def train_seed(
+    recipe: GRPORecipe,
+    seed: int,
+    out: Path,
+    *,
+    dataset,
+    tokenizer,
+    rewards: tuple[list, list[float]],
+    evaluator,
+    bf16: bool,
+    resume: bool,
+    progress: bool,
+    extra_callbacks: list | None,
+) -> SeedRun:
+    """One GRPO run with ``seed`` in ``out``: load the starting policy, train, save, summarise, free the GPU."""
+    from trl import GRPOTrainer
+
+    # Imported here: training.callbacks loads torch (see training/sft.py).
+    from geoql.training.callbacks import RewardSignalEarlyStopping
+
+    reward_funcs, weights = rewards
+    reset_peak_gpu_memory()
+    model = load_model(recipe.model, bf16, recipe.attn_implementation, full_fine_tuning=not recipe.lora.enabled)
+    args = grpo_args(recipe, seed, out, bf16, weights)
+    early = RewardSignalEarlyStopping(recipe.early_stop, out)
+    callbacks, dev_cb = trainer_callbacks(out, evaluator, recipe.dev_eval, early, extra=extra_callbacks)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(recipe.lora),
+        callbacks=callbacks,
+    )
+    run_trainer(trainer, out, resume=resume, progress=progress)
+    adapter_dir, merged_dir = save_outputs(
+        trainer.model, tokenizer, out, lora_enabled=recipe.lora.enabled, export_merged=True
+    )
+    run = SeedRun(
+        seed=seed,
+        output_dir=str(out),
+        steps=trainer.state.global_step,
+        stopped_early=early.reason,
+        reward_means=_reward_means(trainer.state.log_history),
+        dev_eval=dev_cb.history if dev_cb else [],
+        adapter_dir=adapter_dir,
+        merged_dir=merged_dir,
+        **runtime_figures(trainer.state.log_history),
+    )
+    write_summary(out, {"kind": "grpo-seed", "result": asdict(run)})
+    del trainer, model
+    free_gpu_memory()
+    return run
+
+
+def finished_run(out: Path) -> SeedRun:
+    """The result of a seed's run that an earlier call completed (its ``summary.json``)."""
+    return SeedRun(**json.loads((out / SUMMARY_FILE).read_text())["result"])
+
+
 def run_grpo(
     recipe: GRPORecipe,
     *,
@@ -198,145 +346,37 @@ def run_grpo(
     extra_callbacks: list | None = None,
 ) -> GRPOResult:
     """One GRPO run per seed in ``recipe.seeds``; every check runs before the first model loads."""
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    from geoql.training.callbacks import (
-        DevEvalCallback,
-        JsonlLogCallback,
-        RewardSignalEarlyStopping,
-        make_dev_evaluator,
-    )
-    from geoql.training.data import load_or_build
-    from geoql.training.rewards import build_rewards
-
     bf16 = use_bf16(recipe.train.bf16)
-    if recipe.use_vllm:
-        try:
-            import vllm  # noqa: F401
-        except ImportError:
-            raise ConfigError("use_vllm is true but vLLM is not installed; pip install 'geoql[vllm]' or set use_vllm: false") from None
+    check_vllm(recipe.use_vllm)
     preflight_data(recipe.data)
     out = prepare_output_dir(recipe.train.output_dir, resume=resume, overwrite=overwrite)
     tokenizer = load_tokenizer(recipe.model)
-    _, rows, stats = load_or_build(recipe.data, retrievers, progress=progress)
-    if not rows:
-        raise ConfigError("the GRPO prompt set is empty; check data.limit and the dataset directory")
-    check_completion_cap(tokenizer, [r["gold"] for r in rows], recipe.max_completion_length)
-    reward_funcs, weights = build_rewards(
+    rows, stats = prompt_rows(recipe, tokenizer, retrievers, progress=progress)
+    rewards = build_rewards(
         recipe.rewards,
         overpass_url=recipe.overpass_url,
         overpass_cache_dir=recipe.overpass_cache_dir,
         nominatim_url=recipe.nominatim_url,
         element_ids=element_ids,
     )
-    temperatures = sorted(set(recipe.dev_eval.temperatures) | {0.0, recipe.temperature})
-    evaluator = make_dev_evaluator(recipe.dev_eval, temperatures, recipe.data,
-                                   base_model=recipe.model, output_dir=out) if recipe.dev_eval.enabled else None
-
+    evaluator = dev_evaluator(recipe, sorted(set(recipe.dev_eval.temperatures) | {0.0, recipe.temperature}), out)
     check_lora_targets(recipe.model, recipe.lora)
     clear_output_dir(out, resume=resume, overwrite=overwrite)
 
-    filtered_out = 0
-    if recipe.pass_rate_filter.enabled:
-        from geoql.app.backends import get_backend
-
-        # The starting policy as the rollouts will see it, batched through the app's backend.
-        backend = get_backend("transformers", model=recipe.model, batch_size=recipe.dev_eval.batch_size)
-        try:
-            sample = backend_sampler(backend, recipe.temperature, recipe.top_p, recipe.max_completion_length,
-                                     recipe.seeds[0])
-            cache = recipe.pass_rate_filter.cache_file or (out / "pass_rates.jsonl")
-            key = f"{Path(recipe.model).resolve() if Path(recipe.model).exists() else recipe.model}|t={recipe.temperature}"
-            kept, _ = pass_rate_filter(rows, sample, recipe.pass_rate_filter, cache, cache_key=key,
-                                       batch_size=recipe.dev_eval.batch_size, progress=progress)
-        finally:
-            backend.close()
-            free_gpu_memory()
-        filtered_out = len(rows) - len(kept)
-        if len(kept) < recipe.num_generations:
-            raise ConfigError(
-                f"the pass-rate filter kept {len(kept)} of {len(rows)} prompts; widen "
-                "pass_rate_filter.min_mean_oqs / max_mean_oqs or disable it"
-            )
-        rows = kept
-
-    columns = ("prompt", "gold", "bbox", "index", "nl")
-    dataset = Dataset.from_list([{k: r[k] for k in columns} for r in rows])
+    kept = filter_prompts(recipe, rows, out, progress=progress)
+    dataset = prompt_dataset(kept)
     runs: list[SeedRun] = []
     for seed in recipe.seeds:
         seed_out = out / f"seed{seed}"
         seed_out.mkdir(parents=True, exist_ok=True)
-        if (seed_out / "summary.json").is_file() and resume:
-            runs.append(SeedRun(**json.loads((seed_out / "summary.json").read_text())["result"]))
+        if resume and (seed_out / SUMMARY_FILE).is_file():
+            runs.append(finished_run(seed_out))
             continue
-        reset_peak_gpu_memory()
-        model = load_model(recipe.model, bf16, recipe.attn_implementation, full_fine_tuning=not recipe.lora.enabled)
-        common = training_args_common(recipe.train, seed_out, bf16)
-        common["seed"] = common["data_seed"] = seed
-        extra = {}
-        if recipe.use_vllm:
-            extra = dict(
-                use_vllm=True,
-                vllm_mode="colocate",
-                vllm_gpu_memory_utilization=recipe.vllm_gpu_memory_utilization,
-                vllm_max_model_length=recipe.vllm_max_model_length,
-            )
-        args = GRPOConfig(
-            **common,
-            num_generations=recipe.num_generations,
-            max_completion_length=recipe.max_completion_length,
-            mask_truncated_completions=recipe.mask_truncated_completions,
-            temperature=recipe.temperature,
-            top_p=recipe.top_p,
-            beta=recipe.beta,
-            loss_type=recipe.loss_type,
-            scale_rewards=recipe.scale_rewards,
-            reward_weights=weights,
-            log_completions=False,
-            **extra,
-        )
-        early = RewardSignalEarlyStopping(recipe.early_stop, seed_out)
-        callbacks = [JsonlLogCallback(seed_out), early]
-        dev_cb = None
-        if evaluator is not None:
-            dev_cb = DevEvalCallback(evaluator, recipe.dev_eval, seed_out)
-            callbacks.append(dev_cb)
-        callbacks += list(extra_callbacks or [])
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=reward_funcs,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-            peft_config=peft_config(recipe.lora),
-            callbacks=callbacks,
-        )
-        if not progress:
-            from transformers.trainer_callback import ProgressCallback
+        runs.append(train_seed(recipe, seed, seed_out, dataset=dataset, tokenizer=tokenizer, rewards=rewards,
+                               evaluator=evaluator, bf16=bf16, resume=resume, progress=progress,
+                               extra_callbacks=extra_callbacks))
 
-            trainer.remove_callback(ProgressCallback)
-        trainer.train(resume_from_checkpoint=last_checkpoint(seed_out) if resume else None)
-        adapter_dir, merged_dir = save_outputs(
-            trainer.model, tokenizer, seed_out, lora_enabled=recipe.lora.enabled, export_merged=True
-        )
-        run = SeedRun(
-            seed=seed,
-            output_dir=str(seed_out),
-            steps=trainer.state.global_step,
-            stopped_early=early.reason,
-            reward_means=_reward_means(trainer.state.log_history),
-            dev_eval=dev_cb.history if dev_cb else [],
-            adapter_dir=adapter_dir,
-            merged_dir=merged_dir,
-            **runtime_figures(trainer.state.log_history),
-        )
-        write_summary(seed_out, {"kind": "grpo-seed", "result": asdict(run)})
-        runs.append(run)
-        del trainer, model
-        free_gpu_memory()
-
-    result = GRPOResult(output_dir=str(out), runs=runs, prompts=len(rows), prompts_filtered_out=filtered_out,
+    result = GRPOResult(output_dir=str(out), runs=runs, prompts=len(kept), prompts_filtered_out=len(rows) - len(kept),
                         dev_summary=_summarise(runs))
     write_summary(out, {"kind": "grpo", "result": asdict(result), "recipe": to_dict(recipe), "data_stats": stats})
     return result

@@ -14,14 +14,23 @@ outputs in ``train.output_dir``:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from geoql.app.files import atomic_dir
-from geoql.training.config import ConfigError, DataConfig, LoraConfig, SFTRecipe, TrainConfig
+from geoql.core.files import atomic_dir, write_atomic
+from geoql.eval.dataset import DatasetError, resolve_data_dir
+from geoql.retrieval import IndexMissingError
+from geoql.retrieval.artifacts import load_manifest
+from geoql.training.config import ConfigError, DataConfig, LoraConfig, SFTRecipe, TrainConfig, to_dict
+from geoql.training.data import load_or_build
+
+# training.callbacks is imported where it is used: its callbacks subclass
+# transformers.TrainerCallback, so importing it loads torch (seconds), and this
+# module's helpers (recipe checks, output folders) must stay cheap to import.
 
 ADAPTER_DIR = "adapter"
 MERGED_DIR = "merged"
@@ -199,9 +208,7 @@ def save_outputs(model, tokenizer, out: Path, *, lora_enabled: bool, export_merg
 
 
 def write_summary(out: Path, payload: dict) -> None:
-    from geoql.training.callbacks import write_json_atomic
-
-    write_json_atomic(out / SUMMARY_FILE, payload)
+    write_atomic(out / SUMMARY_FILE, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 def runtime_figures(log_history: list[dict]) -> dict:
@@ -223,8 +230,6 @@ def reset_peak_gpu_memory() -> None:
 
 def free_gpu_memory() -> None:
     """Return a finished run's memory, so the next model in this process starts clean."""
-    import gc
-
     gc.collect()
     if _cuda():
         import torch
@@ -238,8 +243,6 @@ def losses(log_history: list[dict]) -> list[float]:
 
 def preflight_data(data: DataConfig) -> None:
     """Fail before any model loads when the dataset or the index is missing."""
-    from geoql.eval.dataset import DatasetError, resolve_data_dir
-
     if data.dataset_dir:
         return
     try:
@@ -248,9 +251,6 @@ def preflight_data(data: DataConfig) -> None:
         raise ConfigError(f"OverpassNL not found: {exc} (or set data.data_dir in the recipe)") from None
     if not (data.k_tags or data.k_examples):
         return  # prompts without retrieval: no index needed
-    from geoql.retrieval import IndexMissingError
-    from geoql.retrieval.artifacts import load_manifest
-
     try:
         load_manifest(data.index_dir)
     except IndexMissingError as exc:
@@ -289,7 +289,55 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def dev_evaluator(recipe, temperatures, out: Path):
+    """The dev scorer of ``recipe.dev_eval`` at ``temperatures`` (``None`` when dev evaluation is off)."""
+    if not recipe.dev_eval.enabled:
+        return None
+    from geoql.training.callbacks import make_dev_evaluator
+
+    return make_dev_evaluator(recipe.dev_eval, temperatures, recipe.data, base_model=recipe.model, output_dir=out)
+
+
+def trainer_callbacks(out: Path, evaluator, dev_cfg, *run_callbacks, extra=None) -> tuple[list, object]:
+    """The callbacks of one training run, and its dev callback (``None`` without an evaluator).
+
+    The order is: the JSONL log, ``run_callbacks``, dev evaluation, ``extra``.
+    """
+    from geoql.training.callbacks import DevEvalCallback, JsonlLogCallback
+
+    callbacks = [JsonlLogCallback(out), *run_callbacks]
+    dev_cb = None
+    if evaluator is not None:
+        dev_cb = DevEvalCallback(evaluator, dev_cfg, out)
+        callbacks.append(dev_cb)
+    callbacks += list(extra or [])
+    return callbacks, dev_cb
+
+
+def run_trainer(trainer, out: Path, *, resume: bool, progress: bool) -> None:
+    """``trainer.train()``, from the last checkpoint in ``out`` when resuming; no progress bar unless asked."""
+    if not progress:
+        from transformers.trainer_callback import ProgressCallback
+
+        trainer.remove_callback(ProgressCallback)
+    trainer.train(resume_from_checkpoint=last_checkpoint(out) if resume else None)
+
+
 # ---------------------------------------------------------------- SFT
+
+
+def sft_rows(recipe: SFTRecipe, tokenizer, retrievers=None, *, progress: bool = True) -> tuple[list[dict], dict]:
+    """The training rows and their statistics; every row must fit ``train.max_length`` untruncated."""
+    rows, _, stats = load_or_build(recipe.data, retrievers, progress=progress)
+    if not rows:
+        raise ConfigError("the training set is empty; check data.limit and the dataset directory")
+    longest = max(sequence_token_lengths(tokenizer, rows))
+    if longest > recipe.train.max_length:
+        raise ConfigError(
+            f"the longest prompt + query is {longest} tokens but train.max_length is {recipe.train.max_length}; "
+            f"raise train.max_length to >= {longest} (truncation would cut gold queries) or lower data.k_examples"
+        )
+    return rows, stats
 
 
 def sft_trainer(recipe: SFTRecipe, rows: list[dict], tokenizer, model, out: Path, bf16: bool, callbacks=()):
@@ -325,41 +373,20 @@ def run_sft(
     extra_callbacks: list | None = None,
 ) -> SFTResult:
     """Train ``recipe`` end to end; every check that can fail runs before the model loads."""
-    from geoql.training.callbacks import DevEvalCallback, JsonlLogCallback, make_dev_evaluator
-    from geoql.training.data import load_or_build
-
     bf16 = use_bf16(recipe.train.bf16)
     preflight_data(recipe.data)
     out = prepare_output_dir(recipe.train.output_dir, resume=resume, overwrite=overwrite)
     tokenizer = load_tokenizer(recipe.model)
-    rows, _, stats = load_or_build(recipe.data, retrievers, progress=progress)
-    if not rows:
-        raise ConfigError("the training set is empty; check data.limit and the dataset directory")
-    lengths = sequence_token_lengths(tokenizer, rows)
-    if max(lengths) > recipe.train.max_length:
-        raise ConfigError(
-            f"the longest prompt + query is {max(lengths)} tokens but train.max_length is {recipe.train.max_length}; "
-            f"raise train.max_length to >= {max(lengths)} (truncation would cut gold queries) or lower data.k_examples"
-        )
-    evaluator = make_dev_evaluator(recipe.dev_eval, recipe.dev_eval.temperatures, recipe.data,
-                                   base_model=recipe.model, output_dir=out) if recipe.dev_eval.enabled else None
+    rows, stats = sft_rows(recipe, tokenizer, retrievers, progress=progress)
+    evaluator = dev_evaluator(recipe, recipe.dev_eval.temperatures, out)
 
     reset_peak_gpu_memory()
     model = load_model(recipe.model, bf16, recipe.attn_implementation, full_fine_tuning=not recipe.lora.enabled)
     check_lora_targets(model, recipe.lora)
     clear_output_dir(out, resume=resume, overwrite=overwrite)
-    callbacks = [JsonlLogCallback(out)]
-    dev_cb = None
-    if evaluator is not None:
-        dev_cb = DevEvalCallback(evaluator, recipe.dev_eval, out)
-        callbacks.append(dev_cb)
-    callbacks += list(extra_callbacks or [])
+    callbacks, dev_cb = trainer_callbacks(out, evaluator, recipe.dev_eval, extra=extra_callbacks)
     trainer = sft_trainer(recipe, rows, tokenizer, model, out, bf16, callbacks)
-    if not progress:
-        from transformers.trainer_callback import ProgressCallback
-
-        trainer.remove_callback(ProgressCallback)
-    trainer.train(resume_from_checkpoint=last_checkpoint(out) if resume else None)
+    run_trainer(trainer, out, resume=resume, progress=progress)
     adapter_dir, merged_dir = save_outputs(
         trainer.model, tokenizer, out, lora_enabled=recipe.lora.enabled, export_merged=recipe.export_merged
     )
@@ -375,8 +402,6 @@ def run_sft(
         data_stats=stats,
         **runtime_figures(trainer.state.log_history),
     )
-    from geoql.training.config import to_dict
-
     write_summary(out, {"kind": "sft", "result": asdict(result), "recipe": to_dict(recipe)})
     return result
 

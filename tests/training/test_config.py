@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from geoql.core.errors import GeoqlError
 from geoql.training.config import (
     MIN_COMPLETION_TOKENS,
     ConfigError,
@@ -65,6 +66,11 @@ def test_bad_setting_names_the_fix(kind, override, fix):
     with pytest.raises(ConfigError) as info:
         load_recipe(kind, None, [override])
     assert fix in str(info.value)
+
+
+def test_config_errors_are_geoql_errors():
+    # Every CLI maps a GeoqlError to one line and exit code 2; ValueError stays for callers that catch it.
+    assert issubclass(ConfigError, GeoqlError) and issubclass(ConfigError, ValueError)
 
 
 def test_missing_file_and_wrong_kind(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pytest
@@ -105,6 +106,20 @@ def test_build_rewards_drops_zero_weights_and_rejects_unknown_names():
     with pytest.raises(ValueError, match="use names from"):
         build_rewards({"bleu": 1.0})
     assert set(REWARDS) == {"kvs", "tree", "chrf", "validity", "length", "execution"}
+
+
+@pytest.mark.parametrize("name", sorted(REWARDS))
+def test_every_registered_reward_is_a_plain_function_of_the_columns(name):
+    # TRL's contract: f(completions, **columns) -> one float or None per completion.
+    func = REWARDS[name]
+    params = list(inspect.signature(func).parameters.values())
+    assert params[0].name == "completions"
+    assert any(p.kind is p.VAR_KEYWORD for p in params)
+    assert ">>>" in (func.__doc__ or "")
+    q = 'node["amenity"="cafe"];out;'
+    completions = [[{"role": "assistant", "content": q}], [{"role": "assistant", "content": ""}]]
+    values = func(completions, gold=[q, q], bbox=["none"] * 2, index=[0, 1], nl=["cafes"] * 2)
+    assert len(values) == 2 and all(v is None or type(v) is float for v in values)
 
 
 def test_execution_reward_is_jaccard_of_returned_ids(fake_overpass, tmp_path):
