@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from geoql.app.geo import TABLE_HEADERS, element_rows, map_html, summarize, to_geojson, write_geojson
-from geoql.eval.nominatim import DEFAULT_NOMINATIM_URL
-from geoql.eval.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S
+from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL
+from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S
 
 __all__ = ["DemoConfig", "DemoService", "CompileView", "RunView", "build_app", "launch", "EXAMPLES"]
 
@@ -55,9 +55,9 @@ class DemoConfig:
     concurrency: int = field(default=8, metadata={"help": "requests the app works on at once"})
 
     def __post_init__(self) -> None:
-        from geoql.eval.nominatim import NominatimConfig
-        from geoql.eval.overpass import OverpassConfig
-        from geoql.eval.turbo_expand import ExpansionError, parse_bbox
+        from geoql.osm.nominatim import NominatimConfig
+        from geoql.osm.overpass import OverpassConfig
+        from geoql.osm.turbo import ExpansionError, parse_bbox
 
         try:
             parse_bbox(self.default_bbox)
@@ -143,7 +143,7 @@ class DemoService:
     def __init__(self, config: DemoConfig | None = None, *, backend=None, compiler=None, client=None):
         """``backend``: a name or a Backend object (default ``config.backend``);
         ``compiler``: a ready ``app.Compiler`` (wins over ``backend``);
-        ``client``: a ready ``eval.overpass.OverpassClient``."""
+        ``client``: a ready ``geoql.osm.overpass.OverpassClient``."""
         self.config = config or DemoConfig()
         self._backend = backend if backend is not None else self.config.backend
         self._compiler = compiler
@@ -169,11 +169,12 @@ class DemoService:
 
     def _make_client(self):
         if self._client is None:
-            from geoql.eval.nominatim import Nominatim, NominatimConfig
-            from geoql.eval.overpass import OverpassClient, OverpassConfig
+            from geoql.eval.dataset import benchmark_geocodes
+            from geoql.osm.nominatim import Nominatim, NominatimConfig
+            from geoql.osm.overpass import OverpassClient, OverpassConfig
 
             cfg = self.config
-            geocoder = Nominatim(NominatimConfig(url=cfg.nominatim_url, cache_dir=cfg.cache_dir))
+            geocoder = Nominatim(NominatimConfig(url=cfg.nominatim_url, cache_dir=cfg.cache_dir), seed=benchmark_geocodes())
             self._client = OverpassClient(
                 OverpassConfig(
                     url=cfg.overpass_url,
@@ -232,7 +233,7 @@ class DemoService:
         )
 
     def run(self, query: str, bbox: str | None = None) -> RunView:
-        from geoql.eval.overpass import OverpassError
+        from geoql.osm.overpass import OverpassError
 
         empty_map = map_html({"type": "FeatureCollection", "features": []})
         if not (query or "").strip():

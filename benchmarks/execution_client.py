@@ -37,7 +37,8 @@ def main() -> None:
 
     from geoql.eval.dataset import load_split
     from geoql.eval.execution import evaluate_execution
-    from geoql.eval.overpass import OverpassClient, OverpassConfig, SqliteStore
+    from geoql.osm.cache import SqliteStore
+    from geoql.osm.overpass import OverpassClient, OverpassConfig
 
     with FakeOverpass() as overpass, FakeNominatim() as nominatim, tempfile.TemporaryDirectory() as tmp:
         overpass.default = json_reply("heidelberg_cafes.json")

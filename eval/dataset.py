@@ -3,6 +3,10 @@
 Resolution order for the data directory: an explicit ``data_dir`` argument
 (``--data-dir``), then ``$GEOQL_DATA_DIR``, then a user cache directory that
 is filled once from the official release on GitHub.
+
+The release also carries the geocoder answers the authors' evaluation used
+(``nominatim_cache.json``); :func:`benchmark_geocodes` hands them to
+``geoql.osm.nominatim.Nominatim`` as its seed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ import zipfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+from geoql.core.errors import GeoqlError
+from geoql.core.files import replace_dir
+from geoql.core.paths import user_dir
 
 SPLIT_SIZES = {"train": 6352, "dev": 1000, "test": 1000}
 DIFFICULTY_KINDS = (
@@ -41,14 +49,13 @@ RELEASE_URLS = {name: f"{RELEASE_BASE_URL}/{path}" for name, path in RELEASE_FIL
 ENV_VAR = "GEOQL_DATA_DIR"
 # Mirrors and tests point the download elsewhere: a base URL laid out like the repository.
 RELEASE_URL_ENV_VAR = "GEOQL_RELEASE_URL"
-CACHE_ENV_VAR = "GEOQL_CACHE_DIR"
 FIX_HINT = (
     f"pass --data-dir DIR or set {ENV_VAR} to a directory holding "
     "dataset.{train,dev,test}.{nl,query,bbox}"
 )
 
 
-class DatasetError(Exception):
+class DatasetError(GeoqlError):
     """The dataset directory is missing, incomplete or corrupt (one-line message)."""
 
 
@@ -64,12 +71,7 @@ class Example:
 
 def default_cache_dir() -> Path:
     """Where the downloaded release lives: ``$GEOQL_CACHE_DIR/overpassnl`` or the user cache."""
-    configured = os.environ.get(CACHE_ENV_VAR)
-    if configured:
-        return Path(configured).expanduser() / "overpassnl"
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("geoql")) / "overpassnl"
+    return user_dir("cache", "overpassnl")
 
 
 def release_urls() -> dict[str, str]:
@@ -194,14 +196,7 @@ def download_release(target: Path, urls: dict[str, str] | None = None) -> None:
             _check_dir(staging)
         except DatasetError as exc:
             raise DatasetError(f"the download from {urls} is incomplete or corrupt: {exc}") from None
-        if target.exists():
-            old = target.with_name(target.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            target.rename(old)
-            staging.rename(target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(target)
+        replace_dir(staging, target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
@@ -256,7 +251,22 @@ def load_comments(data_dir: str | os.PathLike | None = None) -> list[dict]:
 
 
 def load_nominatim_cache(data_dir: str | os.PathLike | None = None) -> dict:
+    """The release's geocoder answers (``{}`` when this copy has none), keyed as
+    ``geoql.osm.nominatim.cache_key`` keys them."""
     path = resolve_data_dir(data_dir) / "nominatim_cache.json"
     if not path.is_file():
         return {}
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def benchmark_geocodes() -> dict:
+    """The release's geocoder answers when the dataset is on this machine, else ``{}``.
+
+    Never downloads. This is the seed that makes the benchmark's gold queries
+    expand exactly as they did for the authors:
+    ``Nominatim(config, seed=benchmark_geocodes())``.
+    """
+    try:
+        return load_nominatim_cache(resolve_data_dir(None, download=False))
+    except (DatasetError, OSError, ValueError):
+        return {}

@@ -41,6 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence, Union
 
+from geoql.core.paths import user_dir
+from geoql.eval.dataset import benchmark_geocodes
+from geoql.osm.cache import SqliteStore
+from geoql.osm.nominatim import Nominatim, NominatimConfig
+from geoql.osm.overpass import DEFAULT_OVERPASS_URL, OverpassClient, OverpassConfig, prepare_query
+from geoql.osm.turbo import ExpansionError, expand
+
 __all__ = [
     "Outcome",
     "outcome_from_text",
@@ -111,9 +118,6 @@ def compare(gold: Outcome, pred: Outcome) -> tuple[int, float]:
 
 def prepare_official(query: str, bbox: str, geocoder) -> tuple[str | None, str | None]:
     """The official preparation of one query: ``(final_query, None)`` or ``(None, error_type)``."""
-    from geoql.eval.overpass import prepare_query
-    from geoql.eval.turbo_expand import ExpansionError, expand
-
     try:
         expanded = expand(query, geocoder=geocoder, bbox=bbox, official=True)
     except ExpansionError as exc:
@@ -129,15 +133,13 @@ class _Execution:
 
 
 class ExecutionRunner:
-    """Runs final queries through an :class:`~eval.overpass.OverpassClient` with an outcome cache."""
+    """Runs final queries through an :class:`~geoql.osm.overpass.OverpassClient` with an outcome cache."""
 
     CACHE_FILE = "execution_outcomes.sqlite"
 
     def __init__(self, client, cache_dir: str | Path | None = None, *, retry_errors: bool = False):
-        from geoql.eval.overpass import SqliteStore, default_cache_dir
-
         self.client = client
-        directory = Path(cache_dir) if cache_dir else default_cache_dir() / "execution"
+        directory = Path(cache_dir) if cache_dir else user_dir("cache", "execution")
         self.store = SqliteStore(directory / self.CACHE_FILE, "outcomes")
         self.retry_errors = retry_errors
         self.requests = 0
@@ -194,13 +196,10 @@ def evaluate_execution(
     ``per_example`` rows hold ``index, ex, ex_soft, gold, pred`` (outcome
     summaries). ``workers`` > 1 runs examples in parallel (use it only with
     your own Overpass server; the public one allows two slots per address).
-    Raises :class:`eval.overpass.OverpassError` (kind ``unreachable``) when
+    Raises :class:`geoql.osm.overpass.OverpassError` (kind ``unreachable``) when
     the server cannot be reached at all; finished examples stay cached.
     """
     from tqdm import tqdm
-
-    from geoql.eval.nominatim import Nominatim, NominatimConfig
-    from geoql.eval.overpass import DEFAULT_OVERPASS_URL, OverpassClient, OverpassConfig
 
     if len(preds) != len(examples):
         raise ValueError(f"{len(preds)} predictions for {len(examples)} examples: give one query per example")
@@ -214,7 +213,7 @@ def evaluate_execution(
         options = {"cache_dir": str(cache_dir) if cache_dir else None}
         if nominatim_url:
             options["url"] = nominatim_url
-        geocoder = Nominatim(NominatimConfig(**options))
+        geocoder = Nominatim(NominatimConfig(**options), seed=benchmark_geocodes())
     runner = ExecutionRunner(client, cache_dir, retry_errors=retry_errors)
 
     def one(pair) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Batch evaluation of a prediction file, and the failure analysis behind it.
 
 ``evaluate(EvalConfig(...))`` is what ``geoql eval`` runs: it reads the
-predictions, scores them with :mod:`eval.metrics`, aggregates over all examples
+predictions, scores them with :mod:`geoql.eval.metrics`, aggregates over all examples
 and the hard subset, and analyses where the score is lost (parse failures, KVS
 buckets, counterfactual ceilings and, against a second system, the churn).
 """
@@ -11,20 +11,24 @@ from __future__ import annotations
 import gc
 import json
 import os
-import tempfile
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
+from geoql.core.errors import GeoqlError
+from geoql.core.files import check_writable_dir, write_atomic
+from geoql.eval.dataset import DatasetError, hard_subset, load_split
+from geoql.eval.execution import evaluate_execution
 from geoql.eval.metrics import Scorer, Scores, aggregate, get_scorer
+from geoql.osm.overpass import OverpassError
 
 CATASTROPHIC_OQS = 0.10
 METRIC_COLUMNS = (("em", "EM"), ("chrf", "chrF"), ("kvs", "KVS"), ("tree", "TreeS"), ("oqs", "OQS"))
 
 
-class EvalInputError(ValueError):
+class EvalInputError(GeoqlError, ValueError):
     """A prediction file or an option is unusable (one-line message naming the fix)."""
 
 
@@ -317,47 +321,6 @@ def format_churn(c: Churn) -> str:
     )
 
 
-# -- files -----------------------------------------------------------------------
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and a rename (no half-written results)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def check_writable_dir(path: str | os.PathLike) -> None:
-    """Fail now, not after minutes of work, when the directory ``path`` could not be made or written.
-
-    Creates nothing that stays: a probe directory is made and removed in the nearest
-    existing ancestor. Raises ``OSError`` with a message that names the path and the fix.
-
-    >>> import tempfile; check_writable_dir(Path(tempfile.gettempdir()) / "geoql-doctest" / "out")
-    >>> check_writable_dir(__file__ + "/out")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    OSError: cannot write to .../report.py/out: .../report.py is not a directory; choose an output path in a writable directory
-    """
-    target = Path(path).expanduser()
-    existing = target
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    fix = "choose an output path in a writable directory"
-    if not existing.is_dir():
-        raise OSError(f"cannot write to {target}: {existing} is not a directory; {fix}")
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".geoql-write-check-", dir=existing))
-    except OSError as exc:
-        raise OSError(f"cannot write to {target}: {exc.strerror or exc} in {existing}; {fix}") from None
-
-
 # -- the command -------------------------------------------------------------------
 
 @dataclass
@@ -369,8 +332,6 @@ class EvalResult:
 
 def evaluate(config: EvalConfig, scorer: Scorer | None = None) -> EvalResult:
     """Score ``config.pred`` on ``config.split``, write the requested files, return the report."""
-    from geoql.eval.dataset import DatasetError, hard_subset, load_split
-
     scorer = scorer or get_scorer()
     examples = load_split(config.split, config.data_dir)
     golds = [e.query.strip() for e in examples]
@@ -456,12 +417,6 @@ def _collector_paused():
 
 
 def _run_execution(preds: list[str], examples: list, config: EvalConfig) -> dict:
-    try:
-        from geoql.eval.execution import evaluate_execution
-    except ImportError as exc:
-        raise EvalInputError(f"--execution needs eval.execution ({exc}); run without --execution") from None
-    from geoql.eval.overpass import OverpassError
-
     try:
         result = evaluate_execution(
             preds, examples, overpass_url=config.overpass_url, cache_dir=config.cache_dir, progress=config.progress

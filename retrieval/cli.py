@@ -39,8 +39,8 @@ def _retrieval_eval(args) -> int:
     import json
 
     from geoql.app.cli import UserError
+    from geoql.core.files import write_atomic
     from geoql.eval.dataset import DatasetError, load_split
-    from geoql.eval.report import write_atomic
 
     from . import IndexMissingError, TagRetriever
     from .evaluate import evaluate, miss_summary

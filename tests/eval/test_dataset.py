@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from geoql.core.errors import GeoqlError
 from geoql.eval import dataset
 from geoql.eval.dataset import DatasetError, hard_subset, load_split, resolve_data_dir
 
@@ -236,6 +237,28 @@ def test_failed_redownload_keeps_the_previous_copy(server, download_env, overpas
     with pytest.raises(DatasetError):
         dataset.download_release(target, dataset.release_urls())
     assert (target / "dataset.dev.query").read_bytes() == before
+
+
+def test_redownload_replaces_the_copy_and_leaves_nothing_beside_it(server, download_env, overpassnl_dir):
+    server.files = _release(overpassnl_dir)
+    dataset.download_release(download_env, dataset.release_urls())
+    (download_env / "stale.txt").write_text("from the first copy")
+    dataset.download_release(download_env, dataset.release_urls())
+    assert not (download_env / "stale.txt").exists()
+    assert [p.name for p in download_env.parent.iterdir()] == [download_env.name]
+
+
+def test_benchmark_geocodes_never_download(server, download_env, overpassnl_dir, monkeypatch):
+    server.files = _release(overpassnl_dir)
+    assert dataset.benchmark_geocodes() == {}  # no copy here yet, and none fetched
+    assert server.requests == []
+    monkeypatch.setenv("GEOQL_DATA_DIR", str(overpassnl_dir))
+    seed = dataset.benchmark_geocodes()
+    assert seed and seed == dataset.load_nominatim_cache(overpassnl_dir)
+
+
+def test_dataset_errors_derive_from_the_geoql_root():
+    assert issubclass(DatasetError, GeoqlError)
 
 
 def test_corrupt_cached_copy_says_how_to_recover(server, download_env, overpassnl_dir):

@@ -19,6 +19,8 @@ from fakes.servers import (
 
 from geoql.eval.dataset import Example, load_split
 from geoql.eval.execution import compare, evaluate_execution, outcome_from_text
+from geoql.osm.nominatim import Nominatim, NominatimConfig
+from geoql.osm.overpass import OverpassClient, OverpassConfig, OverpassError
 
 # ---------------------------------------------------------------- outcomes
 
@@ -101,8 +103,6 @@ def ex(index, query, bbox="49.38,8.64,49.43,8.73") -> Example:
 
 
 def geocoder_for(server, tmp_path):
-    from geoql.eval.nominatim import Nominatim, NominatimConfig
-
     return Nominatim(NominatimConfig(url=server.url, cache_dir=str(tmp_path), min_interval_s=0))
 
 
@@ -152,8 +152,6 @@ EXPECTED = [(1, 1.0), (0, 2 / 17), (1, 1.0), (0, 0.0), (0, 0.0), (0, 0.0), (0, 0
 def test_evaluate_execution_end_to_end(fake_overpass, fake_nominatim, tmp_path):
     preds, examples = scenario(fake_overpass)
     geocoder = geocoder_for(fake_nominatim, tmp_path)
-    from geoql.eval.overpass import OverpassClient, OverpassConfig
-
     client = OverpassClient(OverpassConfig(url=fake_overpass.url, cache_dir=str(tmp_path), max_retries=0))
     result = evaluate_execution(preds, examples, cache_dir=tmp_path, client=client, geocoder=geocoder, progress=False)
 
@@ -213,8 +211,6 @@ def test_gold_against_itself_on_dev_examples(fake_overpass, fake_nominatim, tmp_
 
 def test_unreachable_server_stops_with_a_clear_error(tmp_path):
     import socket
-
-    from geoql.eval.overpass import OverpassClient, OverpassConfig, OverpassError
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -34,6 +34,9 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta, timezone
 
+from geoql.core.errors import GeoqlError
+from geoql.osm.nominatim import GeocodeError
+
 __all__ = ["ExpansionError", "expand", "REFERENCE_DATE", "parse_bbox"]
 
 # The day the benchmark's execution evaluation counts relative dates from.
@@ -45,7 +48,7 @@ _UNIT_SECONDS.update({unit + "s": s for unit, s in list(_UNIT_SECONDS.items())})
 _AREA_OFFSET = {"way": 2400000000, "relation": 3600000000}
 
 
-class ExpansionError(Exception):
+class ExpansionError(GeoqlError):
     """A shortcut could not be expanded. ``kind`` follows the official error types."""
 
     def __init__(self, kind: str, message: str):
@@ -78,8 +81,6 @@ def _name(text: str) -> str:
 def _geocode(geocoder, text: str, kind: str, shortcut: str) -> dict:
     if geocoder is None:
         raise ExpansionError("nominatim", f"{{{{{shortcut}:{text}}}}} needs a geocoder, and none is configured")
-    from geoql.eval.nominatim import GeocodeError
-
     try:
         answer = geocoder.lookup(text, kind)
     except GeocodeError as exc:
@@ -169,7 +170,7 @@ def expand(
 ) -> str:
     """Return ``query`` with every overpass-turbo shortcut replaced.
 
-    ``geocoder`` has ``lookup(text, kind) -> dict | None`` (:class:`eval.nominatim.Nominatim`).
+    ``geocoder`` has ``lookup(text, kind) -> dict | None`` (:class:`geoql.osm.nominatim.Nominatim`).
     ``bbox`` is ``south,west,north,east`` (the map view, or the benchmark's
     ``.bbox`` line); ``center`` is ``lat,lon`` (default: the centre of ``bbox``).
     Raises :class:`ExpansionError` with a message a person can act on.

@@ -2,7 +2,7 @@
 
 One request path for everything that runs a query:
 
-1. ``turbo_expand.expand`` replaces overpass-turbo shortcuts (``{{bbox}}``,
+1. :func:`geoql.osm.turbo.expand` replaces overpass-turbo shortcuts (``{{bbox}}``,
    ``{{geocodeArea:X}}``, ``{{date:1day}}``, ...) with real values;
 2. :func:`prepare_query` sets the settings the official OverpassNL execution
    evaluation sets: ``[timeout:300]``, ``maxsize`` capped at 1 GiB and
@@ -11,7 +11,8 @@ One request path for everything that runs a query:
    where retrying can help (429 rate limiting, 504 gateway timeouts, refused
    connections), classifies errors the way Overpass reports them (HTML error
    page for parse/static errors, a ``remark`` for runtime errors) and keeps
-   deterministic answers in an SQLite cache keyed by the final query text.
+   deterministic answers in an SQLite cache (:mod:`geoql.osm.cache`) keyed by
+   the final query text.
 
 >>> prepare_query("node[amenity=cafe]({{bbox}});out;")
 '[out:json][timeout:300];node[amenity=cafe]({{bbox}});out;'
@@ -25,15 +26,19 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import sqlite3
 import threading
 import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from geoql.core.errors import GeoqlError
+from geoql.core.paths import user_dir
+from geoql.osm.cache import SqliteStore
+from geoql.osm.nominatim import USER_AGENT, Nominatim, NominatimConfig
+from geoql.osm.turbo import ExpansionError, expand as expand_shortcuts
 
 __all__ = [
     "DEFAULT_OVERPASS_URL",
@@ -44,10 +49,8 @@ __all__ = [
     "OverpassError",
     "OverpassResult",
     "RawResponse",
-    "SqliteStore",
     "classify",
     "prepare_query",
-    "default_cache_dir",
 ]
 
 DEFAULT_OVERPASS_URL = "https://overpass-api.de/api/interpreter"
@@ -57,21 +60,10 @@ EVAL_TIMEOUT_S = 300
 EVAL_MAXSIZE = 1073741824
 # The official client waits this long for an answer before giving up.
 OFFICIAL_HTTP_TIMEOUT_S = 500
-USER_AGENT = "geoql/0.1 (natural language to OverpassQL; python-requests)"
 
 _OUT_SETTING = re.compile(r"\[out:[^\]]+\]")
 # Queries longer than this (characters) are sent by POST instead of GET.
 _MAX_GET_QUERY = 2000
-
-
-def default_cache_dir() -> Path:
-    """Where caches live unless told otherwise (``$GEOQL_CACHE_DIR`` or the user cache)."""
-    configured = os.environ.get("GEOQL_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("geoql"))
 
 
 def prepare_query(query: str, *, timeout: int = EVAL_TIMEOUT_S, maxsize: int = EVAL_MAXSIZE) -> str:
@@ -107,7 +99,7 @@ def prepare_query(query: str, *, timeout: int = EVAL_TIMEOUT_S, maxsize: int = E
 
 
 @dataclass(eq=False)
-class OverpassError(Exception):
+class OverpassError(GeoqlError):
     """A query that did not produce a usable answer, in words a person understands.
 
     ``kind`` is one of: ``parse_error``, ``static_error``, ``runtime_timeout``,
@@ -219,88 +211,6 @@ def classify(status: int, text: str, data: dict | None = None) -> OverpassError 
     return None
 
 
-# ---------------------------------------------------------------- cache
-
-
-class SqliteStore:
-    """A small key/value table in SQLite, safe for threads and processes.
-
-    One connection per thread (sqlite3 connections must not be shared), WAL
-    journaling so readers never block the writer, and a busy timeout so
-    concurrent writers wait instead of failing. A file that is not a database
-    is moved aside (never deleted) and a fresh one started.
-    """
-
-    def __init__(self, path: str | os.PathLike, table: str):
-        if not re.fullmatch(r"[a-z_]+", table):
-            raise ValueError(f"table name {table!r} must be lowercase letters and '_'")
-        self.path = Path(path)
-        self.table = table
-        self._local = threading.local()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._setup(self._conn())
-        except sqlite3.DatabaseError:
-            self._local.__dict__.clear()
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            os.replace(self.path, aside)
-            self._setup(self._conn())
-
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA busy_timeout=60000")
-            # With WAL, NORMAL never corrupts the file; a power cut may drop the last answers.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-        return conn
-
-    def _setup(self, conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.table} "
-            "(key TEXT PRIMARY KEY, value BLOB NOT NULL, created REAL NOT NULL)"
-        )
-
-    def get(self, key: str) -> bytes | None:
-        row = self._conn().execute(f"SELECT value FROM {self.table} WHERE key=?", (key,)).fetchone()
-        return None if row is None else bytes(row[0])
-
-    def put(self, key: str, value: bytes) -> None:
-        self._conn().execute(
-            f"INSERT OR REPLACE INTO {self.table} (key, value, created) VALUES (?, ?, ?)",
-            (key, sqlite3.Binary(value), time.time()),
-        )
-
-    def put_many(self, items: dict[str, bytes], *, replace: bool = False) -> None:
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
-        now = time.time()
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany(
-                f"{verb} INTO {self.table} (key, value, created) VALUES (?, ?, ?)",
-                [(k, sqlite3.Binary(v), now) for k, v in items.items()],
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def __len__(self) -> int:
-        return self._conn().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
-
-    def integrity_ok(self) -> bool:
-        return self._conn().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-
-    def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-
-
 # ---------------------------------------------------------------- client
 
 
@@ -373,6 +283,10 @@ class OverpassClient:
 
     ``run`` is the high-level call (expand shortcuts, prepare, execute, parse);
     ``fetch`` sends an already final query text and returns the raw answer.
+    ``geocoder`` answers the ``{{geocodeArea:...}}`` shortcuts; by default a
+    :class:`~geoql.osm.nominatim.Nominatim` at the public endpoint that shares
+    ``cache_dir``. To expand the benchmark's queries as its authors did, pass one
+    seeded with OverpassNL's answers (``geoql.eval.dataset.benchmark_geocodes``).
     """
 
     CACHE_FILE = "overpass_cache.sqlite"
@@ -395,15 +309,13 @@ class OverpassClient:
             return None
         with self._store_lock:
             if self._store is None:
-                directory = Path(self.config.cache_dir) if self.config.cache_dir else default_cache_dir()
+                directory = Path(self.config.cache_dir) if self.config.cache_dir else user_dir("cache")
                 self._store = SqliteStore(directory / self.CACHE_FILE, "results")
         return self._store
 
     @property
     def geocoder(self):
         if self._geocoder is None:
-            from geoql.eval.nominatim import Nominatim, NominatimConfig
-
             self._geocoder = Nominatim(NominatimConfig(cache_dir=self.config.cache_dir))
         return self._geocoder
 
@@ -490,8 +402,6 @@ class OverpassClient:
         (default: the current time). Raises :class:`OverpassError` (kind
         ``expansion``) when a shortcut cannot be expanded.
         """
-        from geoql.eval.turbo_expand import ExpansionError, expand as expand_shortcuts
-
         if expand and "{{" in query:
             try:
                 query = expand_shortcuts(query, geocoder=self.geocoder, bbox=bbox, center=center, now=now)

@@ -20,20 +20,21 @@ from fakes.servers import (
     static_error,
 )
 
-from geoql.eval.overpass import (
+from geoql.core.errors import GeoqlError
+from geoql.eval.dataset import resolve_data_dir
+from geoql.osm.cache import SqliteStore
+from geoql.osm.nominatim import Nominatim, NominatimConfig
+from geoql.osm.overpass import (
     EVAL_MAXSIZE,
     OverpassClient,
     OverpassConfig,
     OverpassError,
-    SqliteStore,
     classify,
     prepare_query,
 )
 
 
 def gold_rows() -> list[dict]:
-    from geoql.eval.dataset import resolve_data_dir
-
     with open(resolve_data_dir() / "reference" / "gold_reference.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
@@ -210,9 +211,7 @@ def test_empty_query_and_bad_shortcut_are_clear_errors(fake_overpass, tmp_path):
 
 
 def test_geocode_area_expands_through_nominatim(fake_overpass, fake_nominatim, tmp_path):
-    from geoql.eval.nominatim import Nominatim, NominatimConfig
-
-    geocoder = Nominatim(NominatimConfig(url=fake_nominatim.url, cache_dir=str(tmp_path), min_interval_s=0, seed_from_benchmark=False))
+    geocoder = Nominatim(NominatimConfig(url=fake_nominatim.url, cache_dir=str(tmp_path), min_interval_s=0))
     fake_overpass.add("area(id:3600285864)", json_reply("heidelberg_cafes.json"))
     client = make_client(fake_overpass, tmp_path, geocoder=geocoder)
     result = client.run('{{geocodeArea:Heidelberg}}->.a;node[amenity=cafe](area.a);out;')
@@ -246,6 +245,19 @@ def test_cache_survives_concurrent_writers(fake_overpass, tmp_path):
     assert len(store) == 40
     with sqlite3.connect(tmp_path / OverpassClient.CACHE_FILE) as conn:
         assert conn.execute("SELECT COUNT(DISTINCT key) FROM results").fetchone()[0] == 40
+
+
+def test_cache_defaults_to_the_user_cache_dir(fake_overpass, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEOQL_CACHE_DIR", str(tmp_path / "cache"))
+    client = OverpassClient(OverpassConfig(url=fake_overpass.url))
+    assert client.run("node(1);out;").elements == []
+    assert (tmp_path / "cache" / OverpassClient.CACHE_FILE).is_file()
+    assert client.geocoder.store.path == tmp_path / "cache" / Nominatim.CACHE_FILE
+
+
+def test_errors_derive_from_the_geoql_root(fake_overpass, tmp_path):
+    with pytest.raises(GeoqlError, match="empty"):
+        make_client(fake_overpass, tmp_path).run("")
 
 
 def test_corrupt_cache_file_is_moved_aside_not_deleted(fake_overpass, tmp_path):

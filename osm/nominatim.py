@@ -2,7 +2,7 @@
 
 overpass-turbo shortcuts such as ``{{geocodeArea:Heidelberg}}`` need a
 geocoder. The answers are kept in SQLite in the shape the official OverpassNL
-evaluation caches them (so its ``nominatim_cache.json`` seeds ours and the
+evaluation caches them (so its ``nominatim_cache.json`` can seed ours, and the
 benchmark's gold queries expand exactly as they did for the authors):
 
 * ``"<text>"``        -> ``{"osm_id": 285864, "osm_type": "relation"}``
@@ -22,19 +22,24 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from geoql.eval.overpass import USER_AGENT, SqliteStore, default_cache_dir
+from geoql.core.errors import GeoqlError
+from geoql.core.paths import user_dir
+from geoql.osm.cache import SqliteStore
 
-__all__ = ["DEFAULT_NOMINATIM_URL", "GeocodeError", "Nominatim", "NominatimConfig", "cache_key", "KINDS"]
+__all__ = ["DEFAULT_NOMINATIM_URL", "GeocodeError", "Nominatim", "NominatimConfig", "cache_key", "KINDS", "USER_AGENT"]
 
 DEFAULT_NOMINATIM_URL = "https://nominatim.openstreetmap.org/search"
+# How GeoQL names itself to every OSM service (Nominatim's usage policy asks for it).
+USER_AGENT = "geoql/0.1 (natural language to OverpassQL; python-requests)"
 KINDS = ("id", "centre", "bbox")
 _SUFFIX = {"id": "", "centre": "_centre", "bbox": "_bbox"}
 
 
-class GeocodeError(Exception):
+class GeocodeError(GeoqlError):
     """Nominatim could not be asked (network, HTTP error, bad answer); message names the fix."""
 
 
@@ -55,9 +60,6 @@ class NominatimConfig:
     backoff_s: float = field(default=2.0, metadata={"help": "first retry delay; doubles each retry"})
     cache_dir: str | None = field(
         default=None, metadata={"help": "directory of nominatim_cache.sqlite (default: user cache dir)"}
-    )
-    seed_from_benchmark: bool = field(
-        default=True, metadata={"help": "preload OverpassNL's nominatim_cache.json when the dataset is available"}
     )
 
     def __post_init__(self) -> None:
@@ -85,35 +87,30 @@ def _wait_turn(url: str, interval: float) -> None:
         _LAST_REQUEST[url] = time.monotonic()
 
 
-def _benchmark_cache() -> dict:
-    """OverpassNL's geocoder answers, when the dataset is on this machine (never downloads)."""
-    from geoql.eval.dataset import DatasetError, load_nominatim_cache, resolve_data_dir
-
-    try:
-        return load_nominatim_cache(resolve_data_dir(None, download=False))
-    except (DatasetError, OSError, ValueError):
-        return {}
-
-
 class Nominatim:
-    """``lookup(text, kind)`` -> cached or live answer (see module doc for shapes)."""
+    """``lookup(text, kind)`` -> cached or live answer (see module doc for shapes).
+
+    ``seed`` preloads answers keyed by :func:`cache_key`, such as OverpassNL's
+    ``nominatim_cache.json`` (``geoql.eval.dataset.benchmark_geocodes``); answers
+    this cache already holds are kept.
+    """
 
     CACHE_FILE = "nominatim_cache.sqlite"
 
-    def __init__(self, config: NominatimConfig | None = None, **overrides):
+    def __init__(
+        self, config: NominatimConfig | None = None, *, seed: Mapping[str, dict | None] | None = None, **overrides
+    ):
         if config is None:
             config = NominatimConfig(**overrides)
         elif overrides:
             raise TypeError("pass either config or keyword overrides, not both")
         self.config = config
-        directory = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+        directory = Path(config.cache_dir) if config.cache_dir else user_dir("cache")
         self.store = SqliteStore(directory / self.CACHE_FILE, "geocode")
         self.live_requests = 0
-        if config.seed_from_benchmark:
-            seed = _benchmark_cache()
-            if seed:
-                # INSERT OR IGNORE: answers fetched live earlier are kept.
-                self.store.put_many({k: json.dumps(v).encode() for k, v in seed.items()})
+        if seed:
+            # INSERT OR IGNORE: answers fetched live earlier are kept.
+            self.store.put_many({k: json.dumps(v).encode() for k, v in seed.items()})
 
     def lookup(self, text: str, kind: str = "id") -> dict | None:
         """The geocoder answer for ``text`` (``None``: Nominatim knows no such place)."""

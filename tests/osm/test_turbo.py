@@ -6,8 +6,10 @@ from datetime import datetime, timezone
 
 import pytest
 
+from geoql.core.errors import GeoqlError
 from geoql.eval.dataset import load_nominatim_cache, load_split
-from geoql.eval.turbo_expand import ExpansionError, expand
+from geoql.osm.nominatim import GeocodeError, cache_key
+from geoql.osm.turbo import ExpansionError, expand
 
 
 class CacheGeocoder:
@@ -17,8 +19,6 @@ class CacheGeocoder:
         self.cache = load_nominatim_cache()
 
     def lookup(self, text, kind="id"):
-        from geoql.eval.nominatim import cache_key
-
         return self.cache.get(cache_key(text, kind))
 
 
@@ -92,3 +92,14 @@ def test_expansion_errors_are_clear(query, kind, words):
 def test_bad_map_box(bbox):
     with pytest.raises(ExpansionError, match="map box"):
         expand("node({{bbox}});", geocoder=None, bbox=bbox)
+
+
+class DownGeocoder:
+    def lookup(self, text, kind="id"):
+        raise GeocodeError("could not reach Nominatim at http://127.0.0.1:9/search (ConnectionError); try again later")
+
+
+def test_geocoder_failure_becomes_an_expansion_error():
+    with pytest.raises(ExpansionError, match="could not geocode 'Heidelberg': could not reach Nominatim") as info:
+        expand("{{geocodeArea:Heidelberg}}->.a;", geocoder=DownGeocoder())
+    assert info.value.kind == "nominatim" and isinstance(info.value, GeoqlError)
