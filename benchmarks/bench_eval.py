@@ -25,7 +25,7 @@ def command_wall(pred: Path, data_dir: Path, repeat: int) -> tuple[list[float], 
     """Wall and CPU (user + system) seconds of each run of the whole command."""
     import resource
 
-    cmd = [sys.executable, "-m", "geoql.app.cli", "eval", "--pred", str(pred), "--split", "dev",
+    cmd = [sys.executable, "-m", "geoql", "eval", "--pred", str(pred), "--split", "dev",
            "--data-dir", str(data_dir), "--no-progress"]
     walls, cpus = [], []
     for _ in range(repeat):
