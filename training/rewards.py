@@ -17,6 +17,14 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+import overpassql
+
+from geoql.app import decoding
+from geoql.eval import metrics
+from geoql.eval.dataset import benchmark_geocodes
+from geoql.osm.nominatim import Nominatim
+from geoql.osm.overpass import OverpassClient, OverpassError
+
 RewardFunc = Callable[..., list]
 
 
@@ -45,24 +53,19 @@ def completion_text(completion) -> str:
 
 
 def extract_query(text: str) -> str:
-    """The query inside a generated text, as the compile path reads it.
+    """The query inside a generated text, read by ``app.decoding.extract_query``.
 
-    Uses ``app.decoding.extract_query`` when the app provides it, so that training
-    rewards exactly what inference returns; otherwise strips whitespace, a think
-    block and a Markdown code fence (what the SFT targets never contain).
+    The compile path reads answers with the same function, so training rewards
+    exactly what inference returns. Should it fail on a text, the query is the
+    text without surrounding whitespace, a think block and a Markdown code fence.
 
     >>> extract_query("```overpassql\\nnode;out;\\n```")
     'node;out;'
     """
     try:
-        from geoql.app.decoding import extract_query as app_extract
-    except ImportError:
-        app_extract = None
-    if app_extract is not None:
-        try:
-            return app_extract(text)
-        except Exception:  # a reward must never crash a training step
-            pass
+        return decoding.extract_query(text)
+    except Exception:  # a reward must never crash a training step
+        pass
     text = text.strip()
     if "</think>" in text:
         text = text.rsplit("</think>", 1)[1].strip()
@@ -100,8 +103,6 @@ def kvs_reward(completions, gold=None, **_) -> list[float]:
     >>> kvs_reward([q, q.replace("cafe", "pub")], gold=[q, q])
     [1.0, 0.3333333333333333]
     """
-    from geoql.eval import metrics
-
     return _metric_reward(metrics.kvs, completions, gold, "kvs_reward")
 
 
@@ -112,8 +113,6 @@ def tree_reward(completions, gold=None, **_) -> list[float]:
     >>> tree_reward([q, 'way["amenity"="cafe"];out;'], gold=[q, q])[0]
     1.0
     """
-    from geoql.eval import metrics
-
     return _metric_reward(metrics.tree, completions, gold, "tree_reward")
 
 
@@ -124,33 +123,14 @@ def chrf_reward(completions, gold=None, **_) -> list[float]:
     >>> chrf_reward([q, ""], gold=[q, q])
     [1.0, 0.0]
     """
-    from geoql.eval import metrics
-
     return _metric_reward(metrics.chrf, completions, gold, "chrf_reward")
 
 
-def _parses(text: str) -> bool:
-    """True when Overpass's converter would accept ``text`` without any message.
-
-    The check runs on the query after the benchmark's placeholder step, exactly
-    what the official metric hands to the converter; parse and static errors
-    (unknown output mode, bad regex, ...) both make the query fail on a server.
-    """
-    import overpassql
-
-    if not text.strip():
-        return False
-    try:
-        _, errors = overpassql.to_xml_with_errors(overpassql.replace_turbo_vars(text))
-    except Exception:
-        return False
-    return not errors
-
-
 def validity_reward(completions, gold=None, **_) -> list[float | None]:
-    """1.0 when our parser accepts the completion, else 0.0.
+    """1.0 when the completion is valid (``overpassql.check``: no message from the
+    converter after the metric's placeholder step, as for ``Compilation.valid``), else 0.0.
 
-    ``None`` where the gold itself does not parse: then validity says nothing
+    ``None`` where the gold itself is not valid: then validity says nothing
     about the answer (some gold queries rely on converter quirks).
 
     >>> validity_reward(['node["a"="b"];out;', 'node["a"="b"', ""], gold=['way["c"];out;'] * 3)
@@ -162,11 +142,11 @@ def validity_reward(completions, gold=None, **_) -> list[float | None]:
     for completion, ref in zip(completions, golds):
         if ref is not None:
             if ref not in gold_ok:
-                gold_ok[ref] = _parses(ref)
+                gold_ok[ref] = not overpassql.check(ref)
             if not gold_ok[ref]:
                 out.append(None)
                 continue
-        out.append(1.0 if _parses(completion_text(completion)) else 0.0)
+        out.append(0.0 if overpassql.check(completion_text(completion)) else 1.0)
     return out
 
 
@@ -252,13 +232,14 @@ def _safe_ids(element_ids, query: str, bbox: str):
 def overpass_element_ids(
     overpass_url: str, cache_dir: str | None = None, **client_options
 ) -> Callable[[str, str], set | None]:
-    """``element_ids`` for :func:`make_execution_reward` through ``eval.overpass`` (cached).
+    """``element_ids`` for :func:`make_execution_reward` through ``osm.overpass`` (cached).
 
     Returns ``None`` for a query the server could not answer (parse error,
     timeout, unexpandable placeholder): the reward decides what that means.
     """
-    from geoql.eval.overpass import OverpassClient, OverpassError
-
+    if "geocoder" not in client_options:
+        # The benchmark's own place answers first, so train queries expand as the authors' did.
+        client_options["geocoder"] = Nominatim(cache_dir=cache_dir, seed=benchmark_geocodes())
     client = OverpassClient(url=overpass_url, cache_dir=cache_dir, **client_options)
 
     def element_ids(query: str, bbox: str) -> set | None:
@@ -281,6 +262,8 @@ def execution_reward(completions, **_) -> list[None]:
     return [None] * len(completions)
 
 
+# The registry: a recipe weights rewards by these names (training.config checks them).
+# ``execution`` is swapped for a real reward by build_rewards when an endpoint is set.
 REWARDS: dict[str, RewardFunc] = {
     "kvs": kvs_reward,
     "tree": tree_reward,
@@ -317,9 +300,7 @@ def build_rewards(
             if element_ids is None and overpass_url:
                 options = {}
                 if nominatim_url:
-                    from geoql.eval.nominatim import Nominatim
-
-                    options["geocoder"] = Nominatim(url=nominatim_url, cache_dir=overpass_cache_dir)
+                    options["geocoder"] = Nominatim(url=nominatim_url, cache_dir=overpass_cache_dir, seed=benchmark_geocodes())
                 element_ids = overpass_element_ids(overpass_url, overpass_cache_dir, **options)
             if element_ids is not None:
                 func = make_execution_reward(element_ids)

@@ -9,6 +9,7 @@ import pytest
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import json_reply
 from training_fixtures import one_torch_thread, retrievers, tiny_model_dir, tiny_overrides  # noqa: F401 (fixtures)
+from geoql.osm.nominatim import Nominatim
 from geoql.training.callbacks import STOP_FILE, read_metrics
 from geoql.training.config import ConfigError, default_configs_dir, load_recipe
 from geoql.training.grpo import check_completion_cap, pass_rate_filter, run_grpo
@@ -18,8 +19,6 @@ TINY = default_configs_dir() / "tiny-grpo.yaml"
 
 
 def _element_ids(overpass, nominatim, tmp_path):
-    from geoql.eval.nominatim import Nominatim
-
     geocoder = Nominatim(url=nominatim.url, cache_dir=str(tmp_path), min_interval_s=0, max_retries=0)
     return overpass_element_ids(overpass.url, cache_dir=str(tmp_path), max_retries=0, geocoder=geocoder)
 
