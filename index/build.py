@@ -6,17 +6,26 @@ a failed or interrupted build leaves the previous index untouched.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tempfile
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from geoql.core.files import check_writable_dir, replace_dir, write_atomic
+from geoql.eval.dataset import load_split
+from geoql.retrieval import RetrievalConfig, TagRetriever
 from geoql.retrieval import artifacts as A
+from geoql.retrieval.embedding import encode, resolve_model
+from geoql.retrieval.ranker import fit_ranker, write_ranker
 from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
+from . import schema as schema_source
+from . import taginfo as taginfo_source
 from .config import IndexConfig, default_cache_dir
 from .documents import ExampleDocument, TagCollection, TagDocument, add_schema, add_training, mark_likely_typos, tag_counts
 
@@ -55,7 +64,7 @@ def tag_bm25_tokens(doc: TagDocument) -> list[str]:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _write_jsonl(path: Path, rows) -> None:
@@ -83,13 +92,6 @@ def _faiss(path: Path, vectors) -> None:
 def build_index(config: IndexConfig) -> Path:
     """Build the full artifact directory described by ``config``; return its path."""
     from tqdm import tqdm
-
-    from geoql.eval.dataset import load_split
-    from geoql.eval.report import check_writable_dir
-    from geoql.retrieval.embedding import encode
-
-    from . import schema as schema_source
-    from . import taginfo as taginfo_source
 
     started = time.time()
     out_dir = config.out_dir or A.default_index_dir()
@@ -155,7 +157,7 @@ def build_index(config: IndexConfig) -> Path:
             # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
             manifest["build_seconds"] = round(time.time() - started, 1)
             _write_json(staging / A.MANIFEST, manifest)
-        _swap_into_place(staging, out_dir)
+        replace_dir(staging, out_dir)
         steps.update()
     finally:  # a failed step (no registry, no dataset) must not leave its bar on screen or a half-built directory
         steps.close()
@@ -166,9 +168,6 @@ def build_index(config: IndexConfig) -> Path:
 
 def _fit_ranker(index_dir: Path, progress: bool) -> None:
     """Fit ``ranker.json`` on the staged index (leave-one-out over its training requests)."""
-    from geoql.retrieval import RetrievalConfig, TagRetriever
-    from geoql.retrieval.ranker import fit_ranker, write_ranker
-
     retriever = TagRetriever.load(index_dir, RetrievalConfig(fusion="linear"))
     try:
         write_ranker(fit_ranker(retriever, progress=progress), index_dir)
@@ -180,8 +179,6 @@ def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):
     """Embed the tag surfaces; training phrases reuse their example's vector (a third of the work)."""
     import numpy as np
 
-    from geoql.retrieval.embedding import encode
-
     row_of = {e.nl: i for i, e in enumerate(examples)}
     todo = sorted({t for _, _, t in surfaces if t not in row_of})
     fresh = encode(config.embedding_model, todo, batch_size=config.batch_size, progress=config.progress)
@@ -192,22 +189,7 @@ def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):
     return out
 
 
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
-    old = None
-    if out_dir.exists():
-        old = out_dir.with_name(f".{out_dir.name}.old-{int(time.time())}")
-        out_dir.rename(old)
-    staging.rename(out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim, started) -> dict:
-    import hashlib
-    from importlib.metadata import PackageNotFoundError, version
-
-    from geoql.retrieval.embedding import resolve_model
-
     def ver(pkg: str) -> str:
         try:
             return version(pkg)

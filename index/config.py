@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from geoql.core.paths import user_dir
 from geoql.retrieval.embedding import DEFAULT_MODEL
 
 SCHEMA_VERSION = "7.2.0"  # pinned: the registry's unpinned tag serves an old backport
@@ -13,16 +14,15 @@ TAGINFO_API = "https://taginfo.openstreetmap.org/api/4"
 
 
 def default_cache_dir() -> Path:
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("geoql")) / "index-sources"
+    """Where downloaded tag sources are kept: ``index-sources`` in the user cache (``$GEOQL_CACHE_DIR`` if set)."""
+    return user_dir("cache", "index-sources")
 
 
 @dataclass
 class IndexConfig:
     out_dir: Path | None = field(default=None, metadata={"help": "artifact directory (default: retrieval.default_index_dir())"})
     data_dir: Path | None = field(default=None, metadata={"help": "OverpassNL directory (default: $GEOQL_DATA_DIR or the download cache)"})
-    cache_dir: Path | None = field(default=None, metadata={"help": "where fetched sources are cached (default: user cache dir)"})
+    cache_dir: Path | None = field(default=None, metadata={"help": "where fetched sources are cached (default: index-sources in $GEOQL_CACHE_DIR or the user cache dir)"})
     registry: str = field(default=NPM_REGISTRY, metadata={"help": "npm registry that serves id-tagging-schema"})
     schema_version: str = field(default=SCHEMA_VERSION, metadata={"help": "id-tagging-schema version (pinned)"})
     embedding_model: str = field(default=DEFAULT_MODEL, metadata={"help": "sentence-transformers model name or local path"})

@@ -6,6 +6,7 @@ tag known to iD *and* used in training ends up as one document listing both.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -47,8 +48,6 @@ class TagDocument:
     @property
     def popularity(self) -> float:
         """log-scaled blend of training use, schema mentions and taginfo usage (0 = unknown)."""
-        import math
-
         return math.log1p(self.train_count) + 0.5 * math.log1p(self.schema_refs) + 0.1 * math.log1p(self.usage_count)
 
     def to_json(self) -> dict:
@@ -114,10 +113,21 @@ def _add_option(tags: TagCollection, source: str, key: str, value: str, title: s
 
 
 def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
-    """id-tagging-schema presets, fields, deprecations and taginfo descriptions."""
+    """id-tagging-schema presets, fields, deprecations and taginfo descriptions, in that order.
+
+    Later steps build on earlier ones: a deprecated tag takes its replacement's names as
+    synonyms, and taginfo.json only describes tags that presets or fields brought in.
+    """
     source = f"{SCHEMA_SOURCE}@{schema.version}"
+    add_presets(tags, schema, source, preset_filter)
+    add_fields(tags, schema, source)
+    add_deprecations(tags, schema, source)
+    add_taginfo_descriptions(tags, schema)
+
+
+def add_presets(tags: TagCollection, schema, source: str, preset_filter=None) -> None:
+    """Each preset's tags, named by the preset with its search terms and geometry; ``addTags`` count as mentions."""
     preset_tr = schema.translations.get("presets", {})
-    field_tr = schema.translations.get("fields", {})
     for pid, preset in schema.presets.items():
         if pid.startswith("@templates") or (preset_filter and not preset_filter(pid, preset)):
             continue
@@ -136,6 +146,11 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
             doc = tags.get(k, None if v == "*" else v, source)
             if doc is not None:
                 doc.schema_refs += 1
+
+
+def add_fields(tags: TagCollection, schema, source: str) -> None:
+    """Each field's keys: check boxes as ``key=yes``/``no``, free text as ``key=*``, options as one tag each."""
+    field_tr = schema.translations.get("fields", {})
     for fid, fdef in schema.fields.items():
         keys = [fdef["key"]] if fdef.get("key") else list(fdef.get("keys") or [])
         if not keys:
@@ -149,36 +164,45 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
         for opt in tr_options:
             options.setdefault(opt)
         for key in keys:
-            if "*" in key:
-                continue
-            if key.endswith(":"):
-                # a multiCombo over a key prefix sets one `prefix+option=yes` tag per chosen option
-                # (fuel: + octane_95 -> fuel:octane_95=yes); other prefixes ("name:") are not single tags
-                if ftype == "multiCombo":
-                    for opt in options:
-                        if isinstance(opt, str) and opt and not is_free_text_key(key + opt):
-                            _add_option(tags, source, key + opt, "yes", _label(tr_options.get(opt)) or split_value(opt), key.rstrip(":"))
-                continue
-            if ftype in {"check", "defaultCheck", "onewayCheck"}:
-                doc = tags.get(key, "yes", source)
-                if doc is not None:
-                    doc.schema_refs += 1
-                    tags.add_unique(doc.names, label)
-                    tags.add_unique(doc.terms, *terms)
-                no = tags.get(key, "no", source)  # a check box is yes or no; queries ask for either
-                if no is not None:
-                    no.schema_refs += 1
-                    tags.add_unique(no.names, f"no {label}" if label else "")
-            if ftype in FREE_TEXT_FIELD_TYPES or is_free_text_key(key) or not options:
-                doc = tags.get(key, None, source)
-                if doc is not None:
-                    doc.schema_refs += 1
-                    tags.add_unique(doc.names, label)
-                    tags.add_unique(doc.terms, *terms)
-                continue
+            if "*" not in key:
+                _add_field_key(tags, source, key, ftype, label, terms, options, tr_options)
+
+
+def _add_field_key(tags: TagCollection, source: str, key: str, ftype: str, label: str, terms: list[str],
+                   options: dict, tr_options: dict) -> None:
+    """The tags one key of a field stands for."""
+    if key.endswith(":"):
+        # a multiCombo over a key prefix sets one `prefix+option=yes` tag per chosen option
+        # (fuel: + octane_95 -> fuel:octane_95=yes); other prefixes ("name:") are not single tags
+        if ftype == "multiCombo":
             for opt in options:
-                if isinstance(opt, str) and opt:
-                    _add_option(tags, source, key, opt, _label(tr_options.get(opt)) or split_value(opt), key)
+                if isinstance(opt, str) and opt and not is_free_text_key(key + opt):
+                    _add_option(tags, source, key + opt, "yes", _label(tr_options.get(opt)) or split_value(opt), key.rstrip(":"))
+        return
+    if ftype in {"check", "defaultCheck", "onewayCheck"}:
+        doc = tags.get(key, "yes", source)
+        if doc is not None:
+            doc.schema_refs += 1
+            tags.add_unique(doc.names, label)
+            tags.add_unique(doc.terms, *terms)
+        no = tags.get(key, "no", source)  # a check box is yes or no; queries ask for either
+        if no is not None:
+            no.schema_refs += 1
+            tags.add_unique(no.names, f"no {label}" if label else "")
+    if ftype in FREE_TEXT_FIELD_TYPES or is_free_text_key(key) or not options:
+        doc = tags.get(key, None, source)
+        if doc is not None:
+            doc.schema_refs += 1
+            tags.add_unique(doc.names, label)
+            tags.add_unique(doc.terms, *terms)
+        return
+    for opt in options:
+        if isinstance(opt, str) and opt:
+            _add_option(tags, source, key, opt, _label(tr_options.get(opt)) or split_value(opt), key)
+
+
+def add_deprecations(tags: TagCollection, schema, source: str) -> None:
+    """Deprecated tags, pointing at their replacements and known by the replacements' names."""
     for row in schema.deprecated:
         old, new = row.get("old") or {}, row.get("replace") or {}
         replacements = [tag_id(k, None if v == "*" else v) for k, v in new.items() if "$1" not in str(v)]
@@ -192,6 +216,13 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
             for rep in replacements:
                 if rep in tags.docs:
                     tags.add_unique(doc.terms, *tags.docs[rep].names)
+
+
+_OBJECT_TYPE_GEOMETRY = {"node": "point", "way": "line", "area": "area", "relation": "relation"}
+
+
+def add_taginfo_descriptions(tags: TagCollection, schema) -> None:
+    """Descriptions and geometries from the schema's taginfo.json, for tags already collected."""
     for row in schema.taginfo.get("tags", []):
         key, value = row.get("key", ""), row.get("value")
         if "*" in key or not key:
@@ -202,8 +233,7 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
         doc = tags.docs[tid]
         if not doc.description:
             doc.description = _TAGINFO_MARKS.sub("", row.get("description", "")).strip()
-        types = {"node": "point", "way": "line", "area": "area", "relation": "relation"}
-        tags.add_unique(doc.geometry, *(types.get(t, t) for t in row.get("object_types", [])))
+        tags.add_unique(doc.geometry, *(_OBJECT_TYPE_GEOMETRY.get(t, t) for t in row.get("object_types", [])))
 
 
 def add_training(tags: TagCollection, examples) -> list[ExampleDocument]:

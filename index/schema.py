@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from geoql.core.errors import GeoqlError
+from geoql.core.files import write_atomic
+
 PACKAGE = "@openstreetmap/id-tagging-schema"
 DIST_FILES = {
     "presets": "package/dist/presets.json",
@@ -26,7 +29,7 @@ DIST_FILES = {
 }
 
 
-class SchemaError(Exception):
+class SchemaError(GeoqlError):
     """The schema could not be fetched or does not look like id-tagging-schema."""
 
 
@@ -85,15 +88,9 @@ def fetch_tarball(registry: str, version: str, cache_dir: Path, *, timeout: floa
         ) from None
     data = tarball.content
     check_integrity(data, dist.get("integrity", ""))
-    _atomic_write(tgz_path, data)
-    _atomic_write(meta_path, json.dumps(dist).encode())
+    write_atomic(tgz_path, data)
+    write_atomic(meta_path, json.dumps(dist).encode())
     return data, dist
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 def read_schema(data: bytes, dist: dict, version: str) -> SchemaFiles:

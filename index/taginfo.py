@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+from geoql.core.files import write_atomic
+
 USER_AGENT = "geoql-index/0.1 (https://github.com/; OverpassQL tag index build)"
 MAX_KEYS = 80  # the API is a community service: a few dozen polite calls, never a crawl
 
@@ -46,9 +48,7 @@ def fetch_usage(keys: list[str], base_url: str, cache_dir: Path, *, timeout: flo
                 payload = _get(url, timeout)
             except (requests.RequestException, ValueError):
                 continue
-            tmp = cache_file.with_name(cache_file.name + ".tmp")
-            tmp.write_text(json.dumps(payload), encoding="utf-8")
-            tmp.replace(cache_file)
+            write_atomic(cache_file, json.dumps(payload))
             fetched += 1
             time.sleep(0.1)
         for row in payload.get("data", []):
