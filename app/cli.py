@@ -1,9 +1,12 @@
 """The ``geoql`` command line: a thin dispatcher.
 
 Each package owns its subcommands in its own ``cli.py`` with a
-``register(subparsers)`` function; this module only wires them together.
-Those modules must stay cheap to import (heavy libraries are imported inside
-the command handlers), so ``geoql --help`` answers at once.
+``register(subparsers)`` function; this module only wires them together and is
+the one place where errors become what the user sees: a ``GeoqlError`` (or
+``overpassql.OverpassQLError``) is one line ``geoql <command>: error: <message>``
+and exit code 2; anything else is a bug and keeps its traceback. Those modules
+must stay cheap to import (heavy libraries are imported inside the command
+handlers), so ``geoql --help`` answers at once.
 """
 
 from __future__ import annotations
@@ -12,7 +15,11 @@ import argparse
 import importlib
 import sys
 
-# (module, description) in the order they appear in --help.
+from overpassql import OverpassQLError
+
+from geoql.core.errors import GeoqlError
+
+# The modules with a ``register(subparsers)``, in the order their commands appear in --help.
 COMMAND_MODULES = (
     "overpassql.cli",
     "geoql.eval.cli",
@@ -23,28 +30,6 @@ COMMAND_MODULES = (
     "geoql.app.cpu_cli",
     "geoql.training.cli",
 )
-
-
-class UserError(Exception):
-    """An error caused by input or configuration: printed as one line, exit 2."""
-
-
-def positive_int(text: str) -> int:
-    """argparse type for counts such as ``--limit``: a whole number of at least 1.
-
-    >>> positive_int("20")
-    20
-    >>> positive_int("-5")
-    Traceback (most recent call last):
-    argparse.ArgumentTypeError: must be a whole number of at least 1, got '-5'
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,15 +59,29 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         result = handler(args)
-    except UserError as exc:
+    except (GeoqlError, OverpassQLError) as exc:
         print(f"geoql {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"geoql {args.command}: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # a path the user gave cannot be read or written: their fix, not a bug report
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(f"geoql {args.command}: error: {exc.strerror or exc}{where}; check the paths you gave", file=sys.stderr)
+        print(f"geoql {args.command}: error: {_os_error_line(exc)}", file=sys.stderr)
         return 2
     return int(result or 0)
+
+
+def _os_error_line(exc: OSError) -> str:
+    """One line for an ``OSError``: the message as written when GeoQL raised it with one,
+    else the system's reason, the path and where to look.
+
+    >>> _os_error_line(FileExistsError("runs/x is not empty; choose an empty or new directory"))
+    'runs/x is not empty; choose an empty or new directory'
+    >>> _os_error_line(FileNotFoundError(2, "No such file or directory", "/gone/x.json"))
+    'No such file or directory (/gone/x.json); check the paths you gave'
+    """
+    if exc.errno is None and exc.strerror is None and exc.args:
+        return str(exc)
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    return f"{exc.strerror or exc}{where}; check the paths you gave"
 

@@ -16,10 +16,15 @@ import os
 import sys
 from pathlib import Path
 
+from geoql.app.compile import Compiler
+from geoql.app.config import CompileConfig, load_config
+from geoql.core.cli import positive_int
+from geoql.core.errors import UserError
+from geoql.core.files import check_writable_dir, write_atomic
+from geoql.eval.dataset import load_split
+
 
 def register(subparsers) -> None:
-    from geoql.app.cli import positive_int
-
     p = subparsers.add_parser("compile", help="natural language -> OverpassQL",
                               description="Compile a request (or a dataset split) into OverpassQL.")
     p.add_argument("request", nargs="?", help="the request, e.g. 'cafes in Bonn'")
@@ -42,9 +47,6 @@ def register(subparsers) -> None:
 
 
 def _config(args):
-    from geoql.app.cli import UserError
-    from geoql.app.config import CompileConfig, load_config
-
     try:
         config = load_config(args.config) if args.config else CompileConfig()
         changes: dict = {}
@@ -67,13 +69,11 @@ def _config(args):
         if args.no_grammar:
             changes["grammar"] = False
         return config.replace(**changes) if changes else config
-    except ValueError as exc:
+    except ValueError as exc:  # CompileConfig's check of a value given on the command line or in --config
         raise UserError(str(exc)) from None
 
 
 def run(args) -> int:
-    from geoql.app.cli import UserError
-
     config = _config(args)
     if args.split:
         if not args.out:
@@ -81,8 +81,6 @@ def run(args) -> int:
         return run_split(args, config)
     if args.request is None:
         raise UserError("give a request, e.g. geoql compile \"cafes in Bonn\", or --split dev --out FILE.pred")
-    from geoql.app.compile import Compiler
-
     comp = Compiler(config=config).compile(args.request)
     if args.json:
         print(json.dumps(comp.as_dict(), ensure_ascii=False, default=str))
@@ -105,31 +103,18 @@ def _complete_lines(path: Path) -> list[str]:
 
 
 def _rewrite(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(path.name + ".rewrite")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, "".join(line + "\n" for line in lines))
 
 
 def run_split(args, config) -> int:
-    from geoql.app.cli import UserError
-    from geoql.app.compile import Compiler
-    from geoql.eval.dataset import DatasetError, load_split
-    from geoql.eval.report import check_writable_dir
-
-    try:
-        examples = load_split(args.split, args.data_dir)
-    except DatasetError as exc:
-        raise UserError(str(exc)) from None
+    examples = load_split(args.split, args.data_dir)
     if args.limit is not None:
         examples = examples[: max(0, args.limit)]
     out = Path(args.out)
     jsonl = Path(args.jsonl) if args.jsonl else None
-    try:  # before any compiling: a run of minutes must not fail at its first write
-        for path in filter(None, (out, jsonl)):
-            check_writable_dir(path.parent)
-            path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(str(exc)) from None
+    for path in filter(None, (out, jsonl)):  # before any compiling: a run of minutes must not fail at its first write
+        check_writable_dir(path.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     if out.exists() and not tmp.exists():
         done_lines = _complete_lines(out)

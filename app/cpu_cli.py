@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from geoql.core.cli import positive_int
+from geoql.core.errors import UserError
+
 
 def register(subparsers) -> None:
-    from geoql.app.cli import positive_int
-
     parser = subparsers.add_parser("cpu", help="train and measure the CPU default compiler (no LLM)")
     sub = parser.add_subparsers(dest="cpu_command", metavar="ACTION")
 
     train = sub.add_parser("train", help="fit the CPU model on the training split (a few minutes)")
     train.add_argument("--out", help="model directory (default: $GEOQL_CPU_MODEL_DIR or the user data dir)")
     train.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
-    train.add_argument("--k", type=int, default=None, help="neighbours per request (default: TrainConfig.k)")
-    train.add_argument("--edits", default=None, help="edit groups: all, none or e.g. area,tags (default: TrainConfig.edits)")
+    train.add_argument("--k", type=int, default=None, help="neighbours per request (default: CpuTrainConfig.k)")
+    train.add_argument("--edits", default=None, help="edit groups: all, none or e.g. area,tags (default: CpuTrainConfig.edits)")
     train.add_argument("--limit", type=int, default=None,
                        help="train the selector on the first N training requests (default: all)")
     train.add_argument("--tag-hints", choices=("auto", "on", "off"), default=None,
@@ -33,17 +34,15 @@ def register(subparsers) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from geoql.app.cli import UserError
-    from geoql.app.cpu.train import TrainConfig, train_and_save
-    from geoql.eval.dataset import DatasetError
+    from geoql.app.cpu.train import CpuTrainConfig, train_and_save  # numpy and the model: not for `geoql --help`
 
     try:
-        # Unset options keep TrainConfig's defaults, so the defaults live in one place.
+        # Unset options keep CpuTrainConfig's defaults, so the defaults live in one place.
         given = {"k": args.k, "edits": args.edits, "limit": args.limit, "tag_hints": args.tag_hints,
                  "index_dir": args.index_dir}
-        config = TrainConfig(**{name: value for name, value in given.items() if value is not None})
+        config = CpuTrainConfig(**{name: value for name, value in given.items() if value is not None})
         model = train_and_save(args.out, args.data_dir, config)
-    except (ValueError, DatasetError, OSError) as exc:
+    except ValueError as exc:  # a setting the trainer rejects (a value, an unusable --index-dir)
         raise UserError(str(exc)) from None
     stats = model.stats
     print(
@@ -55,14 +54,11 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _ablation(args: argparse.Namespace) -> int:
-    from geoql.app.cli import UserError
-    from geoql.app.cpu.ablation import run_ablation
-    from geoql.app.cpu.model import ModelMissingError
-    from geoql.eval.dataset import DatasetError
+    from geoql.app.cpu.ablation import run_ablation  # numpy and the model: not for `geoql --help`
 
     try:
         rows = run_ablation(args.split, model_dir=args.model_dir, data_dir=args.data_dir, limit=args.limit)
-    except (ModelMissingError, DatasetError, ValueError) as exc:
+    except ValueError as exc:  # a setting of the saved model or of the run that does not fit
         raise UserError(str(exc)) from None
     print(f"{'step':<22} {'OQS':>6} {'KVS':>6} {'TreeS':>6} {'chrF':>6} {'EM':>5}")
     for name, m in rows:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from geoql.app.backends import DEFAULT_BACKEND, backend_class
+from geoql.core.errors import UserError
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("ui", help="open the demo: plain words -> OverpassQL -> results on a map")
-    parser.add_argument("--backend", help="compiler backend (default: the CPU default, 'retrieval')")
+    parser.add_argument("--backend", help=f"compiler backend (default: the CPU default, {DEFAULT_BACKEND!r})")
     parser.add_argument("--port", type=int, default=7860, help="port to serve on (default 7860)")
     parser.add_argument(
         "--host",
@@ -26,9 +29,7 @@ def register(subparsers) -> None:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from geoql.app.backends import BackendError, backend_class
-    from geoql.app.cli import UserError
-    from geoql.app.ui import DemoConfig, DemoService, launch
+    from geoql.app.ui import DemoConfig, DemoService, launch  # the map and results code: not for `geoql --help`
 
     if not 0 < args.port < 65536:
         raise UserError(f"--port {args.port} is not a TCP port: use 1-65535, e.g. 7860")
@@ -39,9 +40,9 @@ def _ui(args: argparse.Namespace) -> int:
         options["nominatim_url"] = args.nominatim_url
     try:
         config = DemoConfig(**options)
-        backend_class(config.backend or "retrieval")  # an unknown name fails now, not on the first request
-    except (ValueError, BackendError) as exc:
+    except ValueError as exc:  # DemoConfig's check of a flag's value
         raise UserError(str(exc)) from None
+    backend_class(config.backend or DEFAULT_BACKEND)  # an unknown name fails now, not on the first request
     service = DemoService(config)
     if not args.no_warm_up:
         service.warm_up_in_background()

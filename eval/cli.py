@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from geoql.eval.report import EvalConfig, evaluate, help_of
+
 
 def register(subparsers) -> None:
-    from geoql.eval.report import help_of
-
     parser = subparsers.add_parser(
         "eval",
         help="score predictions (EM, chrF, KVS, TreeS, OQS; optionally EX)",
@@ -28,25 +28,18 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from geoql.app.cli import UserError
-    from geoql.eval.dataset import DatasetError
-    from geoql.eval.report import EvalConfig, EvalInputError, evaluate
-
-    try:
-        config = EvalConfig(
-            pred=args.pred,
-            split=args.split,
-            data_dir=args.data_dir,
-            json_out=args.json_out,
-            per_example_out=args.per_example_out,
-            compare=args.compare,
-            execution=args.execution,
-            overpass_url=args.overpass_url,
-            cache_dir=args.cache_dir,
-            progress=args.progress,
-        )
-        result = evaluate(config)
-    except (EvalInputError, DatasetError) as exc:
-        raise UserError(str(exc)) from None
+    config = EvalConfig(
+        pred=args.pred,
+        split=args.split,
+        data_dir=args.data_dir,
+        json_out=args.json_out,
+        per_example_out=args.per_example_out,
+        compare=args.compare,
+        execution=args.execution,
+        overpass_url=args.overpass_url,
+        cache_dir=args.cache_dir,
+        progress=args.progress,
+    )
+    result = evaluate(config)
     print(result.text)
     return 0

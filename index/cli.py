@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+
+from geoql.core.errors import UserError
+from geoql.retrieval import TagRetriever
+from geoql.retrieval.ranker import fit_ranker, write_ranker
 
 
 def register(subparsers) -> None:
@@ -29,12 +34,9 @@ def register(subparsers) -> None:
 
 
 def _build(args) -> int:
-    from geoql.app.cli import UserError
-    from geoql.eval.dataset import DatasetError
-
+    # the build and its sources: not for `geoql --help`
     from .build import build_index
     from .config import IndexConfig
-    from .schema import SchemaError
 
     options = {"out_dir": args.out, "data_dir": args.data_dir, "cache_dir": args.cache_dir, "taginfo": not args.no_taginfo,
                "train_limit": args.train_limit}
@@ -45,10 +47,8 @@ def _build(args) -> int:
     try:
         config = IndexConfig(**options)
         out = build_index(config)
-    except (ValueError, SchemaError, DatasetError, OSError) as exc:
+    except ValueError as exc:  # a setting that IndexConfig or the build rejects
         raise UserError(str(exc)) from None
-    import json
-
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     counts = manifest["counts"]
     print(f"index written to {out}: {counts['tags']} tags, {counts['tag_surfaces']} names/synonyms, "
@@ -57,16 +57,12 @@ def _build(args) -> int:
 
 
 def _fit_ranker(args) -> int:
-    from geoql.app.cli import UserError
-    from geoql.retrieval import IndexMissingError, TagRetriever
-    from geoql.retrieval.ranker import fit_ranker, write_ranker
-
+    # Unset options keep fit_ranker's defaults, so the defaults live in one place.
+    given = {"every": args.every, "c": args.c, "c2": args.c2, "rerank": args.rerank}
     try:
         retriever = TagRetriever.load(args.index_dir)
-        # Unset options keep fit_ranker's defaults, so the defaults live in one place.
-        given = {"every": args.every, "c": args.c, "c2": args.c2, "rerank": args.rerank}
         ranker = fit_ranker(retriever, progress=True, **{name: value for name, value in given.items() if value is not None})
-    except (ValueError, IndexMissingError) as exc:
+    except ValueError as exc:  # a setting out of range, an old ranker.json, too few gold tags in the index
         raise UserError(str(exc)) from None
     out = write_ranker(ranker, retriever.index_dir)
     info = ranker.meta["trained_on"]

@@ -12,6 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from geoql.core.errors import GeoqlError
+from geoql.core.paths import user_dir
+
 from .text import TOKENIZER_VERSION
 
 FORMAT_VERSION = 1
@@ -40,18 +43,13 @@ REQUIRED_FILES = (
 )
 
 
-class IndexMissingError(Exception):
+class IndexMissingError(GeoqlError):
     """No usable index at the expected place; the message names the build command."""
 
 
 def default_index_dir() -> Path:
     """``$GEOQL_INDEX_DIR`` if set, else a versioned folder in the user data directory."""
-    configured = os.environ.get(ENV_VAR)
-    if configured:
-        return Path(configured).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("geoql")) / "index" / f"v{FORMAT_VERSION}"
+    return user_dir("data", "index", f"v{FORMAT_VERSION}", env=ENV_VAR)
 
 
 def _build_hint(index_dir: Path) -> str:

@@ -1,9 +1,17 @@
-"""``geoql train data|sft|grpo|check-rewards`` (argument parsing, then a call into training/)."""
+"""``geoql train data|sft|grpo|check-rewards`` (argument parsing, then a call into training/).
+
+The training modules load yaml, tqdm and the trainers' libraries, so each handler
+imports what it runs and ``geoql --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
+
+from geoql.core.errors import UserError
+from geoql.eval.dataset import load_split
 
 
 def register(subparsers) -> None:
@@ -41,78 +49,41 @@ def register(subparsers) -> None:
     check.set_defaults(handler=cmd_check_rewards)
 
 
-def _user_error(exc: Exception):
-    from geoql.app.cli import UserError
-
-    return UserError(str(exc))
-
-
-def _recipe(args):
-    from geoql.training.config import ConfigError, load_recipe
-
-    try:
-        return load_recipe(args.recipe_kind, args.config, args.set)
-    except ConfigError as exc:
-        raise _user_error(exc) from None
-
-
-def _known_errors() -> tuple:
-    from geoql.eval.dataset import DatasetError
-    from geoql.training.config import ConfigError
-
-    errors: list = [ConfigError, DatasetError, FileExistsError, FileNotFoundError]
-    try:
-        from geoql.retrieval import IndexMissingError
-
-        errors.append(IndexMissingError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
 def cmd_data(args) -> int:
-    from geoql.training.config import ConfigError, DataConfig, from_dict, load_recipe
+    import yaml
+
+    from geoql.training.config import DataConfig, from_dict, load_recipe
     from geoql.training.data import build_rows, write_dataset
 
-    try:
-        base = load_recipe("sft", args.config).data if args.config else DataConfig()
-        values = {k: getattr(base, k) for k in base.__dataclass_fields__}
-        for assignment in args.set:
-            key, _, raw = assignment.partition("=")
-            import yaml
-
-            values[key.strip().removeprefix("data.")] = yaml.safe_load(raw) if raw.strip() else None
-        if args.data_dir:
-            values["data_dir"] = args.data_dir
-        if args.index_dir:
-            values["index_dir"] = args.index_dir
-        values["dataset_dir"] = None
-        cfg = from_dict(DataConfig, values, "data")
-        sft, grpo, stats = build_rows(cfg)
-        out = write_dataset(args.out, sft, grpo, stats, cfg)
-    except (ConfigError, *_known_errors()) as exc:
-        raise _user_error(exc) from None
+    base = load_recipe("sft", args.config).data if args.config else DataConfig()
+    values = {k: getattr(base, k) for k in base.__dataclass_fields__}
+    for assignment in args.set:
+        key, _, raw = assignment.partition("=")
+        values[key.strip().removeprefix("data.")] = yaml.safe_load(raw) if raw.strip() else None
+    if args.data_dir:
+        values["data_dir"] = args.data_dir
+    if args.index_dir:
+        values["index_dir"] = args.index_dir
+    values["dataset_dir"] = None
+    cfg = from_dict(DataConfig, values, "data")
+    sft, grpo, stats = build_rows(cfg)
+    out = write_dataset(args.out, sft, grpo, stats, cfg)
     print(f"wrote {out}: {len(sft)} SFT rows {stats.rows}, {len(grpo)} GRPO prompts; "
           f"gold tag recall of the retrieved tags {stats.gold_tag_recall:.3f}")
     return 0
 
 
 def _train(args, run, lines) -> int:
-    from geoql.training.config import describe
+    from geoql.training.config import RECIPES, describe, load_recipe
 
     if args.explain:
-        from geoql.training.config import RECIPES
-
         print(describe(RECIPES[args.recipe_kind]))
         return 0
-    recipe = _recipe(args)
+    recipe = load_recipe(args.recipe_kind, args.config, args.set)
     if args.check:
         print(f"{args.config or 'defaults'}: valid {args.recipe_kind} recipe")
         return 0
-    try:
-        result = run(recipe, resume=args.resume, overwrite=args.overwrite)
-    except _known_errors() as exc:
-        raise _user_error(exc) from None
+    result = run(recipe, resume=args.resume, overwrite=args.overwrite)
     print(lines(result))
     return 0
 
@@ -134,15 +105,8 @@ def cmd_check_rewards(args) -> int:
     from geoql.training.rewards import REWARDS, make_execution_reward, overpass_element_ids
 
     if args.num < 2:
-        raise _user_error(ValueError("-n must be >= 2 to compute a correlation"))
-    try:
-        from geoql.eval.dataset import load_split
-
-        examples = load_split(args.split, args.data_dir)
-    except _known_errors() as exc:
-        raise _user_error(exc) from None
-    import random
-
+        raise UserError("-n must be >= 2 to compute a correlation")
+    examples = load_split(args.split, args.data_dir)
     picked = sorted(random.Random(args.seed).sample(range(len(examples)), min(args.num, len(examples))))
     rewards = dict(REWARDS)
     if args.overpass_url:

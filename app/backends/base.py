@@ -23,12 +23,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from geoql.core.errors import GeoqlError
+
 # Gold queries reach 541 characters; with a byte-level tokenizer that is well
 # over 384 tokens only for exotic text, so 512 leaves room without truncating.
 DEFAULT_MAX_NEW_TOKENS = 512
 
 
-class BackendError(Exception):
+class BackendError(GeoqlError):
     """A backend could not produce candidates (missing model, server down, ...).
 
     The message names the fix; ``compile()`` turns it into ``Compilation.errors``.

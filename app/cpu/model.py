@@ -22,6 +22,7 @@ from geoql.app.cpu.features import FEATURE_NAMES, pool_features
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.app.cpu.neighbours import CharTfidfNeighbours
 from geoql.app.cpu.request import analyse, extract_area, known_places
+from geoql.core.errors import GeoqlError
 
 FORMAT_VERSION = 1
 ENV_VAR = "GEOQL_CPU_MODEL_DIR"
@@ -36,7 +37,7 @@ RETRAIN_WITHOUT_INDEX = "`geoql cpu train --tag-hints off`"
 INDEX_HINT = f"build the index with `geoql index build`, or train without it: {RETRAIN_WITHOUT_INDEX}"
 
 
-class ModelMissingError(Exception):
+class ModelMissingError(GeoqlError):
     """No trained CPU model at the expected place; the message names the command."""
 
 

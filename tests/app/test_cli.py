@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from overpassql import OverpassQLError
 
 import geoql.app.cli as app_cli
-from geoql.app.cli import UserError, main
+from geoql.app.backends.base import BackendError
+from geoql.app.cli import main
+from geoql.core.errors import UserError
+from geoql.eval.dataset import DatasetError
 
 
 def test_every_command_is_registered(capsys):
@@ -31,6 +35,14 @@ def _parser_whose_handler_raises(exc):
 
 @pytest.mark.parametrize(("exc", "code", "line"), [
     (UserError("pass --out FILE"), 2, "geoql job: error: pass --out FILE"),
+    # every GeoqlError, raised anywhere below the handler, without a list of classes in the command
+    (DatasetError("OverpassNL not found at /x: set GEOQL_DATA_DIR"), 2,
+     "geoql job: error: OverpassNL not found at /x: set GEOQL_DATA_DIR"),
+    (BackendError("unknown backend 'nope'"), 2, "geoql job: error: unknown backend 'nope'"),
+    (OverpassQLError("line 1: expected ';'"), 2, "geoql job: error: line 1: expected ';'"),
+    # an OSError that GeoQL raised with its own message keeps it
+    (FileExistsError("runs/x is not empty; choose an empty or new directory"), 2,
+     "geoql job: error: runs/x is not empty; choose an empty or new directory"),
     # a path that cannot be written, raised deep inside a command: the user's fix, not a traceback
     (FileNotFoundError(2, "No such file or directory", "/gone/x.json"), 2,
      "geoql job: error: No such file or directory (/gone/x.json); check the paths you gave"),

@@ -36,7 +36,7 @@ def test_geoql_ui_serves_the_page(fake_overpass, tmp_path):
     port = free_port()
     env = dict(os.environ, GEOQL_CACHE_DIR=str(tmp_path), GRADIO_ANALYTICS_ENABLED="False")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "geoql.app.cli", "ui", "--port", str(port), "--no-warm-up", "--overpass-url", fake_overpass.url],
+        [sys.executable, "-m", "geoql", "ui", "--port", str(port), "--no-warm-up", "--overpass-url", fake_overpass.url],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
