@@ -1,9 +1,11 @@
 """``compile(nl)``: a request in words -> one OverpassQL query, checked.
 
-Pipeline: check the request -> retrieve tags and examples -> build the prompt
-(``retrieval.build_prompt``) -> the backend produces candidate texts
-(grammar-constrained where it can) -> extract, validate and choose
-(``app.decoding``). Nothing inside raises to the caller: problems end up in
+Pipeline: check the request -> retrieve tags and examples
+(``retrieval.prompt_context``) -> build the prompt (``retrieval.build_prompt``)
+-> the backend produces candidate texts (grammar-constrained where it can) ->
+extract, validate and choose (``app.decoding``). A backend without a prompt (the
+CPU default) skips the first two steps: it retrieves by itself, once, and hands
+back what it used. Nothing inside raises to the caller: problems end up in
 ``Compilation.errors`` with a message that says what to do.
 """
 
@@ -15,9 +17,15 @@ import unicodedata
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
+from geoql.app.backends import DEFAULT_BACKEND, backend_class, get_backend
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 from geoql.app.config import CompileConfig
 from geoql.app.decoding import Candidate, choose, make_candidates
+from geoql.retrieval import TagRetriever, build_prompt, prompt_context
+from overpassql.grammar import lark_grammar
+
+# CompileConfig fields that choose what a Compiler loads (with ``backend``): fixed when it is made.
+LOAD_FIELDS = ("backend_options", "index_dir")
 
 
 @dataclass
@@ -54,6 +62,15 @@ def _split_options(options: dict) -> tuple[dict, dict]:
             {k: v for k, v in options.items() if k not in known})
 
 
+def backend_options(config: CompileConfig) -> dict:
+    """The options ``config``'s backend is made with: ``backend_options``, plus the compile
+    settings the backend also reads (``Backend.compile_options``, e.g. the CPU backend's
+    ``index_dir``) where set and not given there."""
+    shared = {name: getattr(config, name) for name in backend_class(config.backend).compile_options
+              if getattr(config, name) is not None}
+    return {**shared, **config.backend_options}
+
+
 def check_request(nl: Any, max_chars: int) -> str | None:
     """A message for a request that cannot be compiled, else None."""
     if not isinstance(nl, str):
@@ -72,21 +89,24 @@ def check_request(nl: Any, max_chars: int) -> str | None:
 class Compiler:
     """Keeps a backend and the retrieval index loaded between requests.
 
+    ``backend``, ``backend_options`` and ``index_dir`` choose what it loads and
+    are fixed when it is made; the other :class:`CompileConfig` fields may change
+    per call.
+
     >>> Compiler("nope").compile("cafes").errors
-    ["unknown backend 'nope': choose one of openai, retrieval, transformers, vllm"]
+    ["unknown backend 'nope': choose one of cpu, openai, transformers, vllm"]
     """
 
     def __init__(self, backend: str | Backend | None = None, *, config: CompileConfig | None = None, **options):
-        settings, backend_options = _split_options(options)
+        settings, extra = _split_options(options)
         config = config or CompileConfig()
         if isinstance(backend, str):
             settings["backend"] = backend
-        if backend_options:
-            settings["backend_options"] = {**config.backend_options, **backend_options}
+        if extra:
+            settings["backend_options"] = {**settings.get("backend_options", config.backend_options), **extra}
         self.config = config.replace(**settings) if settings else config
         self._backend: Backend | None = backend if isinstance(backend, Backend) else None
-        self._backend_error: str | None = None
-        self._retrievers = None
+        self._retriever: TagRetriever | None = None
         self._retrieval_warning: str | None = None
         self._lock = threading.Lock()
 
@@ -98,53 +118,35 @@ class Compiler:
     def backend(self) -> Backend:
         with self._lock:
             if self._backend is None:
-                from geoql.app.backends import get_backend
-
-                self._backend = get_backend(self.config.backend, **self.config.backend_options)
+                self._backend = get_backend(self.config.backend, **backend_options(self.config))
             return self._backend
 
-    def _load_retrievers(self):
-        if self._retrievers is None and self._retrieval_warning is None:
+    def _load_retriever(self) -> TagRetriever | None:
+        if self._retriever is None and self._retrieval_warning is None:
             try:
-                from geoql.retrieval import TagRetriever
-
-                tags = TagRetriever.load(self.config.index_dir)
-                # The tag retriever already holds a loaded example retriever: share it.
-                self._retrievers = (tags, tags.examples)
+                self._retriever = TagRetriever.load(self.config.index_dir)
             except Exception as exc:  # missing index, missing extra: prompt without context
                 self._retrieval_warning = f"no retrieval context ({str(exc).splitlines()[0]})"
-        return self._retrievers
+        return self._retriever
 
-    def context(self, nl: str) -> tuple[list, list, list[str]]:
+    def context(self, nl: str, config: CompileConfig | None = None) -> tuple[list, list, list[str]]:
         """Tags and examples for the prompt (empty, with a warning, when the index is missing)."""
-        if self.config.k_tags == 0 and self.config.k_examples == 0:
+        config = config or self.config
+        if config.k_tags == 0 and config.k_examples == 0:
             return [], [], []
-        retrievers = self._load_retrievers()
-        if retrievers is None:
+        retriever = self._load_retriever()
+        if retriever is None:
             return [], [], [self._retrieval_warning or "no retrieval context"]
-        tags_r, ex_r = retrievers
-        tags = tags_r.search(nl, k=self.config.k_tags) if self.config.k_tags else []
-        examples = ex_r.search(nl, k=self.config.k_examples) if self.config.k_examples else []
-        return list(tags), list(examples), []
+        tags, examples = prompt_context(nl, retriever, k_tags=config.k_tags, k_examples=config.k_examples)
+        return tags, examples, []
 
     def _request(self, nl: str, backend: Backend, config: CompileConfig) -> tuple[GenerationRequest, list[str]]:
         tags, examples, warnings = ([], [], [])
         messages: list[dict] = []
-        if backend.needs_prompt:
-            from geoql.retrieval import build_prompt
-
-            tags, examples, warnings = self.context(nl)
+        if backend.needs_prompt:  # else the backend retrieves by itself and fills in tags and examples
+            tags, examples, warnings = self.context(nl, config)
             messages = build_prompt(nl, tags, examples)
-        else:
-            try:  # what the backend looks at by itself (the CPU default: tag hints, neighbours), shown to users
-                tags, examples = backend.context(nl)
-            except BackendError:
-                pass  # generate() reports the problem with its fix
-        grammar = None
-        if config.grammar and backend.supports_grammar:
-            from overpassql.grammar import lark_grammar
-
-            grammar = lark_grammar()
+        grammar = lark_grammar() if config.grammar and backend.supports_grammar else None
         req = GenerationRequest(nl=nl, messages=messages, tags=tags, examples=examples, n=config.n,
                                 temperature=config.effective_temperature, top_p=config.top_p,
                                 max_new_tokens=config.max_new_tokens, grammar=grammar, seed=config.seed)
@@ -173,6 +175,10 @@ class Compiler:
         """Compile many requests; backends that batch (vLLM, transformers) get them together."""
         nls = list(nls)
         try:
+            fixed = [name for name in ("backend", *LOAD_FIELDS) if name in options and options[name] != getattr(self.config, name)]
+            if fixed:
+                raise ValueError(f"{', '.join(fixed)} cannot change between requests of one Compiler: "
+                                 f"make one with them, e.g. Compiler({fixed[0]}=...), or pass them to compile()")
             config = self.config.replace(**options) if options else self.config
         except ValueError as exc:
             return [Compilation(nl=nl if isinstance(nl, str) else "", errors=[str(exc)], backend=self.backend_name)
@@ -218,7 +224,7 @@ class Compiler:
             except Exception as exc:
                 comp.errors.append(f"cannot build the prompt: {type(exc).__name__}: {exc}")
                 continue
-            comp.tags, comp.examples, comp.warnings = req.tags, req.examples, warnings
+            comp.warnings = warnings
             comp.timings["retrieval_s"] = time.perf_counter() - t0
             pending.append((comp, req))
         if not pending:
@@ -237,7 +243,8 @@ class Compiler:
                 except Exception as exc:
                     outputs.append(BackendError(f"backend {backend.name} failed: {type(exc).__name__}: {exc}"))
         gen_s = (time.perf_counter() - t0) / len(pending)
-        for (comp, _), texts in zip(pending, outputs):
+        for (comp, req), texts in zip(pending, outputs):
+            comp.tags, comp.examples = req.tags, req.examples  # with the CPU default: what generate retrieved
             comp.timings["generate_s"] = gen_s
             if isinstance(texts, Exception):
                 comp.errors.append(str(texts))
@@ -264,19 +271,22 @@ def compile(nl: str, *, backend: str | None = None, n: int = 1, **options) -> Co
     """Compile one request with a cached :class:`Compiler` (model and index stay loaded).
 
     ``options`` are :class:`app.config.CompileConfig` fields (temperature,
-    grammar, max_new_tokens, ...) or backend options (model, adapter,
-    base_url, ...).
+    grammar, max_new_tokens, index_dir, ...) or backend options (model, adapter,
+    base_url, ...). ``index_dir`` reaches the CPU backend and, for a language
+    model, the prompt's retrieval.
 
     >>> compile("   ").errors
     ["empty request: describe what to find, e.g. 'drinking water taps in Vienna'"]
     """
-    settings, backend_options = _split_options(options)
-    key = (backend or CompileConfig().backend, tuple(sorted((k, repr(v)) for k, v in backend_options.items())))
+    settings, extra = _split_options(options)
+    # What the Compiler loads comes with it (and keys the cache); the rest is per request.
+    loads = {**{name: settings.pop(name) for name in LOAD_FIELDS if name in settings}, **extra}
+    key = (backend or DEFAULT_BACKEND, tuple(sorted((k, repr(v)) for k, v in loads.items())))
     with _COMPILERS_LOCK:
         compiler = _COMPILERS.get(key)
         if compiler is None:
             if len(_COMPILERS) >= 4:
                 _COMPILERS.pop(next(iter(_COMPILERS))).close()
-            compiler = Compiler(backend, **backend_options)
+            compiler = Compiler(backend, **loads)
             _COMPILERS[key] = compiler
     return compiler.compile(nl, n=n, **settings)

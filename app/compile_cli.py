@@ -1,7 +1,7 @@
 """``geoql compile``: one request, or a whole split to a prediction file.
 
     geoql compile "drinking water taps in Vienna"
-    geoql compile --split dev --backend retrieval --out runs/dev.pred --jsonl runs/dev.jsonl
+    geoql compile --split dev --backend cpu --out runs/dev.pred --jsonl runs/dev.jsonl
 
 A split run writes ``FILE.pred.tmp`` line by line and renames it to
 ``FILE.pred`` when the split is complete, so an interrupted run leaves no
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("compile", help="natural language -> OverpassQL",
                               description="Compile a request (or a dataset split) into OverpassQL.")
     p.add_argument("request", nargs="?", help="the request, e.g. 'cafes in Bonn'")
-    p.add_argument("--backend", help="retrieval (default, CPU), transformers, openai or vllm")
+    p.add_argument("--backend", help="cpu (the default, on CPU; formerly retrieval), transformers, openai or vllm")
     p.add_argument("--config", help="YAML file with compile options (see docs/compile.md)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="backend option, e.g. model=./runs/sft, adapter=DIR, base_url=URL (repeatable)")

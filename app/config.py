@@ -21,7 +21,9 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from geoql.app.backends import DEFAULT_BACKEND, canonical_name
 from geoql.app.backends.base import DEFAULT_MAX_NEW_TOKENS
+from geoql.retrieval.config import K_EXAMPLES, K_TAGS
 
 # 10 kB requests are legitimate input to reject politely, not to feed a model.
 MAX_REQUEST_CHARS = 2000
@@ -29,7 +31,7 @@ MAX_REQUEST_CHARS = 2000
 
 @dataclass
 class CompileConfig:
-    backend: str = field(default="retrieval", metadata={"help": "retrieval (CPU default), transformers, openai or vllm"})
+    backend: str = field(default=DEFAULT_BACKEND, metadata={"help": "cpu (the CPU default), transformers, openai or vllm"})
     backend_options: dict = field(default_factory=dict, metadata={"help": "options passed to the backend (model, adapter, base_url, ...)"})
     n: int = field(default=1, metadata={"help": "candidates to sample; >1 picks by minimum Bayes risk"})
     temperature: float | None = field(default=None, metadata={"help": "sampling temperature; default 0 (greedy) for n=1, 0.7 for n>1"})
@@ -38,15 +40,17 @@ class CompileConfig:
     grammar: bool = field(default=True, metadata={"help": "constrain decoding with the OverpassQL grammar"})
     repair: bool = field(default=True, metadata={"help": "close cut-off queries with the grammar's shortest valid ending"})
     mbr: bool = field(default=True, metadata={"help": "choose among candidates by expected OQS (else: first valid)"})
-    k_tags: int = field(default=10, metadata={"help": "retrieved tags in the prompt"})
-    k_examples: int = field(default=5, metadata={"help": "retrieved training examples in the prompt"})
-    index_dir: str | None = field(default=None, metadata={"help": "retrieval index directory (default: retrieval.default_index_dir())"})
+    k_tags: int = field(default=K_TAGS, metadata={"help": "retrieved tags in the prompt"})
+    k_examples: int = field(default=K_EXAMPLES, metadata={"help": "retrieved training examples in the prompt"})
+    index_dir: str | None = field(default=None, metadata={
+        "help": "tag index directory, for the prompt and the CPU backend (default: retrieval.default_index_dir())"})
     seed: int | None = field(default=0, metadata={"help": "random seed for sampling (None: nondeterministic)"})
     max_request_chars: int = field(default=MAX_REQUEST_CHARS, metadata={"help": "longer requests are refused with an error"})
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
-            raise ValueError("backend must be a name: retrieval, transformers, openai or vllm")
+            raise ValueError("backend must be a name: cpu, transformers, openai or vllm")
+        self.backend = canonical_name(self.backend)
         if not isinstance(self.backend_options, dict):
             raise ValueError("backend_options must be a mapping, e.g. {model: ./runs/sft}")
         if int(self.n) < 1:

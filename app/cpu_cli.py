@@ -1,4 +1,4 @@
-"""``geoql cpu ...``: train and measure the CPU default (the ``retrieval`` backend)."""
+"""``geoql cpu ...``: train and measure the CPU default (the ``cpu`` backend)."""
 
 from __future__ import annotations
 

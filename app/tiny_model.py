@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 from geoql.app.files import atomic_dir
+from geoql.eval.dataset import load_split, resolve_data_dir
 
 # Qwen2/Qwen3 special tokens (same strings, so templates and stop tokens match).
 ENDOFTEXT = "<|endoftext|>"
@@ -97,8 +98,6 @@ QWEN3_4B_SHAPE = dict(
 def _default_texts() -> list[str]:
     """Dataset text when a dataset is configured, else a small built-in corpus."""
     try:
-        from geoql.eval.dataset import load_split, resolve_data_dir
-
         data_dir = resolve_data_dir(download=False)
         examples = load_split("train", data_dir)
     except Exception:  # no dataset here: the tiny model does not need one

@@ -21,9 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from geoql.app.compile import Compiler
 from geoql.app.geo import TABLE_HEADERS, element_rows, map_html, summarize, to_geojson, write_geojson
-from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL
-from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S
+from geoql.eval.dataset import benchmark_geocodes
+from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL, Nominatim, NominatimConfig
+from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S, OverpassClient, OverpassConfig, OverpassError
+from geoql.osm.turbo import ExpansionError, parse_bbox
 
 __all__ = ["DemoConfig", "DemoService", "CompileView", "RunView", "build_app", "launch", "EXAMPLES"]
 
@@ -55,10 +58,6 @@ class DemoConfig:
     concurrency: int = field(default=8, metadata={"help": "requests the app works on at once"})
 
     def __post_init__(self) -> None:
-        from geoql.osm.nominatim import NominatimConfig
-        from geoql.osm.overpass import OverpassConfig
-        from geoql.osm.turbo import ExpansionError, parse_bbox
-
         try:
             parse_bbox(self.default_bbox)
         except ExpansionError as exc:
@@ -157,8 +156,6 @@ class DemoService:
     def compiler(self):
         with self._compiler_lock:
             if self._compiler is None:
-                from geoql.app import Compiler
-
                 self._compiler = Compiler(self._backend)
             return self._compiler
 
@@ -169,10 +166,6 @@ class DemoService:
 
     def _make_client(self):
         if self._client is None:
-            from geoql.eval.dataset import benchmark_geocodes
-            from geoql.osm.nominatim import Nominatim, NominatimConfig
-            from geoql.osm.overpass import OverpassClient, OverpassConfig
-
             cfg = self.config
             geocoder = Nominatim(NominatimConfig(url=cfg.nominatim_url, cache_dir=cfg.cache_dir), seed=benchmark_geocodes())
             self._client = OverpassClient(
@@ -233,8 +226,6 @@ class DemoService:
         )
 
     def run(self, query: str, bbox: str | None = None) -> RunView:
-        from geoql.osm.overpass import OverpassError
-
         empty_map = map_html({"type": "FeatureCollection", "features": []})
         if not (query or "").strip():
             return RunView(empty_map, [], "", None, "There is no query to run: compile a request or write one.")

@@ -1,4 +1,4 @@
-"""Latency of the CPU default (``retrieval`` backend) on a split, model loaded.
+"""Latency of the CPU default (``cpu`` backend) on a split, model loaded.
 
     GEOQL_DATA_DIR=../shared/overpassnl .venv/bin/python benchmarks/bench_cpu_default.py --split dev
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
     examples = load_split(args.split)[: args.limit]
     start = time.perf_counter()
-    backend = get_backend("retrieval", model_dir=args.model_dir, train_if_missing=False)
+    backend = get_backend("cpu", model_dir=args.model_dir, train_if_missing=False)
     backend.model  # load now, not inside the first timed request
     load_s = time.perf_counter() - start
 

@@ -3,13 +3,13 @@
 Prints figures; asserts nothing. Run from the repository root:
 
     GEOQL_DATA_DIR=../shared/overpassnl HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ui_concurrency.py \
-        [--requests 20] [--backend retrieval] [--overpass-delay 0.5]
+        [--requests 20] [--backend cpu] [--overpass-delay 0.5]
 
 The Gradio app is launched for real and driven with gradio_client; Overpass and
 Nominatim are the loopback protocol servers from tests/fakes (each Overpass
 answer waits ``--overpass-delay`` seconds, standing in for server time).
 ``--backend lookup`` (default) answers dev requests with their gold query;
-``--backend retrieval`` uses the CPU default (its trained model must exist).
+``--backend cpu`` uses the CPU default (its trained model must exist).
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MAX_REQUEST_CHARS = 2000  # longer requests are cut: no OverpassNL request comes close
+# How much context a prompt gets, at inference (app.config.CompileConfig) and in the
+# training prompts (training.config.DataConfig) alike: a model sees what it was trained on.
+K_TAGS = 10  # candidate tags
+K_EXAMPLES = 5  # retrieved training examples
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import artifacts as A
 from .config import MAX_REQUEST_CHARS, RetrievalConfig
-from .embedding import run_single_threaded
+from .embedding import QueryEncoder, run_single_threaded
 from .fusion import reciprocal_rank_fusion, top_indices
 from .text import tokenize
 
@@ -48,8 +48,6 @@ class ExampleRetriever:
         import faiss
         import numpy as np
         from sklearn.feature_extraction.text import TfidfVectorizer
-
-        from .embedding import QueryEncoder
 
         self.index_dir = index_dir
         self.manifest = manifest

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import overpassql
+
 # Exact free-text keys; prefixes and suffixes below cover their families.
 FREE_TEXT_KEYS = frozenset(
     """name alt_name official_name old_name short_name loc_name int_name nat_name reg_name sorting_name
@@ -86,8 +88,6 @@ def query_tags(query: str) -> list[GoldTag]:
     answer is *not* or match families of keys, so they are not retrieval targets.
     A query that does not parse contributes what the parser recovered.
     """
-    import overpassql
-
     try:
         filters = overpassql.tag_filters(query)
     except Exception:  # the gold data holds 93 queries that do not parse cleanly

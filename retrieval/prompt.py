@@ -8,6 +8,10 @@ that instructions inside it are read as data, never obeyed.
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from .config import K_EXAMPLES, K_TAGS
+
 SYSTEM_PROMPT = """\
 You translate a request about OpenStreetMap data into one OverpassQL query in the OverpassNL style.
 Rules:
@@ -46,6 +50,23 @@ def format_tags(tags) -> str:
         tid, name = _field(tag, "tag"), _field(tag, "name")
         lines.append(f"{tid} — {name}" if name and name != tid else tid)
     return "\n".join(lines)
+
+
+def prompt_context(nl: str, retriever, *, k_tags: int = K_TAGS, k_examples: int = K_EXAMPLES,
+                   exclude: Iterable[int] = ()) -> tuple[list, list]:
+    """The tags and examples a request's prompt is built from: the one retrieval step before
+    :func:`build_prompt`, for inference and the training prompts alike.
+
+    ``retriever`` is a :class:`~retrieval.TagRetriever` (its ``examples`` give the few-shot
+    pairs); ``k_tags`` / ``k_examples`` of 0 leave that part out without searching (with
+    both 0, ``retriever`` may be None: no index needed).
+    ``exclude`` (training indices) is left out of both: the tag retriever votes with the
+    nearest examples' gold tags, so a training request must not see its own there either.
+    """
+    exclude = tuple(exclude)
+    tags = retriever.search(nl, k_tags, exclude=exclude) if k_tags else []
+    examples = retriever.examples.search(nl, k_examples, exclude=exclude) if k_examples else []
+    return list(tags), list(examples)
 
 
 def build_prompt(nl: str, tags=(), examples=()) -> list[dict]:

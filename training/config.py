@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from geoql.core.errors import GeoqlError
+from geoql.retrieval.config import K_EXAMPLES, K_TAGS
 from geoql.training.rewards import REWARDS
 
 # Names of the reward functions a recipe may weight (their registry is training/rewards.py).
@@ -49,8 +50,9 @@ class DataConfig:
         "rebuilding the prompts.",
         None,
     )
-    k_tags: int = _help("Tag candidates in each prompt (keep equal to inference: app.config.CompileConfig).", 10)
-    k_examples: int = _help("Retrieved training examples in each prompt (keep equal to inference).", 5)
+    k_tags: int = _help("Tag candidates in each prompt (default: retrieval.K_TAGS, as at inference).", K_TAGS)
+    k_examples: int = _help("Retrieved training examples in each prompt (default: retrieval.K_EXAMPLES, as at inference).",
+                            K_EXAMPLES)
     seed: int = _help("Seed for shuffling and subsampling; the same seed gives the same files.", 0)
     limit: int | None = _help("Use only this many training examples (smoke tests); empty = all 6,352.", None)
     tag_grounding: bool = _help("Add auxiliary tag-grounding examples (request -> its OSM tags).", False)
@@ -61,7 +63,8 @@ class DataConfig:
 
     def __post_init__(self):
         if self.k_tags < 0 or self.k_examples < 0:
-            raise ConfigError("data.k_tags and data.k_examples must be >= 0; set them to the inference values (e.g. 8 and 4)")
+            raise ConfigError(f"data.k_tags and data.k_examples must be >= 0; set them to the inference values "
+                              f"({K_TAGS} and {K_EXAMPLES})")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("data.limit must be >= 1; remove it to use the whole training split")
         if not 0.0 < self.tag_grounding_fraction <= 1.0:

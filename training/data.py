@@ -28,7 +28,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+import overpassql
+
+from geoql import retrieval
 from geoql.app.files import atomic_dir
+from geoql.eval.dataset import load_comments, load_split
+from geoql.eval.metrics import same_query_key
+from geoql.retrieval.prompt import format_tags
 from geoql.training.config import DataConfig
 
 SFT_FILE = "sft.jsonl"
@@ -44,16 +50,17 @@ TAG_INSTRUCTION = (
 
 @dataclass
 class Retrievers:
-    """The two retrievers a prompt is built from (loaded once, reused for every row)."""
+    """The retrievers a prompt is built from (loaded once, reused for every row)."""
 
-    tags: object
-    examples: object
+    tags: retrieval.TagRetriever
+
+    @property
+    def examples(self) -> retrieval.ExampleRetriever:
+        return self.tags.examples  # the tag retriever's loaded copy: one in memory
 
     @classmethod
     def load(cls, index_dir: str | os.PathLike | None = None) -> "Retrievers":
-        from geoql import retrieval
-        tags = retrieval.TagRetriever.load(index_dir)
-        return cls(tags, tags.examples)  # one loaded copy of the examples
+        return cls(retrieval.TagRetriever.load(index_dir))
 
 
 @dataclass
@@ -74,22 +81,19 @@ class DataStats:
 
 
 def prompt_for(nl: str, retrievers: Retrievers, cfg: DataConfig, exclude: Iterable[int] = ()):
-    """(messages, tags, examples) for one request, exactly as inference builds it."""
-    from geoql import retrieval
-    exclude = tuple(exclude)
-    # Leave-one-out for tags too: the tag retriever votes with neighbours' gold tags.
-    tags = retrievers.tags.search(nl, cfg.k_tags, exclude=exclude) if cfg.k_tags else []
-    examples = retrievers.examples.search(nl, cfg.k_examples, exclude=exclude) if cfg.k_examples else []
+    """(messages, tags, examples) for one request, exactly as inference builds it
+    (``retrieval.prompt_context``, then ``retrieval.build_prompt``), leaving ``exclude`` out."""
+    retriever = retrievers.tags if retrievers is not None else None  # None: k_tags = k_examples = 0
+    tags, examples = retrieval.prompt_context(nl, retriever, k_tags=cfg.k_tags, k_examples=cfg.k_examples,
+                                              exclude=exclude)
     return retrieval.build_prompt(nl, tags, examples), tags, examples
 
 
 def queries_by_form(train) -> dict[str, list[int]]:
-    """Training indices grouped by their query's exact-match normal form."""
-    from geoql.eval.metrics import normalize_for_em
-
+    """Training indices grouped by their gold query (``eval.metrics.same_query_key``)."""
     groups: dict[str, list[int]] = {}
     for ex in train:
-        groups.setdefault(normalize_for_em(ex.query), []).append(ex.index)
+        groups.setdefault(same_query_key(ex.query), []).append(ex.index)
     return groups
 
 
@@ -99,9 +103,7 @@ def leave_out(ex, same_query: dict[str, list[int]]) -> tuple[int, ...]:
     Identical queries occur more than once in the training split; excluding the
     index alone would still let a row retrieve its own answer through a twin.
     """
-    from geoql.eval.metrics import normalize_for_em
-
-    return tuple(sorted(set(same_query.get(normalize_for_em(ex.query), ())) | {ex.index}))
+    return tuple(sorted(set(same_query.get(same_query_key(ex.query), ())) | {ex.index}))
 
 
 def _tag_lines(query: str) -> list[str]:
@@ -109,8 +111,6 @@ def _tag_lines(query: str) -> list[str]:
 
     ``key=*`` is how the tag index names a key whose values are free text.
     """
-    import overpassql
-
     try:
         filters = overpassql.tag_filters(query)
     except Exception:  # an unparsable gold has no reliable tag list
@@ -131,9 +131,7 @@ def _tag_lines(query: str) -> list[str]:
 
 
 def tag_grounding_messages(nl: str, tags) -> list[dict]:
-    from geoql.retrieval.prompt import format_tags  # the main prompt's tag lines, so both tasks read alike
-
-    candidates = format_tags(tags)
+    candidates = format_tags(tags)  # the main prompt's tag lines, so both tasks read alike
     user = f"{TAG_INSTRUCTION}\n\nRequest: {nl}"
     if candidates:
         user += f"\n\nCandidate tags:\n{candidates}"
@@ -163,9 +161,6 @@ def build_rows(
 ) -> tuple[list[dict], list[dict], DataStats]:
     """SFT rows, GRPO rows and statistics for ``cfg`` (deterministic given ``cfg.seed``)."""
     from tqdm import tqdm
-
-    from geoql.eval.dataset import load_comments, load_split
-    from geoql.eval.metrics import normalize_for_em
 
     train = load_split("train", cfg.data_dir)
     if retrievers is None and (cfg.k_tags or cfg.k_examples):
@@ -204,7 +199,7 @@ def build_rows(
                             "completion": [{"role": "assistant", "content": "\n".join(lines)}]})
 
     if cfg.comments:
-        eval_golds = {normalize_for_em(e.query) for split in ("dev", "test") for e in load_split(split, cfg.data_dir)}
+        eval_golds = {same_query_key(e.query) for split in ("dev", "test") for e in load_split(split, cfg.data_dir)}
         max_chars = max(len(e.query) for e in train)
         candidates = []
         for row in load_comments(cfg.data_dir):
@@ -212,7 +207,7 @@ def build_rows(
             nl = _comment_nl(row, cfg.comments_min_ratio)
             if not query or not nl or len(query) > max_chars:
                 continue
-            if normalize_for_em(query) in eval_golds:
+            if same_query_key(query) in eval_golds:
                 stats.comments_dropped_eval_leak += 1
                 continue
             candidates.append((str(row.get("idx", "")), nl, query))
@@ -220,7 +215,7 @@ def build_rows(
         if cfg.comments_max is not None:
             candidates = candidates[: cfg.comments_max]
         for idx, nl, query in tqdm(candidates, desc="comment prompts", disable=not progress):
-            exclude = same_query.get(normalize_for_em(query), [])
+            exclude = same_query.get(same_query_key(query), [])
             messages, _, _ = prompt_for(nl, retrievers, cfg, exclude=exclude)
             sft.append({"index": -1, "nl": nl, "gold": query, "bbox": "none", "kind": "comments",
                         "source_idx": idx, "prompt": messages,

@@ -6,7 +6,7 @@ the query from the text, validation with our parser, choosing among candidates)
 happens in ``app.decoding`` so that all backends are judged the same way.
 
 To add a backend: subclass :class:`Backend`, implement :meth:`Backend.generate`,
-and register a factory in ``app/backends/__init__.py``.
+and register it in ``app/backends/__init__.py``.
 
 >>> req = GenerationRequest(nl="cafes in Bonn", messages=[{"role": "user", "content": "cafes in Bonn"}])
 >>> req.n, req.max_new_tokens
@@ -42,9 +42,11 @@ class GenerationRequest:
     """Everything a backend may use to produce candidates for one request.
 
     ``messages`` is the chat prompt (list of ``{"role", "content"}``). ``tags`` and
-    ``examples`` are the retrieval results the prompt was built from (a backend
-    without a language model, like ``retrieval``, works from these directly).
-    ``grammar`` is a Lark grammar text to constrain decoding, or ``None``.
+    ``examples`` are the retrieval results the prompt was built from; a backend
+    without a prompt (the CPU default, ``cpu``) does its own retrieval in
+    ``generate`` and puts what it found here, so that ``compile()`` can show it
+    without searching a second time. ``grammar`` is a Lark grammar text to
+    constrain decoding, or ``None``.
     """
 
     nl: str
@@ -90,17 +92,20 @@ class Backend(ABC):
     name: ClassVar[str] = "base"
     #: True when the backend honours ``request.grammar`` (constrained decoding)
     supports_grammar: ClassVar[bool] = False
-    #: True when the backend needs ``request.messages`` (an LLM); the retrieval
-    #: backend works from ``tags``/``examples`` and sets this False.
+    #: True when the backend needs ``request.messages`` (an LLM); the CPU
+    #: backend retrieves by itself, fills ``request.tags``/``examples`` and sets this False.
     needs_prompt: ClassVar[bool] = True
+    #: ``CompileConfig`` fields the backend also reads: ``Compiler`` passes them to
+    #: the constructor unless ``backend_options`` sets them (the CPU backend: ``index_dir``).
+    compile_options: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def generate(self, request: GenerationRequest) -> list[str]:
-        """Return candidate texts for ``request`` (at least one)."""
+        """Return candidate texts for ``request`` (at least one).
 
-    def context(self, nl: str) -> tuple[list[Any], list[Any]]:
-        """The tags and examples a backend without a prompt works from, for display (default: none)."""
-        return [], []
+        A backend without a prompt also sets ``request.tags`` / ``request.examples``
+        to what it retrieved (shown as ``Compilation.tags`` / ``examples``).
+        """
 
     def generate_batch(self, requests: list[GenerationRequest]) -> list[list[str]]:
         """Candidates for many requests; backends that batch natively override this."""

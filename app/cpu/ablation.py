@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from geoql.app.cpu.model import CpuConfig, CpuModel
+from geoql.eval.dataset import load_split
+from geoql.eval.metrics import corpus
 
 STEPS = (
     ("copy top-1", CpuConfig(edits="none", select=False)),
@@ -17,9 +19,6 @@ def run_ablation(split: str = "dev", *, model_dir=None, data_dir=None, limit: in
                  progress: bool = True) -> list[tuple[str, dict]]:
     """``[(step name, corpus metrics in percent)]`` on ``split`` with one trained model."""
     from tqdm import tqdm
-
-    from geoql.eval.dataset import load_split
-    from geoql.eval.metrics import corpus
 
     model = CpuModel.load(model_dir)
     examples = load_split(split, data_dir)[:limit]

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from geoql.app.cpu.edits import EXTRA_EDITS, EditOptions, apply_edits, apply_extra, parses
+
+# The place edit alone: what a neighbour naming another place is offered as.
+_ONLY_AREA = EditOptions(tags=False, types=False, output=False, numbers=False)
+
 
 @dataclass
 class Candidate:
@@ -33,8 +38,6 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
     ``ctx_factory(example_nl)`` makes the :class:`~app.cpu.edits.EditContext`;
     neighbours whose query does not parse are skipped.
     """
-    from geoql.app.cpu.edits import EXTRA_EDITS, apply_edits, apply_extra
-
     pool: dict[str, Candidate] = {}
     for rank, nb in enumerate(neighbours):
         query = train_queries[nb.index]
@@ -47,21 +50,15 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
         if edited is not None and edited[1]:
             versions.append(edited)
             if fix_place and "area" in edited[1]:
-                from geoql.app.cpu.edits import EditOptions
-
-                only_area = apply_edits(query, ctx, EditOptions(tags=False, types=False, output=False, numbers=False))
+                only_area = apply_edits(query, ctx, _ONLY_AREA)
                 if only_area is not None and only_area[1]:
                     versions[0] = only_area
             if partial and len(edited[1]) > 1 and options.area:
                 # The place edit is almost always right, the others less so: offer it alone too.
-                from geoql.app.cpu.edits import EditOptions
-
-                only_area = apply_edits(query, ctx, EditOptions(tags=False, types=False, output=False, numbers=False))
+                only_area = apply_edits(query, ctx, _ONLY_AREA)
                 if only_area is not None and only_area[1]:
                     versions.append(only_area)
         elif not options.any:
-            from geoql.app.cpu.edits import parses
-
             if not parses(query):
                 continue
         if extra and options.tags:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+
 import numpy as np
 
 from geoql.app.cpu.hints import WANTED
@@ -110,6 +111,20 @@ FEATURE_NAMES = (
     + tuple(f"{n}_{how}" for n in RELATIVE for how in ("below_best", "below_mean"))
     + ("pool_size",)
 )
+_BASE_SET = frozenset(BASE_FEATURES)
+_RELATIVE_COLUMNS = [BASE_FEATURES.index(n) for n in RELATIVE]
+_HINT_COLUMNS = ("hint_top", "hint_support_mean", "hint_support_min", "hint_top_in", "hint_top_key_in",
+                 "hint_missing", "hint_missing_max", "hint_covered")
+
+
+def _vector(row: dict) -> list:
+    """A candidate's named values in ``BASE_FEATURES`` order; a name missing or extra is an error."""
+    if row.keys() != _BASE_SET:
+        missing = [n for n in BASE_FEATURES if n not in row]
+        extra = sorted(n for n in row if n not in _BASE_SET)
+        raise ValueError(f"feature row and BASE_FEATURES differ (missing {missing}, extra {extra}): "
+                         f"name each column in both, once")
+    return [row[n] for n in BASE_FEATURES]
 
 
 def _jaccard(a: set, b: set) -> float:
@@ -146,23 +161,23 @@ def _hint_summary(hints: dict[str, float] | None):
     return hints, top_tag, top, wanted, math.fsum(p for _, p in wanted)
 
 
-def _hint_columns(summary, tags: set[str], kv_tags: list[str]) -> list[float]:
+def _hint_columns(summary, tags: set[str], kv_tags: list[str]) -> dict[str, float]:
     """The ``hint_*`` columns of one candidate (its ``tag_names`` and sorted ``key=value`` tags)."""
     if summary is None:
-        return [-1.0] * 8
+        return dict.fromkeys(_HINT_COLUMNS, -1.0)
     hints, top_tag, top, wanted, wanted_mass = summary
     backed = [hints.get(t, 0.0) for t in kv_tags]
     missing = [p for t, p in wanted if t not in tags]
-    return [
-        top,
-        math.fsum(backed) / len(backed) if backed else -1.0,
-        min(backed) if backed else -1.0,
-        float(top_tag in tags) if top_tag else -1.0,
-        float(top_tag.split("=", 1)[0] in tags) if top_tag else -1.0,
-        math.fsum(missing),
-        max(missing, default=0.0),
-        1.0 - math.fsum(missing) / wanted_mass if wanted_mass else -1.0,
-    ]
+    return {
+        "hint_top": top,
+        "hint_support_mean": math.fsum(backed) / len(backed) if backed else -1.0,
+        "hint_support_min": min(backed) if backed else -1.0,
+        "hint_top_in": float(top_tag in tags) if top_tag else -1.0,
+        "hint_top_key_in": float(top_tag.split("=", 1)[0] in tags) if top_tag else -1.0,
+        "hint_missing": math.fsum(missing),
+        "hint_missing_max": max(missing, default=0.0),
+        "hint_covered": 1.0 - math.fsum(missing) / wanted_mass if wanted_mass else -1.0,
+    }
 
 
 def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None,
@@ -212,61 +227,59 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
         places = {a or b for a, b in _PLACE.findall(q)}
         # 1: the query names the request's place, 0: another place, -1: nothing to compare
         place_match = float(places == {place}) if places and place else -1.0
-        rows.append(
-            [
-                c.similarity,
-                c.rank,
-                top - c.similarity,
-                c.similarity / top if top > 0 else 0.0,
-                c.votes,
-                c.votes / total_votes,
-                _jaccard(info.words, example_words),
-                len(info.words - example_words),
-                len(example_words - info.words),
-                float(np.mean(supports)) if supports else -1.0,
-                min(supports) if supports else -1.0,
-                len(tagsets[i]),
-                len(predicted & tagsets[i]) / len(predicted) if predicted else -1.0,
-                info.area is not None,
-                "{{geocodeArea" in q or "{{nominatimArea" in q or "area(" in q,
-                'area["name' in q or "area[name" in q,
-                place_match,
-                info.in_view,
-                "{{bbox}}" in q or "[bbox" in q,
-                info.count,
-                "out count" in q or "::count" in q,
-                len(info.types),
-                _jaccard(info.types, qtypes & {"node", "way", "relation"}) if info.types else -1.0,
-                "nwr" in qtypes,
-                sum(n in qnumbers for n in info.numbers) / len(info.numbers) if info.numbers else -1.0,
-                sum(s in q for s in info.quoted) / len(info.quoted) if info.quoted else -1.0,
-                request_time,
-                "newer" in q or "changed" in q or "{{date" in q,
-                request_user,
-                "user" in q or "uid" in q,
-                request_around,
-                "around" in q,
-                consensus_chrf,
-                consensus_tags,
-                len(q),
-                len(q) / mean_len if mean_len else 1.0,
-                len(c.edits),
-                "add_tags" in c.edits,
-                "drop_tags" in c.edits,
-                len(missing),
-                max(missing, default=0.0),
-                _idf_share(info.words, example_words, lexicon),
-                _idf_share(example_words, info.words, lexicon),
-                float(np.mean(key_supports)) if key_supports else -1.0,
-                sum(p < 0.05 for p in supports),
-                *_hint_columns(hint_summary, tagsets[i], kv_tags),
-                "hint_tags" in c.edits,
-            ]
-        )
+        rows.append(_vector({
+            "similarity": c.similarity,
+            "rank": c.rank,
+            "similarity_gap": top - c.similarity,
+            "similarity_ratio": c.similarity / top if top > 0 else 0.0,
+            "votes": c.votes,
+            "vote_share": c.votes / total_votes,
+            "word_jaccard": _jaccard(info.words, example_words),
+            "request_words_missing": len(info.words - example_words),
+            "example_words_extra": len(example_words - info.words),
+            "tag_support_mean": float(np.mean(supports)) if supports else -1.0,
+            "tag_support_min": min(supports) if supports else -1.0,
+            "tag_count": len(tagsets[i]),
+            "predicted_tags_covered": len(predicted & tagsets[i]) / len(predicted) if predicted else -1.0,
+            "request_area": info.area is not None,
+            "query_area": "{{geocodeArea" in q or "{{nominatimArea" in q or "area(" in q,
+            "query_name_area": 'area["name' in q or "area[name" in q,
+            "place_match": place_match,
+            "request_view": info.in_view,
+            "query_bbox": "{{bbox}}" in q or "[bbox" in q,
+            "request_count": info.count,
+            "query_count": "out count" in q or "::count" in q,
+            "request_types": len(info.types),
+            "type_agreement": _jaccard(info.types, qtypes & {"node", "way", "relation"}) if info.types else -1.0,
+            "query_nwr": "nwr" in qtypes,
+            "numbers_found": sum(n in qnumbers for n in info.numbers) / len(info.numbers) if info.numbers else -1.0,
+            "quoted_found": sum(s in q for s in info.quoted) / len(info.quoted) if info.quoted else -1.0,
+            "request_time": request_time,
+            "query_time": "newer" in q or "changed" in q or "{{date" in q,
+            "request_user": request_user,
+            "query_user": "user" in q or "uid" in q,
+            "request_around": request_around,
+            "query_around": "around" in q,
+            "consensus_chrf": consensus_chrf,
+            "consensus_tags": consensus_tags,
+            "query_length": len(q),
+            "length_ratio": len(q) / mean_len if mean_len else 1.0,
+            "edits": len(c.edits),
+            "added_tags": "add_tags" in c.edits,
+            "dropped_tags": "drop_tags" in c.edits,
+            "wanted_missing": len(missing),
+            "wanted_missing_support": max(missing, default=0.0),
+            "idf_recall": _idf_share(info.words, example_words, lexicon),
+            "idf_precision": _idf_share(example_words, info.words, lexicon),
+            "key_support_mean": float(np.mean(key_supports)) if key_supports else -1.0,
+            "unexplained_tags": sum(p < 0.05 for p in supports),
+            **_hint_columns(hint_summary, tagsets[i], kv_tags),
+            "hint_tags": "hint_tags" in c.edits,
+        }))
     base = np.asarray(rows, dtype=np.float64)
     cols = [base]
-    for name in RELATIVE:
-        x = base[:, BASE_FEATURES.index(name)]
+    for column in _RELATIVE_COLUMNS:
+        x = base[:, column]
         cols += [(x - x.max())[:, None], (x - x.mean())[:, None]]
     cols.append(np.full((len(candidates), 1), float(len(candidates))))
     return np.hstack(cols).astype(np.float32)

@@ -12,13 +12,13 @@ trained with them needs the index at inference (and says how to build it).
 
 from __future__ import annotations
 
+import hashlib
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from geoql.eval.metrics import same_query_key
+from geoql.retrieval import TagRetriever
 from geoql.retrieval.gold import is_free_text_key
-from geoql.retrieval.ranker import query_key
 
 # The ranker's probability above which a hinted tag counts as wanted by the request.
 WANTED = 0.5
@@ -29,28 +29,22 @@ class TagHints:
     """Controlled ``key=value`` tags for a request with the retriever's score (a probability with the
     learned ranker), best first; leave-one-out for training requests through ``exclude``."""
 
-    retriever: object  # retrieval.TagRetriever
+    retriever: TagRetriever
     k: int = 10
     _ids_of_query: dict = field(default_factory=dict, repr=False)
-    _recent: OrderedDict = field(default_factory=OrderedDict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         for ex in self.retriever.examples.examples:  # gold query -> the ids of its requests in the index's training split
-            self._ids_of_query.setdefault(query_key(ex.query), []).append(ex.index)
+            self._ids_of_query.setdefault(same_query_key(ex.query), []).append(ex.index)
 
     @classmethod
     def load(cls, index_dir=None, k: int = 10) -> "TagHints":
         """Raises ``retrieval.IndexMissingError`` (naming `geoql index build`) when there is no usable index."""
-        from geoql.retrieval import TagRetriever
-
         return cls(TagRetriever.load(index_dir), k)
 
     @property
     def fingerprint(self) -> str:
         """Which index made the hints: a model trained on one index should be used with the same."""
-        import hashlib
-
         data = self.retriever.manifest.data
         ranker = "no"
         if self.retriever.ranker is not None:  # `geoql index fit-ranker` changes the hints without a new build time
@@ -58,26 +52,20 @@ class TagHints:
         return f"{data.get('built_at', '?')}|ranker={ranker}"
 
     def hits(self, nl: str, exclude=()) -> list:
-        """The retriever's ``TagHit`` list; the last requests' lists are kept, so showing the
-        hints (``compile()``'s tags) and using them cost one search."""
-        key = (nl, tuple(exclude))
-        with self._lock:
-            found = self._recent.get(key)
-            if found is not None:
-                self._recent.move_to_end(key)
-                return found
-        found = self.retriever.search(nl, self.k, tuple(exclude))
-        with self._lock:
-            self._recent[key] = found
-            while len(self._recent) > 64:
-                self._recent.popitem(last=False)
-        return found
+        """The retriever's ``TagHit`` list, best first (shown as ``compile()``'s tags)."""
+        return self.retriever.search(nl, self.k, tuple(exclude))
 
     def __call__(self, nl: str, exclude=()) -> dict[str, float]:
-        return {h.tag: h.score for h in self.hits(nl, exclude) if h.value != "*" and not is_free_text_key(h.key)}
+        return hint_scores(self.hits(nl, exclude))
 
     def for_training(self, query: str, nl: str) -> dict[str, float]:
         """Hints for a training request as if its gold ``query`` were unseen: every training request
-        with that query is left out (the dataset splits by query, so dev and test requests never
-        share one with train, while 13 % of training requests share theirs with another)."""
-        return self(nl, exclude=tuple(self._ids_of_query.get(query_key(query), ())))
+        with that query (``eval.metrics.same_query_key``) is left out: the dataset splits by query, so
+        dev and test requests (all but one) share none with train, while 16 % of training requests share
+        theirs with another."""
+        return self(nl, exclude=tuple(self._ids_of_query.get(same_query_key(query), ())))
+
+
+def hint_scores(hits) -> dict[str, float]:
+    """Controlled ``key=value`` tag -> score, from a ``TagHit`` list: the hints the selector reads."""
+    return {h.tag: h.score for h in hits if h.value != "*" and not is_free_text_key(h.key)}

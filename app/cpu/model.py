@@ -7,9 +7,9 @@ Saved as one pickle plus a ``manifest.json`` under :func:`default_model_dir`;
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import tempfile
+import re
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,10 +19,14 @@ import numpy as np
 from geoql.app.cpu.candidates import Candidate, build_pool
 from geoql.app.cpu.edits import EditContext, EditOptions
 from geoql.app.cpu.features import FEATURE_NAMES, pool_features
+from geoql.app.cpu.hints import TagHints, hint_scores
 from geoql.app.cpu.lexicon import TagLexicon
-from geoql.app.cpu.neighbours import CharTfidfNeighbours
+from geoql.app.cpu.neighbours import CharTfidfNeighbours, Neighbour
 from geoql.app.cpu.request import analyse, extract_area, known_places
 from geoql.core.errors import GeoqlError
+from geoql.core.files import write_atomic
+from geoql.core.paths import user_dir
+from geoql.retrieval import IndexMissingError
 
 FORMAT_VERSION = 1
 ENV_VAR = "GEOQL_CPU_MODEL_DIR"
@@ -43,12 +47,35 @@ class ModelMissingError(GeoqlError):
 
 def default_model_dir() -> Path:
     """``$GEOQL_CPU_MODEL_DIR`` if set, else a versioned folder in the user data directory."""
-    configured = os.environ.get(ENV_VAR)
-    if configured:
-        return Path(configured).expanduser()
-    from platformdirs import user_data_dir
+    return user_dir("data", "cpu-default", f"v{FORMAT_VERSION}", env=ENV_VAR)
 
-    return Path(user_data_dir("geoql")) / "cpu-default" / f"v{FORMAT_VERSION}"
+
+# Models pickled before the packages were installed under ``geoql`` name their classes
+# ``app.cpu.model.CpuModel``; (module, class) pairs renamed since then map here.
+_OLD_PACKAGES = ("app", "retrieval", "eval", "index", "training")
+_RENAMED = {("geoql.app.cpu.train", "TrainConfig"): ("geoql.app.cpu.train", "CpuTrainConfig")}
+
+
+def current_name(module: str, name: str) -> tuple[str, str]:
+    """Where a class that a saved model names lives now.
+
+    >>> current_name("app.cpu.model", "CpuModel")
+    ('geoql.app.cpu.model', 'CpuModel')
+    >>> current_name("app.cpu.train", "TrainConfig")
+    ('geoql.app.cpu.train', 'CpuTrainConfig')
+    >>> current_name("sklearn.ensemble._hist_gradient_boosting.gradient_boosting", "HistGradientBoostingRegressor")[0]
+    'sklearn.ensemble._hist_gradient_boosting.gradient_boosting'
+    """
+    if module.split(".", 1)[0] in _OLD_PACKAGES:
+        module = f"geoql.{module}"
+    return _RENAMED.get((module, name), (module, name))
+
+
+class _ModelUnpickler(pickle.Unpickler):
+    """Reads models saved by earlier versions, whose classes had other module names."""
+
+    def find_class(self, module: str, name: str):
+        return super().find_class(*current_name(module, name))
 
 
 @dataclass
@@ -109,6 +136,19 @@ def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2,
     return dict(sorted(aliases.items()))
 
 
+@dataclass(frozen=True)
+class Retrieved:
+    """What one request's candidate pool is built from, searched once per request."""
+
+    neighbours: list[Neighbour]  # the nearest training requests, best first
+    hits: list | None = None  # the tag index's ``TagHit`` list; None: the model works without the index
+
+    @property
+    def hints(self) -> dict[str, float] | None:
+        """The hits as the selector's features read them (``None`` without the index)."""
+        return None if self.hits is None else hint_scores(self.hits)
+
+
 @dataclass
 class CpuModel:
     train_nls: list[str]
@@ -145,6 +185,18 @@ class CpuModel:
         )
 
     # -- inference ------------------------------------------------------------
+    def _tag_hints(self) -> TagHints:
+        if self.hints is None:
+            raise ModelMissingError(f"this CPU model was trained with the tag index; load it with "
+                                    f"CpuModel.load() or attach app.cpu.hints.TagHints ({INDEX_HINT})")
+        return self.hints
+
+    def retrieve(self, nl: str, config: CpuConfig | None = None) -> Retrieved:
+        """The request's nearest training requests and, when the model uses the index, its tag hits."""
+        config = config or self.config
+        hits = self._tag_hints().hits(nl) if getattr(config, "tag_hints", False) else None
+        return Retrieved(self.neighbours.search(nl, config.k), hits)
+
     def pool(self, nl: str, *, exclude=frozenset(), config: CpuConfig | None = None,
              lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None,
              places: dict | None = None, hints: dict | None = None):
@@ -154,10 +206,7 @@ class CpuModel:
         """
         config = config or self.config
         if hints is None and getattr(config, "tag_hints", False):
-            if self.hints is None:
-                raise ModelMissingError(f"this CPU model was trained with the tag index; load it with "
-                                        f"CpuModel.load() or attach app.cpu.hints.TagHints ({INDEX_HINT})")
-            hints = self.hints(nl)
+            hints = self._tag_hints()(nl)
         info = analyse(nl, getattr(self, "places", None) if places is None else places)
         if neighbours is None:
             neighbours = self.neighbours.search(nl, config.k, exclude)
@@ -197,9 +246,14 @@ class CpuModel:
                 scores = np.where(counts > 0, scores, -np.inf)
         return sorted(range(len(cands)), key=lambda i: (-float(scores[i]), cands[i].rank, len(cands[i].edits) == 0, i))
 
-    def compile(self, nl: str, n: int = 1, config: CpuConfig | None = None) -> list[str]:
-        """The best ``n`` queries for a request (at least one, always parseable)."""
-        _, cands, feats = self.pool(nl, config=config)
+    def compile(self, nl: str, n: int = 1, config: CpuConfig | None = None,
+                retrieved: Retrieved | None = None) -> list[str]:
+        """The best ``n`` queries for a request (at least one, always parseable).
+
+        ``retrieved``: what :meth:`retrieve` found for ``nl`` with ``config`` (searched here when not given).
+        """
+        found = retrieved if retrieved is not None else self.retrieve(nl, config)
+        _, cands, feats = self.pool(nl, config=config, neighbours=found.neighbours, hints=found.hints)
         order = self.rank(cands, feats, config)
         out = [cands[i].query for i in order[:n]]
         return out or [FALLBACK_QUERY]
@@ -208,17 +262,8 @@ class CpuModel:
     def save(self, model_dir: Path) -> Path:
         """Write atomically: a half-written model never replaces a good one."""
         model_dir = Path(model_dir)
-        model_dir.mkdir(parents=True, exist_ok=True)
-        for name, payload in ((MODEL_FILE, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)),
-                              (MANIFEST, json.dumps(self.manifest(), indent=2).encode())):
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=model_dir)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(payload)
-                os.replace(tmp, model_dir / name)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+        write_atomic(model_dir / MODEL_FILE, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomic(model_dir / MANIFEST, json.dumps(self.manifest(), indent=2).encode())
         return model_dir
 
     def manifest(self) -> dict:
@@ -241,17 +286,12 @@ class CpuModel:
         """
         model = cls._load_pickle(model_dir)
         if getattr(model.config, "tag_hints", False):
-            from geoql.app.cpu.hints import TagHints
-            from geoql.retrieval import IndexMissingError
-
             try:
                 model.hints = TagHints.load(index_dir)
             except (IndexMissingError, ImportError) as exc:  # ImportError: installed without the `index` extra
                 raise ModelMissingError(f"the CPU model was trained with the tag index, which is not usable: {exc}; "
                                         f"or retrain without it: {RETRAIN_WITHOUT_INDEX}") from None
             if model.hints.fingerprint != model.index_fingerprint:
-                import warnings
-
                 warnings.warn(f"the tag index ({model.hints.fingerprint}) is not the one the CPU model was trained with "
                               f"({model.index_fingerprint}); retrain with `{TRAIN_COMMAND}` for its best choices",
                               stacklevel=2)
@@ -272,7 +312,7 @@ class CpuModel:
             raise ModelMissingError(f"the CPU model in {model_dir} was made by another GeoQL version: {hint}")
         try:
             with open(path, "rb") as f:
-                model = pickle.load(f)
+                model = _ModelUnpickler(f).load()
         except Exception as exc:  # truncated or foreign file
             raise ModelMissingError(f"could not read {path} ({type(exc).__name__}: {exc}): {hint}") from None
         if not isinstance(model, cls):

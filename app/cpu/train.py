@@ -13,21 +13,30 @@ query (otherwise the model would learn to trust the lexicon too much).
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.lexicon import TagLexicon
-from geoql.app.cpu.model import CpuConfig, CpuModel, learn_aliases
+from geoql.app.cpu.model import CpuConfig, CpuModel, default_model_dir, learn_aliases
 from geoql.app.cpu.request import known_places
+from geoql.core.files import check_writable_dir
+from geoql.eval import dataset as eval_dataset
+from geoql.eval.metrics import get_scorer
+from geoql.index.build import build_index
+from geoql.index.config import IndexConfig
+from geoql.retrieval import IndexMissingError
+from geoql.retrieval.artifacts import load_manifest
 from geoql.retrieval.ranker import same_query_positions
 
 
 @dataclass
-class TrainConfig:
-    """Options of ``geoql cpu train``."""
+class CpuTrainConfig:
+    """Options of ``geoql cpu train`` (the CPU default's trainer; ``training.config`` holds the LLM recipes)."""
 
     # 5-fold cross-validation over the training requests: k=13 68.21, k=10 68.11 (dev 63.87 / 63.65),
     # within the noise; `geoql cpu train --k` defaults to 10 as well.
@@ -71,43 +80,36 @@ class TrainConfig:
             raise ValueError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
 
 
-def _pool_config(config: TrainConfig, tag_hints: bool = False) -> CpuConfig:
+def _pool_config(config: CpuTrainConfig, tag_hints: bool = False) -> CpuConfig:
     return CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place,
                      add_tags=config.add_tags, drop_tags=config.drop_tags, tag_hints=tag_hints)
 
 
-def load_hints(config: TrainConfig, *, quiet: bool = False):
+def load_hints(config: CpuTrainConfig, *, quiet: bool = False):
     """The :class:`~app.cpu.hints.TagHints` to train with, or ``None`` (``tag_hints`` auto without an index, or off)."""
     if config.tag_hints == "off":
         return None
-    from geoql.app.cpu.hints import TagHints
-    from geoql.retrieval import IndexMissingError
-
     try:
         return TagHints.load(config.index_dir)
     except (IndexMissingError, ImportError) as exc:
         if config.tag_hints == "on":
             raise ValueError(f"tag_hints is on but the tag index is not usable: {exc}") from None
         if not quiet:
-            import sys
-
             print(f"geoql: training without tag hints ({str(exc).splitlines()[0]}); "
                   f"`geoql index build` first gives better tags", file=sys.stderr)
         return None
 
 
-def training_rows(model: CpuModel, config: TrainConfig, *, scorer=None, progress: bool = True):
+def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progress: bool = True):
     """Features, OQS labels and request ids of every leave-one-query-out candidate."""
     from tqdm import tqdm
 
     if scorer is None:
-        from geoql.eval.metrics import get_scorer
-
         scorer = get_scorer()
     nls, queries = model.train_nls, model.train_queries
     n = len(nls) if config.limit is None else min(config.limit, len(nls))
-    # Leave-one-query-out, as dev and test requests are: the dataset splits by query, while 13 % of
-    # training requests share their gold query with another. Requests with the same query share a
+    # Leave-one-query-out, as dev and test requests are: the dataset splits by query, while 16 % of
+    # training requests share their gold query with another (eval.metrics.same_query_key). Requests with the same query share a
     # fold, and none is another's neighbour or hint source.
     group_of = same_query_positions(queries)
     fold_of = np.array([min(group_of[i]) for i in range(len(nls))]) % config.folds
@@ -147,7 +149,7 @@ def pool_centred(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return (labels - means[inverse]).astype(np.float32)
 
 
-def fit_selector(features: np.ndarray, labels: np.ndarray, config: TrainConfig, groups: np.ndarray | None = None):
+def fit_selector(features: np.ndarray, labels: np.ndarray, config: CpuTrainConfig, groups: np.ndarray | None = None):
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     if config.center and groups is not None:
@@ -180,10 +182,10 @@ def selection_quality(selector, features, labels, groups) -> dict:
     return out
 
 
-def train(nls: list[str], queries: list[str], config: TrainConfig | None = None, *,
+def train(nls: list[str], queries: list[str], config: CpuTrainConfig | None = None, *,
           scorer=None, progress: bool = True) -> CpuModel:
     """A complete :class:`CpuModel` from training pairs (minutes on a laptop CPU)."""
-    config = config or TrainConfig()
+    config = config or CpuTrainConfig()
     start = time.time()
     hints = load_hints(config, quiet=not progress)
     model = CpuModel.fit_retrieval(nls, queries, _pool_config(config, hints is not None))
@@ -206,11 +208,6 @@ def ensure_index(index_dir=None, data_dir=None) -> bool:
     The CPU default works without it, only with weaker tags, so a failed build
     (no registry access, missing extra) is reported and training goes on without hints.
     """
-    import sys
-
-    from geoql.retrieval import IndexMissingError
-    from geoql.retrieval.artifacts import load_manifest
-
     try:
         load_manifest(index_dir)
         return True
@@ -218,9 +215,6 @@ def ensure_index(index_dir=None, data_dir=None) -> bool:
         pass
     print("geoql: building the tag index first (one time, a few minutes; same as `geoql index build`)", file=sys.stderr)
     try:
-        from geoql.index.build import build_index
-        from geoql.index.config import IndexConfig
-
         build_index(IndexConfig(out_dir=index_dir, data_dir=data_dir))
         return True
     except Exception as exc:  # noqa: BLE001 (any failure: the CPU default still trains without hints)
@@ -229,17 +223,12 @@ def ensure_index(index_dir=None, data_dir=None) -> bool:
         return False
 
 
-def train_and_save(out_dir: Path | None = None, data_dir=None, config: TrainConfig | None = None,
+def train_and_save(out_dir: Path | None = None, data_dir=None, config: CpuTrainConfig | None = None,
                    progress: bool = True) -> CpuModel:
     """Train from the dataset's training split and write the model (atomically)."""
-    from geoql.eval.dataset import load_split
-    from geoql.eval.report import check_writable_dir
-
-    from geoql.app.cpu.model import default_model_dir
-
     target = Path(out_dir) if out_dir else default_model_dir()
     check_writable_dir(target)  # before minutes of training, not at the save
-    examples = load_split("train", data_dir)
+    examples = eval_dataset.load_split("train", data_dir)
     model = train([e.nl for e in examples], [e.query for e in examples], config, progress=progress)
     model.save(target)
     return model

@@ -30,14 +30,31 @@ def prompt():
 @pytest.fixture(scope="session")
 def small_cpu_model():
     """A real CPU-default model trained on a slice of train (the full one trains for minutes)."""
-    from geoql.app.cpu.train import TrainConfig, train
+    from geoql.app.cpu.train import CpuTrainConfig, train
     from geoql.eval.dataset import load_split
 
     pairs = load_split("train")[:300]
-    return train([e.nl for e in pairs], [e.query for e in pairs], TrainConfig(k=5, limit=40, max_iter=30),
+    return train([e.nl for e in pairs], [e.query for e in pairs], CpuTrainConfig(k=5, limit=40, max_iter=30),
                  progress=False)
 
 
 @pytest.fixture(scope="session")
 def small_cpu_model_dir(small_cpu_model, tmp_path_factory):
     return small_cpu_model.save(tmp_path_factory.mktemp("cpu-model"))
+
+
+@pytest.fixture(scope="session")
+def hinted_cpu_model(small_index_dir):
+    """A small CPU model trained with the small tag index: it needs that index to load."""
+    from geoql.app.cpu.train import CpuTrainConfig, train
+    from geoql.eval.dataset import load_split
+
+    pairs = load_split("train")[:300]
+    return train([e.nl for e in pairs], [e.query for e in pairs],
+                 CpuTrainConfig(k=5, limit=30, max_iter=20, tag_hints="on", index_dir=str(small_index_dir)),
+                 progress=False)
+
+
+@pytest.fixture(scope="session")
+def hinted_cpu_model_dir(hinted_cpu_model, tmp_path_factory):
+    return hinted_cpu_model.save(tmp_path_factory.mktemp("hinted-cpu-model"))

@@ -21,7 +21,7 @@ def test_public_api():
 
 def test_cpu_default_compiles_the_issue_example(cpu_model_dir):
     comp = compile("drinking water taps in Vienna", model_dir=cpu_model_dir)
-    assert comp.backend == "retrieval"
+    assert comp.backend == "cpu"
     assert comp.valid and comp.errors == []
     assert '"drinking_water"' in comp.query and "\n" not in comp.query
     assert comp.timings["total_s"] >= comp.timings["generate_s"] >= 0
@@ -55,7 +55,7 @@ def test_unknown_backend_and_bad_options_are_errors_not_exceptions():
     assert "unknown backend" in compile("cafes", backend="nope").errors[0]
     comp = compile("cafes", backend="transformers")  # no model given
     assert "needs a model" in comp.errors[0]
-    comp = Compiler("retrieval").compile("cafes", n=0)
+    comp = Compiler("cpu").compile("cafes", n=0)
     assert "n must be >= 1" in comp.errors[0]
 
 
@@ -77,6 +77,55 @@ def test_prompt_without_index_is_a_warning(tiny_model_dir, tmp_path):
                         max_new_tokens=32)
     comp = compiler.compile("cafes")
     assert comp.valid and comp.warnings and "retrieval" in comp.warnings[0]
+
+
+def test_index_dir_reaches_the_cpu_backend(hinted_cpu_model_dir, small_index_dir, tmp_path):
+    """compile(nl, index_dir=X) reads X with the CPU default (the tests' default index does not exist)."""
+    comp = compile("beekeepers in Berlin", model_dir=str(hinted_cpu_model_dir), index_dir=str(small_index_dir),
+                   train_if_missing=False)
+    assert comp.valid and comp.backend == "cpu", comp.errors
+    assert "craft=beekeeper" in [t.tag for t in comp.tags]  # the hints came from X
+    gone = tmp_path / "no-index"
+    comp = compile("beekeepers in Berlin", model_dir=str(hinted_cpu_model_dir), index_dir=str(gone),
+                   train_if_missing=False)
+    assert not comp.valid and "geoql index build" in comp.errors[0] and str(gone) in comp.errors[0]
+
+
+class _Recording(Backend):
+    """A prompt backend that answers with one fixed query and keeps the requests it got."""
+
+    name = "recording"
+
+    def __init__(self):
+        self.requests = []
+
+    def generate(self, request: GenerationRequest) -> list[str]:
+        self.requests.append(request)
+        return ['node["craft"="beekeeper"];out;']
+
+
+def test_index_dir_reaches_the_prompt_of_a_language_model(small_index_dir, tmp_path):
+    backend = _Recording()
+    compiler = Compiler(backend, index_dir=str(small_index_dir), k_tags=3)
+    comp = compiler.compile("beekeepers in Berlin", k_examples=2)
+    assert comp.valid and comp.warnings == []
+    request = backend.requests[-1]
+    assert len(request.tags) == 3 and len(request.examples) == 2 and comp.tags == request.tags
+    assert "craft=beekeeper" in request.messages[-1]["content"]
+    # what the Compiler loaded is fixed: a per-call index_dir is an error, not silently ignored
+    comp = compiler.compile("beekeepers in Berlin", index_dir=str(tmp_path))
+    assert "index_dir cannot change" in comp.errors[0]
+
+
+def test_backend_options_reach_the_backend():
+    from geoql.app.compile import backend_options
+
+    compiler = Compiler("cpu", index_dir="/srv/index", model_dir="/srv/model", k=3)
+    assert compiler.config.index_dir == "/srv/index"
+    assert backend_options(compiler.config) == {"index_dir": "/srv/index", "model_dir": "/srv/model", "k": 3}
+    explicit = Compiler("cpu", index_dir="/srv/index", backend_options={"index_dir": "/other"})
+    assert backend_options(explicit.config)["index_dir"] == "/other"  # backend_options win
+    assert backend_options(Compiler("transformers", index_dir="/srv/index", model="m").config) == {"model": "m"}
 
 
 class _Failing(Backend):

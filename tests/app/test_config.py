@@ -9,7 +9,7 @@ from geoql.app.config import CompileConfig, load_config
 
 def test_defaults_are_the_cpu_backend_and_greedy():
     c = CompileConfig()
-    assert c.backend == "retrieval" and c.n == 1 and c.effective_temperature == 0.0
+    assert c.backend == "cpu" and c.n == 1 and c.effective_temperature == 0.0
     assert c.max_new_tokens >= 384
 
 

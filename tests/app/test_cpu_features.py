@@ -26,6 +26,15 @@ def col(name):
     return FEATURE_NAMES.index(name)
 
 
+def test_a_feature_row_must_name_every_column_once():
+    from geoql.app.cpu.features import BASE_FEATURES, _vector
+
+    row = {name: float(i) for i, name in enumerate(BASE_FEATURES)}
+    assert _vector(row) == [float(i) for i in range(len(BASE_FEATURES))]
+    with pytest.raises(ValueError, match=r"missing \['rank'\], extra \['colour'\]"):
+        _vector({**{k: v for k, v in row.items() if k != "rank"}, "colour": 1.0})
+
+
 def test_shape_and_columns():
     f = pool_features(analyse("How many cafes in Bonn?"), _pool(), LEX)
     assert f.shape == (2, len(FEATURE_NAMES)) and f.dtype == np.float32

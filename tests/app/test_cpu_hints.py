@@ -8,8 +8,9 @@ import pytest
 from geoql.app.cpu.features import BASE_FEATURES, FEATURE_NAMES
 from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.model import CpuModel, ModelMissingError
-from geoql.app.cpu.train import TrainConfig, train
+from geoql.app.cpu.train import CpuTrainConfig, train
 from geoql.eval.dataset import load_split
+from geoql.eval.metrics import same_query_key
 
 HINT_COLUMNS = [FEATURE_NAMES.index(n) for n in BASE_FEATURES if n.startswith("hint_") and n != "hint_tags"]
 
@@ -20,10 +21,8 @@ def hints(small_index_dir):
 
 
 @pytest.fixture(scope="module")
-def hinted_model(small_index_dir):
-    pairs = load_split("train")[:300]
-    return train([e.nl for e in pairs], [e.query for e in pairs],
-                 TrainConfig(k=5, limit=30, max_iter=20, tag_hints="on", index_dir=str(small_index_dir)), progress=False)
+def hinted_model(hinted_cpu_model):
+    return hinted_cpu_model
 
 
 def test_hints_are_controlled_tags_best_first(hints):
@@ -45,7 +44,7 @@ def test_training_hints_leave_the_gold_query_out(hints):
 
     spy = Spy(hints.retriever)
     train_split = load_split("train")
-    assert " ".join(train_split[5].query.split()) == " ".join(train_split[322].query.split())  # two requests, one query
+    assert same_query_key(train_split[5].query) == same_query_key(train_split[322].query)  # two requests, one query
     spy.for_training(train_split[322].query, train_split[322].nl)
     spy.for_training(train_split[7].query, train_split[7].nl)
     spy.for_training("[out:json];node[amenity=nowhere];out;", "a request the index does not hold")
@@ -71,13 +70,13 @@ def test_model_trained_with_hints_needs_its_index(hinted_model, tmp_path):
 def test_without_an_index_auto_trains_without_hints(tmp_path):
     pairs = load_split("train")[:200]
     model = train([e.nl for e in pairs], [e.query for e in pairs],
-                  TrainConfig(k=5, limit=20, max_iter=5, index_dir=str(tmp_path / "none")), progress=False)
+                  CpuTrainConfig(k=5, limit=20, max_iter=5, index_dir=str(tmp_path / "none")), progress=False)
     assert not model.config.tag_hints and model.index_fingerprint == ""
     _, _, feats = model.pool("cafes in Bonn")
     assert np.all(feats[:, HINT_COLUMNS] == -1)
     with pytest.raises(ValueError, match="tag index is not usable"):
         train([e.nl for e in pairs], [e.query for e in pairs],
-              TrainConfig(k=5, limit=20, max_iter=5, tag_hints="on", index_dir=str(tmp_path / "none")), progress=False)
+              CpuTrainConfig(k=5, limit=20, max_iter=5, tag_hints="on", index_dir=str(tmp_path / "none")), progress=False)
 
 
 def test_backend_with_a_hinted_model(hinted_model, tmp_path, small_index_dir):
@@ -86,15 +85,15 @@ def test_backend_with_a_hinted_model(hinted_model, tmp_path, small_index_dir):
 
     hinted_model.save(tmp_path)
     request = GenerationRequest(nl="beekeepers in Berlin", messages=[])
-    (query,) = get_backend("retrieval", model_dir=tmp_path, index_dir=small_index_dir).generate(request)
+    (query,) = get_backend("cpu", model_dir=tmp_path, index_dir=small_index_dir).generate(request)
     assert query == hinted_model.compile("beekeepers in Berlin")[0]
-    lost = get_backend("retrieval", model_dir=tmp_path, index_dir=tmp_path / "gone", train_if_missing=False)
+    lost = get_backend("cpu", model_dir=tmp_path, index_dir=tmp_path / "gone", train_if_missing=False)
     with pytest.raises(BackendError, match="geoql index build"):
         lost.generate(request)
 
 
 def test_ensure_index_keeps_an_index_and_survives_a_failed_build(small_index_dir, tmp_path, monkeypatch, capsys):
-    import geoql.index.build as index_build
+    import geoql.app.cpu.train as cpu_train
     from geoql.app.cpu.train import ensure_index
 
     assert ensure_index(small_index_dir)
@@ -102,21 +101,36 @@ def test_ensure_index_keeps_an_index_and_survives_a_failed_build(small_index_dir
     def offline(config):
         raise OSError("registry.npmjs.org unreachable")
 
-    monkeypatch.setattr(index_build, "build_index", offline)
+    monkeypatch.setattr(cpu_train, "build_index", offline)
     assert not ensure_index(tmp_path / "new")
     assert "training without tag hints" in capsys.readouterr().err
 
 
 def test_compile_shows_the_hints_and_neighbours_it_used(hinted_model, tmp_path, small_index_dir):
     from geoql.app import Compiler
-    from geoql.app.backends.retrieval import RetrievalBackend
+    from geoql.app.backends.cpu import CpuBackend
 
     hinted_model.save(tmp_path)
-    backend = RetrievalBackend(tmp_path, index_dir=small_index_dir, train_if_missing=False)
+    backend = CpuBackend(tmp_path, index_dir=small_index_dir, train_if_missing=False)
+    searches = []
+
+    class Counting(TagHints):
+        def hits(self, nl, exclude=()):
+            searches.append(nl)
+            return super().hits(nl, exclude)
+
+    backend.model.hints = Counting(backend.model.hints.retriever)
+    search_neighbours = backend.model.neighbours.search
+
+    def counting_neighbours(nl, *args, **kwargs):
+        searches.append(("neighbours", nl))
+        return search_neighbours(nl, *args, **kwargs)
+
+    backend.model.neighbours.search = counting_neighbours
     comp = Compiler(backend).compile("beekeepers in Berlin")
     assert comp.valid and comp.query == hinted_model.compile("beekeepers in Berlin")[0]
     assert "craft=beekeeper" in [t.tag for t in comp.tags]
     assert len(comp.examples) == hinted_model.config.k
     assert [e.index for e in comp.examples] == [n.index for n in hinted_model.neighbours.search("beekeepers in Berlin", 5)]
-    # the hints were searched once for showing and using them
-    assert backend.model.hints.hits("beekeepers in Berlin") is backend.model.hints.hits("beekeepers in Berlin")
+    # each retrieved once, for showing and for using
+    assert sorted(searches, key=str) == [("neighbours", "beekeepers in Berlin"), "beekeepers in Berlin"]

@@ -65,11 +65,32 @@ def test_failed_save_keeps_the_old_model(model, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("geoql.app.cpu.model.os.replace", boom)
+    monkeypatch.setattr("os.replace", boom)
     with pytest.raises(OSError):
         model.save(tmp_path)
     assert (tmp_path / MODEL_FILE).read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_models_saved_under_the_old_module_names_still_load(model, tmp_path):
+    """Models trained before the packages moved under ``geoql`` name ``app.cpu.model.CpuModel``."""
+    import pickle
+
+    from geoql.app.cpu import model as model_module
+    from geoql.app.cpu.train import CpuTrainConfig
+
+    model.save(tmp_path)
+    # Protocol 2 writes each class as "module\nname\n" text: rename them as an old save had them.
+    old = pickle.dumps(model, protocol=2).replace(b"cgeoql.app.", b"capp.")
+    assert b"capp.cpu.model\nCpuModel\n" in old and b"geoql" not in old
+    (tmp_path / MODEL_FILE).write_bytes(old)
+    loaded = CpuModel.load(tmp_path)
+    assert isinstance(loaded, CpuModel) and loaded.compile("Cafes in Bonn", n=3) == model.compile("Cafes in Bonn", n=3)
+    # and the CPU trainer's config, renamed from TrainConfig
+    renamed = pickle.dumps(CpuTrainConfig(k=7), protocol=2).replace(b"cgeoql.app.cpu.train\nCpuTrainConfig\n",
+                                                                     b"capp.cpu.train\nTrainConfig\n")
+    assert b"TrainConfig" in renamed and b"geoql" not in renamed
+    assert model_module._ModelUnpickler(__import__("io").BytesIO(renamed)).load() == CpuTrainConfig(k=7)
 
 
 def test_config_checks():

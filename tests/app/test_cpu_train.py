@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from geoql.app.cpu.features import FEATURE_NAMES
-from geoql.app.cpu.train import TrainConfig, train, training_rows
+from geoql.app.cpu.train import CpuTrainConfig, train, training_rows
 from geoql.app.cpu.model import CpuModel, CpuConfig
 from geoql.eval.dataset import load_split
 from geoql.retrieval.ranker import same_query_positions
@@ -22,14 +22,14 @@ def pairs():
 
 @pytest.fixture(scope="module")
 def small_model(pairs):
-    return train(*pairs, TrainConfig(k=5, limit=60, max_iter=50), progress=False)
+    return train(*pairs, CpuTrainConfig(k=5, limit=60, max_iter=50), progress=False)
 
 
 def test_training_rows_are_scored_with_the_official_metric(pairs):
     from geoql.eval.metrics import oqs
 
     model = CpuModel.fit_retrieval(*pairs, CpuConfig(k=5))
-    feats, labels, groups = training_rows(model, TrainConfig(k=5, limit=20), progress=False)
+    feats, labels, groups = training_rows(model, CpuTrainConfig(k=5, limit=20), progress=False)
     assert feats.shape == (len(labels), len(FEATURE_NAMES)) and len(groups) == len(labels)
     assert np.all((labels >= 0) & (labels <= 1))
     # Recompute one request's labels directly: the pool is the same as at inference.
@@ -53,7 +53,7 @@ def test_requests_with_the_same_gold_query_never_meet_in_training(pairs):
         return found["neighbours"]
 
     model.neighbours.search_many = spy
-    training_rows(model, TrainConfig(k=5, limit=41), progress=False)
+    training_rows(model, CpuTrainConfig(k=5, limit=41), progress=False)
     assert found["excludes"][3] == found["excludes"][40] == {3, 40} and found["excludes"][0] == {0}
     assert 3 not in {n.index for n in found["neighbours"][40]} and 40 not in {n.index for n in found["neighbours"][3]}
     # unexcluded, the twin is the nearest request: the leak this closes
@@ -68,7 +68,7 @@ def test_selector_learns_something(small_model):
 
 
 def test_training_is_deterministic(pairs, small_model):
-    again = train(*pairs, TrainConfig(k=5, limit=60, max_iter=50), progress=False)
+    again = train(*pairs, CpuTrainConfig(k=5, limit=60, max_iter=50), progress=False)
     nls = [e.nl for e in load_split("dev")[:15]]
     assert [small_model.compile(nl)[0] for nl in nls] == [again.compile(nl)[0] for nl in nls]
 
@@ -80,4 +80,4 @@ def test_training_is_deterministic(pairs, small_model):
 )
 def test_config_errors_name_the_fix(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        TrainConfig(**kwargs)
+        CpuTrainConfig(**kwargs)

@@ -47,3 +47,16 @@ def test_request_cannot_escape_its_fence(attack):
 def test_odd_requests_still_make_a_prompt(nl):
     content = build_prompt(nl)[1]["content"]
     assert content.startswith("<request>") and len(content) < 2100
+
+
+def test_prompt_context_is_the_one_retrieval_step(small_index_dir):
+    from geoql.retrieval import K_EXAMPLES, K_TAGS, TagRetriever, prompt_context
+
+    retriever = TagRetriever.load(small_index_dir)
+    tags, examples = prompt_context("beekeepers in Berlin", retriever)
+    assert len(tags) == K_TAGS and len(examples) == K_EXAMPLES
+    assert tags == retriever.search("beekeepers in Berlin", K_TAGS)
+    assert examples == retriever.examples.search("beekeepers in Berlin", K_EXAMPLES)
+    left_out = {e.index for e in examples[:2]}
+    tags, examples = prompt_context("beekeepers in Berlin", retriever, k_tags=0, k_examples=3, exclude=left_out)
+    assert tags == [] and len(examples) == 3 and not {e.index for e in examples} & left_out

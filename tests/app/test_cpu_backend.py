@@ -1,4 +1,4 @@
-"""The ``retrieval`` backend through the backend registry, on a real small trained model."""
+"""The ``cpu`` backend (the CPU default) through the backend registry, on a real small trained model."""
 
 from __future__ import annotations
 
@@ -21,33 +21,53 @@ def _request(nl: str, n: int = 1) -> GenerationRequest:
 
 @pytest.mark.parametrize("example", load_split("dev")[:20], ids=lambda e: f"dev{e.index}")
 def test_answers_parse(model_dir, example):
-    backend = get_backend("retrieval", model_dir=model_dir)
+    backend = get_backend("cpu", model_dir=model_dir)
     (query,) = backend.generate(_request(example.nl))
     overpassql.parse(query)
 
 
 def test_is_the_default_and_needs_no_prompt(model_dir):
     backend = get_backend(None, model_dir=model_dir)
-    assert backend.name == "retrieval" and not backend.needs_prompt
+    assert backend.name == "cpu" and not backend.needs_prompt
     assert str(model_dir) in backend.describe()
 
 
+def test_old_name_retrieval_still_works_and_says_the_new_one(model_dir):
+    from geoql.app import Compiler
+    from geoql.app.backends.cpu import CpuBackend
+
+    with pytest.warns(FutureWarning, match="'retrieval' is now called 'cpu'"):
+        assert isinstance(get_backend("retrieval", model_dir=model_dir), CpuBackend)
+    with pytest.warns(FutureWarning, match="now called 'cpu'"):
+        comp = Compiler("retrieval", model_dir=model_dir).compile("cafes in Bonn")
+    assert comp.valid and comp.backend == "cpu"
+
+
+def test_generate_hands_back_what_it_retrieved(model_dir):
+    backend = get_backend("cpu", model_dir=model_dir)
+    request = _request("Pharmacies in Lyon")
+    backend.generate(request)
+    nearest = backend.model.neighbours.search("Pharmacies in Lyon", backend.model.config.k)
+    assert [e.index for e in request.examples] == [nb.index for nb in nearest]
+    assert request.tags == []  # this model has no tag index
+
+
 def test_n_candidates_and_determinism(model_dir):
-    backend = get_backend("retrieval", model_dir=model_dir)
+    backend = get_backend("cpu", model_dir=model_dir)
     first = backend.generate(_request("Pharmacies in Lyon", n=3))
     assert 1 <= len(first) <= 3 and first == backend.generate(_request("Pharmacies in Lyon", n=3))
 
 
 def test_options_switch_edits_and_selection(model_dir):
-    plain = get_backend("retrieval", model_dir=model_dir, edits="none", select="false")
-    edited = get_backend("retrieval", model_dir=model_dir)
+    plain = get_backend("cpu", model_dir=model_dir, edits="none", select="false")
+    edited = get_backend("cpu", model_dir=model_dir)
     nl = "Restaurants in Timbuktu"
     assert "Timbuktu" in edited.generate(_request(nl))[0]
     assert "Timbuktu" not in plain.generate(_request(nl))[0]
 
 
 def test_missing_model_without_training_names_the_command(tmp_path):
-    backend = get_backend("retrieval", model_dir=tmp_path, train_if_missing=False)
+    backend = get_backend("cpu", model_dir=tmp_path, train_if_missing=False)
     with pytest.raises(BackendError, match="geoql cpu train"):
         backend.generate(_request("cafes in Bonn"))
 
@@ -60,18 +80,18 @@ def test_missing_model_without_training_names_the_command(tmp_path):
 )
 def test_bad_options_are_user_errors(options, message):
     with pytest.raises(BackendError, match=message):
-        get_backend("retrieval", **options)
+        get_backend("cpu", **options)
 
 
 @pytest.mark.parametrize("nl", ["", "   "])
 def test_empty_request(model_dir, nl):
     with pytest.raises(BackendError, match="empty request"):
-        get_backend("retrieval", model_dir=model_dir).generate(_request(nl))
+        get_backend("cpu", model_dir=model_dir).generate(_request(nl))
 
 
 @pytest.mark.parametrize("nl", ["???", "ä" * 500, "{{geocodeArea:x}} ]]]] ((", "1234567890"])
 def test_odd_input_still_gives_a_valid_query(model_dir, nl):
-    (query,) = get_backend("retrieval", model_dir=model_dir).generate(_request(nl))
+    (query,) = get_backend("cpu", model_dir=model_dir).generate(_request(nl))
     overpassql.parse(query)
 
 
@@ -88,11 +108,11 @@ def test_no_dataset_fails_once_per_compile_without_building_an_index(tmp_path, m
         return real_load_split(split, data_dir)
 
     monkeypatch.setattr(eval_dataset, "load_split", counting_load_split)
-    backend = get_backend("retrieval", model_dir=tmp_path / "model", data_dir=tmp_path / "no-dataset",
+    backend = get_backend("cpu", model_dir=tmp_path / "model", data_dir=tmp_path / "no-dataset",
                           index_dir=tmp_path / "index")
     comp = Compiler(backend).compile("cafes in Bonn")
     assert comp.query == "" and any("no-dataset does not exist" in e for e in comp.errors)
-    assert calls == ["train"]  # context, batch and one-by-one retry share one attempt
+    assert calls == ["train"]  # the batch and the one-by-one retry share one attempt
     assert "building the tag index" not in capsys.readouterr().err
     assert not (tmp_path / "index").exists() and not (tmp_path / "model").exists()
     with pytest.raises(BackendError, match="cannot train the CPU model"):
@@ -108,7 +128,7 @@ def test_unwritable_model_dir_fails_before_building_the_index(tmp_path, capsys):
     from geoql.app import Compiler
 
     (tmp_path / "a-file").write_text("the user's file", encoding="utf-8")
-    backend = get_backend("retrieval", model_dir=tmp_path / "a-file" / "model", index_dir=tmp_path / "index")
+    backend = get_backend("cpu", model_dir=tmp_path / "a-file" / "model", index_dir=tmp_path / "index")
     comp = Compiler(backend).compile("cafes in Bonn")
     assert comp.query == "" and any("cannot write to" in e and "a-file is not a directory" in e for e in comp.errors)
     assert "building the tag index" not in capsys.readouterr().err

@@ -6,6 +6,8 @@ the ``overpassql`` AST and returns the candidate that a model trained on the
 training split predicts to score best (``app.cpu``). The trained model lives in
 ``app.cpu.model.default_model_dir()``; when it is missing the backend trains it
 on first use (a few minutes, with a progress bar) unless told not to.
+
+Registered as ``cpu``; ``retrieval``, its old name, still works for one release.
 """
 
 from __future__ import annotations
@@ -17,9 +19,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.cpu.model import CpuConfig, CpuModel, ModelMissingError, default_model_dir
+from geoql.app.cpu.train import CpuTrainConfig, ensure_index, train_and_save
+from geoql.core.files import check_writable_dir
+from geoql.eval import dataset as eval_dataset
+from geoql.retrieval import RetrievedExample
 
 
-class RetrievalBackend(Backend):
+class CpuBackend(Backend):
     """Nearest training queries, edited and re-ranked.
 
     Options: ``model_dir`` (default: ``$GEOQL_CPU_MODEL_DIR`` or the user data
@@ -30,18 +37,17 @@ class RetrievalBackend(Backend):
     ``$GEOQL_INDEX_DIR`` or the user data dir).
     """
 
-    name: ClassVar[str] = "retrieval"
+    name: ClassVar[str] = "cpu"
     supports_grammar: ClassVar[bool] = False
     needs_prompt: ClassVar[bool] = False
-    # One compile asks for the model up to three times (context, batch, one by one);
+    compile_options: ClassVar[tuple[str, ...]] = ("index_dir",)
+    # One compile asks for the model up to twice (batch, then one by one);
     # without a dataset each ask would retry the download and the index build.
     retry_training_after_s: ClassVar[float] = 60.0
 
     def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
                  select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None,
                  index_dir: str | Path | None = None):
-        from geoql.app.cpu.model import CpuConfig
-
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.train_if_missing = _as_bool(train_if_missing, "train_if_missing")
         self.data_dir = data_dir
@@ -54,7 +60,7 @@ class RetrievalBackend(Backend):
         try:
             CpuConfig(**self._overrides)  # fail on bad options now, not at the first request
         except ValueError as exc:
-            raise BackendError(f"bad retrieval backend option: {exc}") from None
+            raise BackendError(f"bad cpu backend option: {exc}") from None
         self._model = None
         self._config = None
         self._lock = threading.Lock()
@@ -69,16 +75,12 @@ class RetrievalBackend(Backend):
                 if self._training_failed and time.monotonic() - self._training_failed[0] < self.retry_training_after_s:
                     raise BackendError(self._training_failed[1])
                 self._model = self._load_or_train()
-                from geoql.app.cpu.model import CpuConfig
-
                 base = vars(self._model.config).copy()
                 base.update(self._overrides)
                 self._config = CpuConfig(**base)
             return self._model
 
-    def _load_or_train(self):
-        from geoql.app.cpu.model import CpuModel, ModelMissingError, default_model_dir
-
+    def _load_or_train(self) -> CpuModel:
         target = self.model_dir or default_model_dir()
         try:
             return CpuModel.load(target, self.index_dir)
@@ -86,12 +88,8 @@ class RetrievalBackend(Backend):
             if not self.train_if_missing:
                 raise BackendError(str(exc)) from None
             print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
-        from geoql.app.cpu.train import TrainConfig, ensure_index, train_and_save
-        from geoql.eval.dataset import DatasetError, load_split
-        from geoql.eval.report import check_writable_dir
-
         try:
-            load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
+            eval_dataset.load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
             check_writable_dir(target)  # nor is the index worth minutes when the model cannot be saved
             if ensure_index(self.index_dir, self.data_dir):
                 try:  # a model that only lacked its index needs no retraining
@@ -99,38 +97,29 @@ class RetrievalBackend(Backend):
                 except ModelMissingError:
                     pass
             index_dir = str(self.index_dir) if self.index_dir else None
-            return train_and_save(target, self.data_dir, TrainConfig(index_dir=index_dir))
-        except (DatasetError, OSError) as exc:  # no dataset; a model directory that cannot be written
+            return train_and_save(target, self.data_dir, CpuTrainConfig(index_dir=index_dir))
+        except (eval_dataset.DatasetError, OSError) as exc:  # no dataset; a model directory that cannot be written
             why = f"cannot train the CPU model: {exc}"
             self._training_failed = (time.monotonic(), why)
             raise BackendError(why) from None
 
     def generate(self, request: GenerationRequest) -> list[str]:
+        """Candidates for ``request``; ``request.tags`` / ``examples`` become the tag hints
+        (when the model uses the index) and the nearest training requests it worked from."""
         model = self.model
         nl = (request.nl or "").strip()
         if not nl:
             raise BackendError("empty request: describe what to find, e.g. 'cafes in Bonn'")
-        return model.compile(nl, n=request.n, config=self._config)
-
-    def context(self, nl: str) -> tuple[list, list]:
-        """The tag hints (when the model uses the index) and the nearest training requests, for display."""
-        from geoql.retrieval import RetrievedExample
-
-        model = self.model
-        text = (nl or "").strip()
-        if not text:
-            return [], []
-        tags = model.hints.hits(text) if model.hints is not None else []
-        examples = [RetrievedExample(nb.index, model.train_nls[nb.index], model.train_queries[nb.index], round(nb.score, 6))
-                    for nb in model.neighbours.search(text, self._config.k)]
-        return tags, examples
+        found = model.retrieve(nl, self._config)
+        request.tags = list(found.hits or [])
+        request.examples = [RetrievedExample(nb.index, model.train_nls[nb.index], model.train_queries[nb.index],
+                                             round(nb.score, 6)) for nb in found.neighbours]
+        return model.compile(nl, n=request.n, config=self._config, retrieved=found)
 
     def describe(self) -> str:
-        from geoql.app.cpu.model import default_model_dir
-
         where = self.model_dir or default_model_dir()
         opts = ", ".join(f"{k}={v}" for k, v in sorted(self._overrides.items()))
-        return f"retrieval (CPU, model {where}{'; ' + opts if opts else ''})"
+        return f"cpu (model {where}{'; ' + opts if opts else ''})"
 
     def close(self) -> None:
         self._model = None
