@@ -5,7 +5,7 @@ decides on its own what counts as a query:
 
 1. :func:`extract_query` pulls the query out of chatter, code fences and
    multi-line layouts and writes it on one line, the way the dataset stores it;
-2. :func:`validate` checks it with our parser;
+2. :func:`validate` checks it (``overpassql.check``, what the converter reports);
 3. :func:`choose` picks a candidate: the valid one with the highest expected
    OQS against the other samples (minimum Bayes risk), never an invalid one
    while a valid one exists.
@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
+
+import overpassql
 
 # Where a query can start: settings, a placeholder, a block, a set, a type...
 _START = re.compile(
@@ -145,33 +147,14 @@ def extract_query(text: str) -> str:
 
 # ------------------------------------------------------------------ validation
 def validate(query: str) -> list[str]:
-    """Parser errors of ``query`` (empty list: valid).
+    """Why ``query`` is not valid (empty list: valid), as ``overpassql.check`` says.
 
-    A query counts as valid when our parser accepts it as written or after
-    the official metric's placeholder step (``replace_turbo_vars``), which is
-    the text the metric's converter actually reads.
+    That is every message the converter prints for the query after the official
+    metric's placeholder step (``replace_turbo_vars``), the text the metric's
+    converter actually reads; the GRPO validity reward and the CPU backend's edits
+    use the same check.
     """
-    import overpassql
-
-    if not query.strip():
-        return ["empty query"]
-    try:
-        overpassql.parse(query)
-        return []
-    except overpassql.ParseError as exc:
-        first = exc
-    except RecursionError:
-        return ["query nested too deeply"]
-    try:
-        expanded = overpassql.replace_turbo_vars(query)
-        if expanded != query:
-            overpassql.parse(expanded)
-            return []
-    except overpassql.ParseError:
-        pass
-    except RecursionError:
-        return ["query nested too deeply"]
-    return [str(d) for d in (getattr(first, "errors", None) or [first])]
+    return [str(d) for d in overpassql.check(query)]
 
 
 def make_candidates(texts: Sequence[str], *, repair: bool = False) -> list[Candidate]:

@@ -3,7 +3,7 @@
 Each edit is a function ``(script, ctx) -> bool`` that changes the parsed
 ``overpassql`` script in place and says whether it changed anything; the query
 text is then produced by ``overpassql.dump`` so that it keeps the dataset's
-formatting and always parses. Groups of edits can be switched off
+formatting and stays valid (``overpassql.check``). Groups of edits can be switched off
 (:class:`EditOptions`) so the ablation is a command.
 """
 
@@ -13,6 +13,9 @@ import copy
 import dataclasses
 import re
 from dataclasses import dataclass, field
+
+import overpassql
+from overpassql import ast as A
 
 from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon
 from geoql.app.cpu.request import RequestInfo, content_words
@@ -98,15 +101,8 @@ class EditContext:
         return [(t, p) for t, p in self._wanted if p >= threshold]
 
 
-def _ast():
-    from overpassql import ast
-
-    return ast
-
-
 def _statements(script):
     """Every statement list in the script (top level and block bodies)."""
-    A = _ast()
     lists = [script.statements]
     for node in A.walk(script):
         if isinstance(node, (A.Union_, A.Difference, A.Block)):
@@ -118,7 +114,6 @@ def _statements(script):
 
 def area_names(script) -> list[str]:
     """The place names a script uses, in source order (geocodeArea, nominatimArea, area[name=...])."""
-    A = _ast()
     names = []
     for node in A.walk(script):
         if isinstance(node, (A.Placeholder, A.PlaceholderFilter)):
@@ -134,7 +129,6 @@ def area_names(script) -> list[str]:
 
 def edit_area(script, ctx: EditContext) -> bool:
     """Put the request's place into the query: rename, or switch between place and map view."""
-    A = _ast()
     info = ctx.info
     if info.in_view and info.area is None:
         return _area_to_view(script)
@@ -166,7 +160,6 @@ def edit_area(script, ctx: EditContext) -> bool:
 
 def _area_to_view(script) -> bool:
     """Request is about the map view: drop a single geocodeArea and filter by {{bbox}}."""
-    A = _ast()
     placeholders = [
         (body, s) for body in _statements(script) for s in body
         if isinstance(s, A.Placeholder) and s.text.strip().startswith(AREA_PLACEHOLDERS)
@@ -189,7 +182,6 @@ def _area_to_view(script) -> bool:
 
 def _view_to_area(script, name: str) -> bool:
     """Request names a place but the query filters by {{bbox}}: search the place instead."""
-    A = _ast()
     changed = False
     for q in A.walk(script):
         if isinstance(q, A.Query):
@@ -209,7 +201,6 @@ def edit_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float = 0.3
     the tag) but this request does not; the replacement is the tag this
     request's words predict best (same key first), not already in the query.
     """
-    A = _ast()
     lex = ctx.lexicon
     words = ctx.info.words
     example_words = content_words(ctx.example_nl)
@@ -245,7 +236,6 @@ def _tag_name(tag) -> str:
 
 def _tag_queries(script) -> list:
     """The statements that select the elements asked for: non-area queries with a tag filter."""
-    A = _ast()
     return [
         q for q in A.walk(script)
         if isinstance(q, A.Query) and q.type != "area"
@@ -270,7 +260,6 @@ def edit_add_tags(script, ctx: EditContext, *, want: float = 0.5, limit: int = 2
     next to another main tag would select nothing. The new filters go after the
     last tag filter of every statement that selects the elements asked for.
     """
-    A = _ast()
     new_words = ctx.info.words - content_words(ctx.example_nl)
     if not new_words:
         return False
@@ -299,7 +288,6 @@ def edit_add_tags(script, ctx: EditContext, *, want: float = 0.5, limit: int = 2
 
 def _append_filters(queries, tags) -> None:
     """Put ``tags`` after the last tag filter of each statement (copies, on that filter's line)."""
-    A = _ast()
     for q in queries:
         last = max(i for i, f in enumerate(q.filters) if isinstance(f, A.Tag))
         for offset, tag in enumerate(tags, 1):
@@ -312,7 +300,6 @@ def edit_drop_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float 
     The first tag filter of a statement (its main tag) always stays, so the
     query keeps selecting the kind of element it did.
     """
-    A = _ast()
     lex = ctx.lexicon
     words = ctx.info.words
     example_only = content_words(ctx.example_nl) - words
@@ -338,7 +325,6 @@ def edit_hint_tags(script, ctx: EditContext, *, want: float = 0.2, limit: int = 
     too; any other hinted tag qualifies the elements and is added after the last
     tag filter (``outdoor_seating=yes`` for "cafes with outdoor seating").
     """
-    A = _ast()
     if not ctx.hints:
         return False
     queries = _tag_queries(script)
@@ -380,7 +366,6 @@ def _filters_key(q) -> str:
 
 def edit_types(script, ctx: EditContext) -> bool:
     """Make the element types match the ones the request names ("nodes and ways")."""
-    A = _ast()
     want = [t for t in TYPE_ORDER if t in ctx.info.types]
     if not want:
         return False
@@ -413,7 +398,6 @@ def edit_types(script, ctx: EditContext) -> bool:
 
 def edit_output(script, ctx: EditContext) -> bool:
     """Count when the request asks "how many", list otherwise."""
-    A = _ast()
     outs = [s for s in script.statements if isinstance(s, A.Out)]
     if not outs:
         return False
@@ -432,7 +416,6 @@ def edit_output(script, ctx: EditContext) -> bool:
 
 def edit_numbers(script, ctx: EditContext) -> bool:
     """Distances, dates, user names and ids from the request."""
-    A = _ast()
     nl = ctx.info.nl
     changed = False
     distance = _DISTANCE.search(nl)
@@ -477,13 +460,13 @@ EDITS = (
 def apply_edits(query: str, ctx: EditContext, options: EditOptions) -> tuple[str, tuple[str, ...]] | None:
     """The edited query and the names of the edits that changed it.
 
-    ``None`` when the query does not parse (such a neighbour is not a candidate).
+    ``None`` when the query is not valid (such a neighbour is not a candidate).
     """
-    import overpassql
-
+    if not parses(query):
+        return None
     try:
         script = overpassql.parse(query)
-    except overpassql.ParseError:
+    except overpassql.ParseError:  # valid for the converter, yet a placeholder the parser cannot place
         return None
     applied = []
     for name, edit in EDITS:
@@ -492,10 +475,8 @@ def apply_edits(query: str, ctx: EditContext, options: EditOptions) -> tuple[str
     if not applied:
         return query, ()
     text = overpassql.dump(script)
-    try:
-        overpassql.parse(text)
-    except overpassql.ParseError:
-        # An edit produced something the parser rejects: keep the unedited query.
+    if not parses(text):
+        # An edit produced an invalid query: keep the unedited one.
         return query, ()
     return text, tuple(applied)
 
@@ -510,9 +491,7 @@ EXTRA_EDITS = (
 
 
 def apply_extra(query: str, ctx: EditContext, edit) -> str | None:
-    """``query`` with one more edit, or ``None`` when it changes nothing (or would not parse)."""
-    import overpassql
-
+    """``query`` with one more edit, or ``None`` when it changes nothing (or would not be valid)."""
     try:
         script = overpassql.parse(query)
     except overpassql.ParseError:
@@ -526,10 +505,5 @@ def apply_extra(query: str, ctx: EditContext, edit) -> str | None:
 
 
 def parses(query: str) -> bool:
-    import overpassql
-
-    try:
-        overpassql.parse(query)
-    except overpassql.ParseError:
-        return False
-    return True
+    """Whether ``query`` is valid: ``overpassql.check`` finds nothing wrong with it."""
+    return not overpassql.check(query)

@@ -1,4 +1,4 @@
-"""Each edit on hand-written cases: the edited query parses and says what the request asks."""
+"""Each edit on hand-written cases: the edited query is valid and says what the request asks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 import overpassql
 from geoql.app.cpu.edits import (EditContext, EditOptions, apply_edits, apply_extra, area_names, edit_add_tags,
-                           edit_drop_tags, edit_hint_tags)
+                           edit_drop_tags, edit_hint_tags, parses)
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.app.cpu.request import analyse
 
@@ -31,7 +31,16 @@ def edit(query: str, nl: str, groups: str, example_nl: str = "springs in Paris",
     assert result is not None
     text, applied = result
     overpassql.parse(text)  # every edited query parses
+    assert overpassql.check(text) == []  # and is valid, as Compilation.valid judges it
     return text, applied
+
+
+def test_a_neighbour_the_converter_rejects_is_no_candidate():
+    # parse() takes the misspelt {{bbx}} for a placeholder; the converter does not.
+    ctx = EditContext(info=analyse("springs in Bonn"), example_nl="springs in Paris", lexicon=LEXICON, aliases={})
+    assert apply_edits('node["natural"="spring"]({{bbx}});out;', ctx, EditOptions.parse("all")) is None
+    assert parses('node["natural"="spring"]({{bbox}});out;')
+    assert not parses('node["natural"="spring"]({{bbx}});out;')
 
 
 @pytest.mark.parametrize(
@@ -132,7 +141,7 @@ def extra(query: str, nl: str, example_nl: str, edit_fn, hints=None):
     ctx = EditContext(info=analyse(nl), example_nl=example_nl, lexicon=QUALIFIERS, hints=hints)
     text = apply_extra(query, ctx, edit_fn)
     if text is not None:
-        overpassql.parse(text)  # the edited query parses
+        assert overpassql.check(text) == []  # the edited query is valid
     return text
 
 

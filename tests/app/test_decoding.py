@@ -32,7 +32,7 @@ def test_extraction_keeps_a_truncated_query_for_the_parser_to_reject():
 
 def test_extraction_of_nothing():
     assert extract_query("") == "" and extract_query("   \n ") == ""
-    assert validate("") == ["empty query"]
+    assert validate("") == ["line 1: parse error: empty query"]
 
 
 def test_comment_markers_inside_strings_survive():
@@ -59,6 +59,16 @@ def test_validate_reports_parser_errors():
 
 def test_turbo_placeholders_are_valid_as_the_metric_sees_them():
     assert validate('[bbox:{{bbox}}];node["a"];out;') == []
+    # A misspelt placeholder reaches the converter unreplaced: {{bbx}} is not a clause.
+    assert validate('node["a"]({{bbx}});out;') == ["line 1: parse error: Unknown query clause"]
+
+
+@pytest.mark.parametrize("index", range(0, 1758, 9), ids=lambda i: f"conf-{i}")
+def test_valid_means_the_converter_prints_no_message(index):
+    # Conformance rows: dataset queries, their neighbours and broken variants, with
+    # what osm3s_query printed; Compilation.valid must agree with it.
+    row = reference_rows("conformance.jsonl")[index]
+    assert (validate(row["query"]) == []) == (row["stderr"] == "")
 
 
 def test_identical_outputs_merge():
