@@ -24,6 +24,9 @@ from typing import Callable, Sequence
 
 import overpassql
 
+from geoql.app.backends.transformers_backend import complete_truncated
+from geoql.eval.metrics import get_scorer
+
 # Where a query can start: settings, a placeholder, a block, a set, a type...
 _START = re.compile(
     r"^\s*(\[\s*(out|timeout|maxsize|bbox|date|diff|adiff)\s*:|\{\{|\(|\.[A-Za-z_]|"
@@ -191,8 +194,6 @@ def repair_truncated(query: str) -> str | None:
     '[out:json];node["amenity"="drinking_water"](area.a);'
     """
     try:
-        from geoql.app.backends.transformers_backend import complete_truncated
-
         fixed = complete_truncated(query)
     except ImportError:  # llguidance / transformers not installed: no repair
         return None
@@ -204,8 +205,6 @@ def repair_truncated(query: str) -> str | None:
 # --------------------------------------------------------------------- choosing
 def default_similarity() -> Callable[[str, str], float]:
     """OQS between two queries (the task's metric), from ``eval.metrics``."""
-    from geoql.eval.metrics import get_scorer
-
     scorer = get_scorer()
     return scorer.oqs
 

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from geoql.app.files import atomic_dir
+from geoql.core.files import atomic_dir
 from geoql.eval.dataset import load_split, resolve_data_dir
 
 # Qwen2/Qwen3 special tokens (same strings, so templates and stop tokens match).

@@ -31,7 +31,7 @@ from typing import Iterable
 import overpassql
 
 from geoql import retrieval
-from geoql.app.files import atomic_dir
+from geoql.core.files import atomic_dir
 from geoql.eval.dataset import load_comments, load_split
 from geoql.eval.metrics import same_query_key
 from geoql.retrieval.prompt import format_tags

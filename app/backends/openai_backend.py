@@ -22,6 +22,7 @@ import os
 from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from overpassql.grammar import gbnf_grammar, lark_grammar, lark_to_gbnf
 
 
 class OpenAIBackend(Backend):
@@ -98,8 +99,6 @@ class OpenAIBackend(Backend):
         if request.seed is not None:
             body["seed"] = request.seed
         if with_grammar and request.grammar:
-            from overpassql.grammar import gbnf_grammar, lark_grammar, lark_to_gbnf
-
             gbnf = gbnf_grammar() if request.grammar == lark_grammar() else lark_to_gbnf(request.grammar)
             body["structured_outputs"] = {"grammar": gbnf}
         return body

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.tiny_model import train_tokenizer
+from overpassql.grammar import gbnf_grammar, lark_grammar, llguidance_grammar
 
 # Characters tried, in this order, when closing a query under a short budget:
 # closers first, then what statements need; one letter and one digit stand
@@ -30,8 +32,6 @@ _CONTINUATION_BYTES = (b"\x80", b"\x90", b"\xa0")
 def to_llguidance_grammar(grammar: str) -> str:
     """llguidance's grammar spec for a Lark or GBNF text."""
     import llguidance
-
-    from overpassql.grammar import gbnf_grammar, lark_grammar, llguidance_grammar
 
     # Our own grammar, whether it came as Lark or (over HTTP) as GBNF, goes to
     # llguidance in its Lark form: llguidance's GBNF reader trips over some
@@ -309,11 +309,7 @@ def complete_truncated(text: str, limit: int = 64) -> str | None:
     """
     import llguidance
 
-    from overpassql.grammar import lark_grammar
-
     if not _TEXT_CLOSER:
-        from geoql.app.tiny_model import train_tokenizer
-
         tok = train_tokenizer(["node;out;"], vocab_size=300)  # the 256 bytes, few merges
         _TEXT_CLOSER.append((tok, GrammarConstraint(tok, lark_grammar(), max_new_tokens=2 * limit + 2)))
     tok, closer = _TEXT_CLOSER[0]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from overpassql.grammar import gbnf_grammar, lark_grammar, lark_to_gbnf
 
 LORA_NAME = "geoql"
 
@@ -53,8 +54,6 @@ class VLLMBackend(Backend):
             kw = dict(n=1 if r.greedy else r.n, temperature=r.temperature, top_p=r.top_p,
                       max_tokens=r.max_new_tokens, seed=r.seed)
             if r.grammar:
-                from overpassql.grammar import gbnf_grammar, lark_grammar, lark_to_gbnf
-
                 kw["structured_outputs"] = {"grammar": gbnf_grammar() if r.grammar == lark_grammar()
                                             else lark_to_gbnf(r.grammar)}
             sampling.append(kw)
