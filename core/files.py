@@ -29,6 +29,8 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
     'one\\n'
     >>> write_atomic(target, b"two").read_bytes(), sorted(p.name for p in target.parent.iterdir())
     (b'two', ['out.txt'])
+    >>> oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    True
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -36,12 +38,20 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        # mkstemp makes the file owner-only; give it the mode a plain open() would have.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def replace_dir(staging: str | os.PathLike, target: str | os.PathLike) -> Path:

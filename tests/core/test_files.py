@@ -1,0 +1,92 @@
+"""Atomic files and directories: an interruption never damages what was there."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from geoql.core import files
+from geoql.core.files import atomic_dir, check_writable_dir, replace_dir, write_atomic
+
+
+def test_write_atomic_text_and_bytes(tmp_path):
+    target = tmp_path / "a" / "b.json"
+    assert write_atomic(target, "é\n") == target
+    assert target.read_bytes() == "é\n".encode()
+    write_atomic(target, b"\x00\x01")
+    assert target.read_bytes() == b"\x00\x01"
+    assert [p.name for p in target.parent.iterdir()] == ["b.json"]
+
+
+def test_write_atomic_keeps_the_old_file_when_the_rename_fails(tmp_path, monkeypatch):
+    target = tmp_path / "results.pred"
+    target.write_text("the user's results\n")
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(files.os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(target, "half")
+    assert target.read_text() == "the user's results\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.pred"]  # no temporary left
+
+
+def test_write_atomic_gives_the_usual_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = write_atomic(tmp_path / "m.txt", "x")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_replace_dir_swaps_and_removes_the_old(tmp_path):
+    target = tmp_path / "index"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    staging = tmp_path / ".index.new"
+    staging.mkdir()
+    (staging / "new.txt").write_text("new")
+    replace_dir(staging, target)
+    assert sorted(p.name for p in target.iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
+
+
+def test_replace_dir_puts_the_old_back_when_the_swap_fails(tmp_path, monkeypatch):
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "model.pkl").write_text("trained for minutes")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    real_rename = os.rename
+
+    def rename(src, dst):
+        if Path(src) == staging:
+            raise OSError("interrupted")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(files.os, "rename", rename)
+    with pytest.raises(OSError, match="interrupted"):
+        replace_dir(staging, target)
+    assert (target / "model.pkl").read_text() == "trained for minutes"
+
+
+def test_atomic_dir_builds_beside_and_cleans_up(tmp_path):
+    out = atomic_dir(tmp_path / "d", lambda p: (p / "x").write_text("1"))
+    assert (out / "x").read_text() == "1"
+    with pytest.raises(KeyboardInterrupt):
+        atomic_dir(tmp_path / "d", lambda p: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert (out / "x").read_text() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_check_writable_dir(tmp_path):
+    check_writable_dir(tmp_path / "new" / "deeper")
+    assert not (tmp_path / "new").exists()  # nothing stays
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("")
+    with pytest.raises(OSError, match="is not a directory; choose an output path in a writable directory"):
+        check_writable_dir(blocker / "out")
