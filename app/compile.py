@@ -21,6 +21,7 @@ from geoql.app.backends import DEFAULT_BACKEND, backend_class, get_backend
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 from geoql.app.config import CompileConfig
 from geoql.app.decoding import Candidate, choose, make_candidates
+from geoql.core.errors import ConfigError
 from geoql.retrieval import TagRetriever, build_prompt, prompt_context
 from overpassql.grammar import lark_grammar
 
@@ -177,7 +178,7 @@ class Compiler:
         try:
             fixed = [name for name in ("backend", *LOAD_FIELDS) if name in options and options[name] != getattr(self.config, name)]
             if fixed:
-                raise ValueError(f"{', '.join(fixed)} cannot change between requests of one Compiler: "
+                raise ConfigError(f"{', '.join(fixed)} cannot change between requests of one Compiler: "
                                  f"make one with them, e.g. Compiler({fixed[0]}=...), or pass them to compile()")
             config = self.config.replace(**options) if options else self.config
         except ValueError as exc:

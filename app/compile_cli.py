@@ -47,30 +47,28 @@ def register(subparsers) -> None:
 
 
 def _config(args):
-    try:
-        config = load_config(args.config) if args.config else CompileConfig()
-        changes: dict = {}
-        if args.backend:
-            changes["backend"] = args.backend
-            if args.config is None or args.backend != config.backend:
-                changes["backend_options"] = {}
-        options = dict(changes.get("backend_options", config.backend_options))
-        for item in args.option:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise UserError(f"--option wants KEY=VALUE, got {item!r}")
-            options[key.strip()] = value
-        if args.option:
-            changes["backend_options"] = options
-        for name in ("n", "temperature", "max_new_tokens"):
-            value = getattr(args, name)
-            if value is not None:
-                changes[name] = value
-        if args.no_grammar:
-            changes["grammar"] = False
-        return config.replace(**changes) if changes else config
-    except ValueError as exc:  # CompileConfig's check of a value given on the command line or in --config
-        raise UserError(str(exc)) from None
+    # CompileConfig raises ConfigError (a GeoqlError) for a bad value: the dispatcher says it in one line.
+    config = load_config(args.config) if args.config else CompileConfig()
+    changes: dict = {}
+    if args.backend:
+        changes["backend"] = args.backend
+        if args.config is None or args.backend != config.backend:
+            changes["backend_options"] = {}
+    options = dict(changes.get("backend_options", config.backend_options))
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--option wants KEY=VALUE, got {item!r}")
+        options[key.strip()] = value
+    if args.option:
+        changes["backend_options"] = options
+    for name in ("n", "temperature", "max_new_tokens"):
+        value = getattr(args, name)
+        if value is not None:
+            changes[name] = value
+    if args.no_grammar:
+        changes["grammar"] = False
+    return config.replace(**changes) if changes else config
 
 
 def run(args) -> int:

@@ -12,7 +12,7 @@ A YAML file holds the same fields (``geoql compile --config FILE``)::
 >>> CompileConfig(n=0)
 Traceback (most recent call last):
 ...
-ValueError: n must be >= 1 (got 0): ask for at least one candidate
+geoql.core.errors.ConfigError: n must be >= 1 (got 0): ask for at least one candidate
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from geoql.app.backends import DEFAULT_BACKEND, canonical_name
 from geoql.app.backends.base import DEFAULT_MAX_NEW_TOKENS
+from geoql.core.errors import ConfigError
 from geoql.retrieval.config import K_EXAMPLES, K_TAGS
 
 # 10 kB requests are legitimate input to reject politely, not to feed a model.
@@ -49,23 +50,23 @@ class CompileConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
-            raise ValueError("backend must be a name: cpu, transformers, openai or vllm")
+            raise ConfigError("backend must be a name: cpu, transformers, openai or vllm")
         self.backend = canonical_name(self.backend)
         if not isinstance(self.backend_options, dict):
-            raise ValueError("backend_options must be a mapping, e.g. {model: ./runs/sft}")
+            raise ConfigError("backend_options must be a mapping, e.g. {model: ./runs/sft}")
         if int(self.n) < 1:
-            raise ValueError(f"n must be >= 1 (got {self.n}): ask for at least one candidate")
+            raise ConfigError(f"n must be >= 1 (got {self.n}): ask for at least one candidate")
         self.n = int(self.n)
         if self.temperature is not None and float(self.temperature) < 0:
-            raise ValueError(f"temperature must be >= 0 (got {self.temperature}): use 0 for greedy decoding")
+            raise ConfigError(f"temperature must be >= 0 (got {self.temperature}): use 0 for greedy decoding")
         if not 0 < float(self.top_p) <= 1:
-            raise ValueError(f"top_p must be in (0, 1] (got {self.top_p}): use 1.0 to disable nucleus sampling")
+            raise ConfigError(f"top_p must be in (0, 1] (got {self.top_p}): use 1.0 to disable nucleus sampling")
         if int(self.max_new_tokens) < 16:
-            raise ValueError(f"max_new_tokens must be >= 16 (got {self.max_new_tokens}): queries need about 384")
+            raise ConfigError(f"max_new_tokens must be >= 16 (got {self.max_new_tokens}): queries need about 384")
         if int(self.k_tags) < 0 or int(self.k_examples) < 0:
-            raise ValueError("k_tags and k_examples must be >= 0 (0 leaves them out of the prompt)")
+            raise ConfigError("k_tags and k_examples must be >= 0 (0 leaves them out of the prompt)")
         if int(self.max_request_chars) < 1:
-            raise ValueError("max_request_chars must be >= 1")
+            raise ConfigError("max_request_chars must be >= 1")
 
     @property
     def effective_temperature(self) -> float:
@@ -81,7 +82,7 @@ class CompileConfig:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         unknown = set(changes) - set(values)
         if unknown:
-            raise ValueError(f"unknown compile option(s) {', '.join(sorted(unknown))}: known are {', '.join(sorted(values))}")
+            raise ConfigError(f"unknown compile option(s) {', '.join(sorted(unknown))}: known are {', '.join(sorted(values))}")
         values.update(changes)
         values["backend_options"] = dict(values["backend_options"])
         return CompileConfig(**values)
@@ -95,13 +96,13 @@ def load_config(path: str | os.PathLike) -> CompileConfig:
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
-        raise ValueError(f"config file {p} not found: check the path") from None
+        raise ConfigError(f"config file {p} not found: check the path") from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"config file {p} is not valid YAML: {exc}".splitlines()[0]) from None
+        raise ConfigError(f"config file {p} is not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):
-        raise ValueError(f"config file {p} must hold a mapping of options (backend: ..., n: ...)")
+        raise ConfigError(f"config file {p} must hold a mapping of options (backend: ..., n: ...)")
     known = {f.name for f in fields(CompileConfig)}
     unknown = set(data) - known
     if unknown:
-        raise ValueError(f"config file {p}: unknown option(s) {', '.join(sorted(unknown))}; known are {', '.join(sorted(known))}")
+        raise ConfigError(f"config file {p}: unknown option(s) {', '.join(sorted(unknown))}; known are {', '.join(sorted(known))}")
     return CompileConfig(**data)

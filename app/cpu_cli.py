@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from geoql.core.cli import positive_int
-from geoql.core.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -36,14 +35,11 @@ def register(subparsers) -> None:
 def _train(args: argparse.Namespace) -> int:
     from geoql.app.cpu.train import CpuTrainConfig, train_and_save  # numpy and the model: not for `geoql --help`
 
-    try:
-        # Unset options keep CpuTrainConfig's defaults, so the defaults live in one place.
-        given = {"k": args.k, "edits": args.edits, "limit": args.limit, "tag_hints": args.tag_hints,
-                 "index_dir": args.index_dir}
-        config = CpuTrainConfig(**{name: value for name, value in given.items() if value is not None})
-        model = train_and_save(args.out, args.data_dir, config)
-    except ValueError as exc:  # a setting the trainer rejects (a value, an unusable --index-dir)
-        raise UserError(str(exc)) from None
+    # Unset options keep CpuTrainConfig's defaults, so the defaults live in one place.
+    given = {"k": args.k, "edits": args.edits, "limit": args.limit, "tag_hints": args.tag_hints,
+             "index_dir": args.index_dir}
+    config = CpuTrainConfig(**{name: value for name, value in given.items() if value is not None})
+    model = train_and_save(args.out, args.data_dir, config)
     stats = model.stats
     print(
         f"trained on {stats['train_requests']} requests / {stats['train_candidates']} candidates "
@@ -56,10 +52,7 @@ def _train(args: argparse.Namespace) -> int:
 def _ablation(args: argparse.Namespace) -> int:
     from geoql.app.cpu.ablation import run_ablation  # numpy and the model: not for `geoql --help`
 
-    try:
-        rows = run_ablation(args.split, model_dir=args.model_dir, data_dir=args.data_dir, limit=args.limit)
-    except ValueError as exc:  # a setting of the saved model or of the run that does not fit
-        raise UserError(str(exc)) from None
+    rows = run_ablation(args.split, model_dir=args.model_dir, data_dir=args.data_dir, limit=args.limit)
     print(f"{'step':<22} {'OQS':>6} {'KVS':>6} {'TreeS':>6} {'chrF':>6} {'EM':>5}")
     for name, m in rows:
         print(f"{name:<22} {m['oqs']:6.2f} {m['kvs']:6.2f} {m['tree']:6.2f} {m['chrf']:6.2f} {m['em']:5.1f}")

@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from geoql.core.files import write_atomic
+
 __all__ = ["to_geojson", "element_rows", "summarize", "map_html", "write_geojson", "TABLE_HEADERS"]
 
 TABLE_HEADERS = ["type", "id", "name", "tags"]
@@ -136,17 +138,8 @@ def map_html(geojson: dict[str, Any], height: int = 480) -> str:
 
 
 def write_geojson(geojson: dict[str, Any], directory: str | os.PathLike, stem: str = "geoql-result") -> Path:
-    """Write the GeoJSON for download, atomically (tmp file + rename)."""
+    """Write the GeoJSON for download, atomically, in a folder of its own (one per result)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".geojson-", dir=directory)
     target = Path(tempfile.mkdtemp(prefix="result-", dir=directory)) / f"{stem}.geojson"
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(geojson, f, ensure_ascii=False)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return target
+    return write_atomic(target, json.dumps(geojson, ensure_ascii=False))

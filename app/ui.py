@@ -23,6 +23,7 @@ from typing import Any
 
 from geoql.app.compile import Compiler
 from geoql.app.geo import TABLE_HEADERS, element_rows, map_html, summarize, to_geojson, write_geojson
+from geoql.core.errors import ConfigError
 from geoql.eval.dataset import benchmark_geocodes
 from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL, Nominatim, NominatimConfig
 from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S, OverpassClient, OverpassConfig, OverpassError
@@ -61,16 +62,16 @@ class DemoConfig:
         try:
             parse_bbox(self.default_bbox)
         except ExpansionError as exc:
-            raise ValueError(f"default_bbox: {exc}") from None
+            raise ConfigError(f"default_bbox: {exc}") from None
         # Check the endpoints now (their configs name the fix), not on the first run.
         OverpassConfig(url=self.overpass_url, query_timeout_s=self.query_timeout_s, http_timeout_s=self.http_timeout_s)
         NominatimConfig(url=self.nominatim_url)
         if self.max_map_features < 1:
-            raise ValueError(f"max_map_features must be >= 1 (got {self.max_map_features})")
+            raise ConfigError(f"max_map_features must be >= 1 (got {self.max_map_features})")
         if self.max_table_rows < 1:
-            raise ValueError(f"max_table_rows must be >= 1 (got {self.max_table_rows})")
+            raise ConfigError(f"max_table_rows must be >= 1 (got {self.max_table_rows})")
         if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1 (got {self.concurrency}); 8 is a good start")
+            raise ConfigError(f"concurrency must be >= 1 (got {self.concurrency}); 8 is a good start")
 
 
 @dataclass

@@ -38,10 +38,7 @@ def _ui(args: argparse.Namespace) -> int:
         options["overpass_url"] = args.overpass_url
     if args.nominatim_url:
         options["nominatim_url"] = args.nominatim_url
-    try:
-        config = DemoConfig(**options)
-    except ValueError as exc:  # DemoConfig's check of a flag's value
-        raise UserError(str(exc)) from None
+    config = DemoConfig(**options)  # a bad flag value is a ConfigError: one line from the dispatcher
     backend_class(config.backend or DEFAULT_BACKEND)  # an unknown name fails now, not on the first request
     service = DemoService(config)
     if not args.no_warm_up:

@@ -7,8 +7,8 @@ wrong and names the fix. Every ``geoql`` command turns a :class:`GeoqlError` (an
 stderr and exit code 2 (``geoql.app.cli.main``); anything else is a bug and keeps
 its traceback.
 
->>> issubclass(UserError, GeoqlError)
-True
+>>> issubclass(UserError, GeoqlError), issubclass(ConfigError, ValueError)
+(True, True)
 >>> str(UserError("pass --out FILE"))
 'pass --out FILE'
 """
@@ -24,4 +24,10 @@ class UserError(GeoqlError):
     """Bad input or configuration seen by a command-line handler (a flag, a path, a file)."""
 
 
-__all__ = ["GeoqlError", "UserError"]
+class ConfigError(GeoqlError, ValueError):
+    """A setting out of range or of the wrong kind (a config dataclass, a recipe, a saved artifact's
+    settings); the message names the setting and how to fix it. Also a ``ValueError``, which is
+    what Python code passing a bad value expects."""
+
+
+__all__ = ["GeoqlError", "UserError", "ConfigError"]

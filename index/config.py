@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from geoql.core.errors import ConfigError
 from geoql.core.paths import user_dir
 from geoql.retrieval.embedding import DEFAULT_MODEL
 
@@ -41,12 +42,12 @@ class IndexConfig:
             if value is not None:
                 setattr(self, name, Path(value).expanduser())
         if not self.registry.startswith(("http://", "https://")):
-            raise ValueError(f"registry must be an http(s) URL, got {self.registry!r}; pass e.g. --registry {NPM_REGISTRY}")
+            raise ConfigError(f"registry must be an http(s) URL, got {self.registry!r}; pass e.g. --registry {NPM_REGISTRY}")
         if self.train_limit is not None and self.train_limit < 1:
-            raise ValueError(f"train_limit must be positive, got {self.train_limit}; omit it to use all training data")
+            raise ConfigError(f"train_limit must be positive, got {self.train_limit}; omit it to use all training data")
         if self.batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {self.batch_size}")
+            raise ConfigError(f"batch_size must be positive, got {self.batch_size}")
         if not self.embedding_model.strip():
-            raise ValueError("embedding_model is empty; pass a sentence-transformers name such as all-MiniLM-L6-v2")
+            raise ConfigError("embedding_model is empty; pass a sentence-transformers name such as all-MiniLM-L6-v2")
         if self.taginfo_timeout <= 0:
-            raise ValueError("taginfo_timeout must be positive; use taginfo=False to skip taginfo")
+            raise ConfigError("taginfo_timeout must be positive; use taginfo=False to skip taginfo")

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from geoql.core.errors import GeoqlError
+from geoql.core.errors import ConfigError, GeoqlError
 from geoql.core.paths import user_dir
 from geoql.osm.cache import SqliteStore
 
@@ -64,13 +64,13 @@ class NominatimConfig:
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"Nominatim URL {self.url!r} must start with http(s)://, e.g. {DEFAULT_NOMINATIM_URL}")
+            raise ConfigError(f"Nominatim URL {self.url!r} must start with http(s)://, e.g. {DEFAULT_NOMINATIM_URL}")
         if self.min_interval_s < 0:
-            raise ValueError(f"min_interval_s must be >= 0 (got {self.min_interval_s}); the usage policy asks for 1")
+            raise ConfigError(f"min_interval_s must be >= 0 (got {self.min_interval_s}); the usage policy asks for 1")
         if self.http_timeout_s <= 0:
-            raise ValueError(f"http_timeout_s must be > 0 (got {self.http_timeout_s})")
+            raise ConfigError(f"http_timeout_s must be > 0 (got {self.http_timeout_s})")
         if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0 (got {self.max_retries})")
+            raise ConfigError(f"max_retries must be >= 0 (got {self.max_retries})")
 
 
 # One clock per endpoint for the whole process: several Nominatim objects

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geoql.core.errors import GeoqlError
+from geoql.core.errors import ConfigError, GeoqlError
 from geoql.core.paths import user_dir
 from geoql.osm.cache import SqliteStore
 from geoql.osm.nominatim import USER_AGENT, Nominatim, NominatimConfig
@@ -234,20 +234,20 @@ class OverpassConfig:
 
     def __post_init__(self) -> None:
         if not re.match(r"^https?://", self.url or ""):
-            raise ValueError(
+            raise ConfigError(
                 f"Overpass URL {self.url!r} must start with http:// or https://, "
                 f"e.g. {DEFAULT_OVERPASS_URL}"
             )
         if self.query_timeout_s < 1:
-            raise ValueError(f"query_timeout_s must be >= 1 (got {self.query_timeout_s}); the official value is 300")
+            raise ConfigError(f"query_timeout_s must be >= 1 (got {self.query_timeout_s}); the official value is 300")
         if self.maxsize < 1:
-            raise ValueError(f"maxsize must be >= 1 (got {self.maxsize}); the official cap is {EVAL_MAXSIZE}")
+            raise ConfigError(f"maxsize must be >= 1 (got {self.maxsize}); the official cap is {EVAL_MAXSIZE}")
         if self.http_timeout_s <= 0:
-            raise ValueError(f"http_timeout_s must be > 0 (got {self.http_timeout_s}); e.g. 500")
+            raise ConfigError(f"http_timeout_s must be > 0 (got {self.http_timeout_s}); e.g. 500")
         if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0 (got {self.max_retries}); use 0 to never retry")
+            raise ConfigError(f"max_retries must be >= 0 (got {self.max_retries}); use 0 to never retry")
         if self.backoff_s < 0:
-            raise ValueError(f"backoff_s must be >= 0 (got {self.backoff_s})")
+            raise ConfigError(f"backoff_s must be >= 0 (got {self.backoff_s})")
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from geoql.core.cli import positive_int
-from geoql.core.errors import UserError
+from geoql.core.errors import ConfigError, UserError
 from geoql.core.files import write_atomic
 from geoql.eval.dataset import load_split
 
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def parse_ks(text: str) -> list[int]:
-    """``"5,10,20"`` → [5, 10, 20]; raises ValueError naming the fix.
+    """``"5,10,20"`` → [5, 10, 20]; raises ConfigError (a ValueError) naming the fix.
 
     >>> parse_ks("20, 5,10")
     [5, 10, 20]
@@ -36,21 +36,18 @@ def parse_ks(text: str) -> list[int]:
     try:
         ks = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise ValueError(f"--k must be comma-separated positive integers such as 5,10,20, got {text!r}") from None
+        raise ConfigError(f"--k must be comma-separated positive integers such as 5,10,20, got {text!r}") from None
     if not ks or ks[0] < 1:
-        raise ValueError(f"--k must be comma-separated positive integers such as 5,10,20, got {text!r}")
+        raise ConfigError(f"--k must be comma-separated positive integers such as 5,10,20, got {text!r}")
     return ks
 
 
 def _retrieval_eval(args) -> int:
     from .evaluate import evaluate, miss_summary  # not needed for `geoql --help`
 
-    try:
-        ks = parse_ks(args.k)
-        examples = load_split(args.split, args.data_dir)
-        retriever = TagRetriever.load(args.index_dir)
-    except ValueError as exc:  # a bad --k, or an index whose ranker.json this version cannot read
-        raise UserError(str(exc)) from None
+    ks = parse_ks(args.k)
+    examples = load_split(args.split, args.data_dir)
+    retriever = TagRetriever.load(args.index_dir)
     if args.limit is not None:
         examples = examples[: max(0, args.limit)]
     if args.half is not None:

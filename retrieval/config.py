@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from geoql.core.errors import ConfigError
+
 MAX_REQUEST_CHARS = 2000  # longer requests are cut: no OverpassNL request comes close
 # How much context a prompt gets, at inference (app.config.CompileConfig) and in the
 # training prompts (training.config.DataConfig) alike: a model sees what it was trained on.
@@ -43,19 +45,19 @@ class RetrievalConfig:
 
     def __post_init__(self) -> None:
         if self.rrf_k <= 0:
-            raise ValueError(f"rrf_k must be positive, got {self.rrf_k}; 60 is the usual choice")
+            raise ConfigError(f"rrf_k must be positive, got {self.rrf_k}; 60 is the usual choice")
         for name in ("example_pool", "tag_pool", "surface_pool"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.fusion not in {"learned", "linear", "rrf"}:
-            raise ValueError(f"fusion must be 'learned', 'linear' or 'rrf', got {self.fusion!r}")
+            raise ConfigError(f"fusion must be 'learned', 'linear' or 'rrf', got {self.fusion!r}")
         if self.free_text_shift < 0:
-            raise ValueError(f"free_text_shift must be >= 0, got {self.free_text_shift}")
+            raise ConfigError(f"free_text_shift must be >= 0, got {self.free_text_shift}")
         if self.evidence_examples < 0:
-            raise ValueError("evidence_examples must be >= 0 (0 turns example evidence off)")
+            raise ConfigError("evidence_examples must be >= 0 (0 turns example evidence off)")
         weights = [self.example_dense_weight, self.example_bm25_weight, self.example_char_weight]
         if min(weights) < 0 or sum(weights) == 0:
-            raise ValueError("example weights must be >= 0 and not all 0; set at least one of dense/bm25/char to 1")
+            raise ConfigError("example weights must be >= 0 and not all 0; set at least one of dense/bm25/char to 1")
         tag_weights = [self.tag_dense_weight, self.tag_bm25_weight, self.tag_example_weight]
         if min(tag_weights) < 0 or sum(tag_weights) == 0:
-            raise ValueError("tag weights must be >= 0 and not all 0; set at least one of dense/bm25/example to 1")
+            raise ConfigError("tag weights must be >= 0 and not all 0; set at least one of dense/bm25/example to 1")

@@ -24,6 +24,7 @@ import math
 import re
 from pathlib import Path
 
+from geoql.core.errors import ConfigError
 from geoql.eval.metrics import same_query_key
 
 from .artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
@@ -282,12 +283,12 @@ class CascadeRanker:
         import numpy as np
 
         if list(features) != list(FEATURES) or len(stage1.coef) != len(FEATURES) or len(mean) != len(FEATURES):
-            raise ValueError(f"ranker features {list(features)} do not match this version's {list(FEATURES)}; "
+            raise ConfigError(f"ranker features {list(features)} do not match this version's {list(FEATURES)}; "
                              "refit with `geoql index fit-ranker`")
         if len(stage2.coef) != _WIDTH:
-            raise ValueError(f"stage-2 ranker has {len(stage2.coef)} coefficients, expected {_WIDTH}; refit with `geoql index fit-ranker`")
+            raise ConfigError(f"stage-2 ranker has {len(stage2.coef)} coefficients, expected {_WIDTH}; refit with `geoql index fit-ranker`")
         if rerank < 1:
-            raise ValueError(f"rerank must be at least 1, got {rerank}; refit with `geoql index fit-ranker`")
+            raise ConfigError(f"rerank must be at least 1, got {rerank}; refit with `geoql index fit-ranker`")
         self.stage1, self.stage2, self.rerank = stage1, stage2, int(rerank)
         self.mean = np.asarray(mean, dtype=np.float64)
         self.scale = np.asarray(scale, dtype=np.float64)
@@ -325,7 +326,7 @@ class CascadeRanker:
     def load(cls, path: Path) -> "CascadeRanker":
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if data.get("format") != RANKER_FORMAT:
-            raise ValueError(f"{path}: ranker format {data.get('format')!r}, expected {RANKER_FORMAT}; "
+            raise ConfigError(f"{path}: ranker format {data.get('format')!r}, expected {RANKER_FORMAT}; "
                              "refit with `geoql index fit-ranker`")
         one, two = data["stage1"], data["stage2"]
         meta = {k: v for k, v in data.items() if k not in {"format", "model", "features", "stage1", "stage2"}}
@@ -392,15 +393,15 @@ def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, r
     from sklearn.linear_model import LogisticRegression
 
     if rerank < 1:
-        raise ValueError(f"rerank must be at least 1, got {rerank}; the default is {RERANK}")
+        raise ConfigError(f"rerank must be at least 1, got {rerank}; the default is {RERANK}")
     too_few = "too few training requests with gold tags to fit a ranker; use a larger index"
     groups, n_requests = run_single_threaded(training_groups, retriever, every=every, progress=progress)
     if not groups:
-        raise ValueError(too_few)
+        raise ConfigError(too_few)
     x = np.vstack([g[0] for g in groups])
     y = np.concatenate([g[1] for g in groups])
     if y.all() or not y.any():
-        raise ValueError(too_few)
+        raise ConfigError(too_few)
     one = LogisticRegression(C=c, max_iter=5000, solver="lbfgs").fit(x, y)
     stage1 = LinearRanker(one.coef_[0], one.intercept_[0])
     x2, y2 = [], []
@@ -410,7 +411,7 @@ def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, r
         y2.append(gy[top])
     x2, y2 = np.vstack(x2), np.concatenate(y2)
     if y2.all() or not y2.any():
-        raise ValueError(too_few)
+        raise ConfigError(too_few)
     mean = x2.mean(axis=0)
     scale = x2.std(axis=0)
     scale[scale == 0] = 1.0

@@ -44,14 +44,9 @@ def test_doctests(name):
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=0)
-    tests = [t for t in finder.find(module, name) if t.examples]
-    for test in tests:
-        runner.run(test, out=lambda text: None)
-    failed = runner.summarize(verbose=False).failed
-    if failed:
-        # Run again to show what differed.
-        report: list[str] = []
-        runner = doctest.DocTestRunner(optionflags=0)
-        for test in tests:
+    report: list[str] = []
+    for test in finder.find(module, name):
+        if test.examples:
             runner.run(test, out=report.append)
+    if runner.summarize(verbose=False).failed:
         pytest.fail("".join(report), pytrace=False)

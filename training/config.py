@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from geoql.core.errors import GeoqlError
+from geoql.core.errors import ConfigError
 from geoql.retrieval.config import K_EXAMPLES, K_TAGS
 from geoql.training.rewards import REWARDS
 
@@ -27,10 +27,6 @@ REWARD_NAMES = tuple(REWARDS)
 # The published Qwen3-4B GRPO run lost every parse failure to a 192-token cap; the
 # longest gold query is ~555 characters, which Qwen's tokenizer turns into < 384 tokens.
 MIN_COMPLETION_TOKENS = 384
-
-
-class ConfigError(GeoqlError, ValueError):
-    """A recipe is invalid; the message says which field and how to fix it."""
 
 
 def _help(text: str, default=dataclasses.MISSING, factory=dataclasses.MISSING):
@@ -391,7 +387,7 @@ def load_recipe(kind: str, path: str | os.PathLike | None = None, overrides: lis
     >>> load_recipe("grpo", overrides=["rewards={kvs: 1.0, taggs: 1.0}"])
     Traceback (most recent call last):
     ...
-    geoql.training.config.ConfigError: unknown reward taggs in rewards; use names from: kvs, tree, chrf, validity, length, execution
+    geoql.core.errors.ConfigError: unknown reward taggs in rewards; use names from: kvs, tree, chrf, validity, length, execution
     """
     if kind not in RECIPES:
         raise ConfigError(f"unknown recipe kind {kind!r}; use one of {', '.join(RECIPES)}")

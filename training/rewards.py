@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import overpassql
 
 from geoql.app import decoding
+from geoql.core.errors import ConfigError
 from geoql.eval import metrics
 from geoql.eval.dataset import benchmark_geocodes
 from geoql.osm.nominatim import Nominatim
@@ -290,7 +291,7 @@ def build_rewards(
     """
     unknown = sorted(set(weights) - set(REWARDS))
     if unknown:
-        raise ValueError(f"unknown reward {', '.join(unknown)}; use names from: {', '.join(REWARDS)}")
+        raise ConfigError(f"unknown reward {', '.join(unknown)}; use names from: {', '.join(REWARDS)}")
     funcs, ws = [], []
     for name, weight in weights.items():
         if not weight or not math.isfinite(weight):

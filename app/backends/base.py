@@ -14,7 +14,7 @@ and register it in ``app/backends/__init__.py``.
 >>> GenerationRequest(nl="x", messages=[], n=0)
 Traceback (most recent call last):
 ...
-ValueError: n must be >= 1 (got 0): ask for at least one candidate
+geoql.core.errors.ConfigError: n must be >= 1 (got 0): ask for at least one candidate
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from geoql.core.errors import GeoqlError
+from geoql.core.errors import ConfigError, GeoqlError
 
 # Gold queries reach 541 characters; with a byte-level tokenizer that is well
 # over 384 tokens only for exotic text, so 512 leaves room without truncating.
@@ -62,15 +62,15 @@ class GenerationRequest:
 
     def __post_init__(self) -> None:
         if self.n < 1:
-            raise ValueError(f"n must be >= 1 (got {self.n}): ask for at least one candidate")
+            raise ConfigError(f"n must be >= 1 (got {self.n}): ask for at least one candidate")
         if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0 (got {self.temperature}): use 0 for greedy decoding")
+            raise ConfigError(f"temperature must be >= 0 (got {self.temperature}): use 0 for greedy decoding")
         if self.max_new_tokens < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"max_new_tokens must be >= 1 (got {self.max_new_tokens}): gold queries need about 384"
             )
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1] (got {self.top_p}): use 1.0 to disable nucleus sampling")
+            raise ConfigError(f"top_p must be in (0, 1] (got {self.top_p}): use 1.0 to disable nucleus sampling")
 
     @property
     def greedy(self) -> bool:

@@ -19,6 +19,7 @@ from overpassql import ast as A
 
 from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon
 from geoql.app.cpu.request import RequestInfo, content_words
+from geoql.core.errors import ConfigError
 
 AREA_PLACEHOLDERS = ("{{geocodeArea:", "{{nominatimArea:")
 NAME_KEYS = ("name", "name:en", "name:de", "name:fr", "int_name", "official_name")
@@ -61,7 +62,7 @@ class EditOptions:
         >>> EditOptions.parse("colour")
         Traceback (most recent call last):
         ...
-        ValueError: unknown edit group 'colour': use all, none or a comma list of area, tags, types, output, numbers
+        geoql.core.errors.ConfigError: unknown edit group 'colour': use all, none or a comma list of area, tags, types, output, numbers
         """
         text = text.strip().lower()
         if text == "all":
@@ -72,7 +73,7 @@ class EditOptions:
         names = ("area", "tags", "types", "output", "numbers")
         for part in filter(None, (p.strip() for p in text.split(","))):
             if part not in names:
-                raise ValueError(
+                raise ConfigError(
                     f"unknown edit group {part!r}: use all, none or a comma list of {', '.join(names)}"
                 )
             setattr(opts, part, True)

@@ -23,7 +23,7 @@ from geoql.app.cpu.hints import TagHints, hint_scores
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.app.cpu.neighbours import CharTfidfNeighbours, Neighbour
 from geoql.app.cpu.request import analyse, extract_area, known_places
-from geoql.core.errors import GeoqlError
+from geoql.core.errors import ConfigError, GeoqlError
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 from geoql.retrieval import IndexMissingError
@@ -97,7 +97,7 @@ class CpuConfig:
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= 100:
-            raise ValueError(f"k must be between 1 and 100 (got {self.k}): 10 is a good default")
+            raise ConfigError(f"k must be between 1 and 100 (got {self.k}): 10 is a good default")
         self.edit_options  # validates the spec early
 
     @property

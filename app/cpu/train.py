@@ -24,6 +24,7 @@ from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.app.cpu.model import CpuConfig, CpuModel, default_model_dir, learn_aliases
 from geoql.app.cpu.request import known_places
+from geoql.core.errors import ConfigError
 from geoql.core.files import check_writable_dir
 from geoql.eval import dataset as eval_dataset
 from geoql.eval.metrics import get_scorer
@@ -68,16 +69,16 @@ class CpuTrainConfig:
 
     def __post_init__(self) -> None:
         if self.tag_hints not in ("auto", "on", "off"):
-            raise ValueError(f"tag_hints must be auto, on or off (got {self.tag_hints!r}): use auto")
+            raise ConfigError(f"tag_hints must be auto, on or off (got {self.tag_hints!r}): use auto")
         CpuConfig(k=self.k, edits=self.edits)  # same checks as at inference
         if self.folds < 2:
-            raise ValueError(f"folds must be >= 2 (got {self.folds}): use 5")
+            raise ConfigError(f"folds must be >= 2 (got {self.folds}): use 5")
         if self.limit is not None and self.limit < 20:
-            raise ValueError(f"limit must be at least 20 requests (got {self.limit}): or leave it unset for all")
+            raise ConfigError(f"limit must be at least 20 requests (got {self.limit}): or leave it unset for all")
         if self.leaves < 2 or self.min_leaf < 1:
-            raise ValueError(f"leaves must be >= 2 and min_leaf >= 1 (got {self.leaves}, {self.min_leaf}): use 127 and 20")
+            raise ConfigError(f"leaves must be >= 2 and min_leaf >= 1 (got {self.leaves}, {self.min_leaf}): use 127 and 20")
         if self.max_iter < 1:
-            raise ValueError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
+            raise ConfigError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
 
 
 def _pool_config(config: CpuTrainConfig, tag_hints: bool = False) -> CpuConfig:
@@ -93,7 +94,7 @@ def load_hints(config: CpuTrainConfig, *, quiet: bool = False):
         return TagHints.load(config.index_dir)
     except (IndexMissingError, ImportError) as exc:
         if config.tag_hints == "on":
-            raise ValueError(f"tag_hints is on but the tag index is not usable: {exc}") from None
+            raise ConfigError(f"tag_hints is on but the tag index is not usable: {exc}") from None
         if not quiet:
             print(f"geoql: training without tag hints ({str(exc).splitlines()[0]}); "
                   f"`geoql index build` first gives better tags", file=sys.stderr)
