@@ -1,4 +1,4 @@
-"""Shared test fixtures: the dataset directory and the reference files."""
+"""Shared test fixtures: the dataset directory, the reference files and one small CPU model per session."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from geoql.app.cpu.train import CpuTrainConfig, train
+from geoql.eval.dataset import load_split
 from testdata import data_dir, reference_rows  # noqa: F401 (re-exported for old imports)
 
 
@@ -23,6 +25,19 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def overpassnl_dir() -> Path:
     return data_dir()
+
+
+@pytest.fixture(scope="session")
+def small_cpu_model():
+    """A real CPU-default model trained on a slice of train (the full one trains for minutes)."""
+    pairs = load_split("train")[:300]
+    return train([e.nl for e in pairs], [e.query for e in pairs], CpuTrainConfig(k=5, limit=40, max_iter=30),
+                 progress=False)
+
+
+@pytest.fixture(scope="session")
+def small_cpu_model_dir(small_cpu_model, tmp_path_factory):
+    return small_cpu_model.save(tmp_path_factory.mktemp("cpu-model"))
 
 
 pytest_plugins = ["fixtures_index"]

@@ -1,4 +1,4 @@
-"""Shared fixtures of the compile tests: one tiny Qwen3 model and one small CPU model per session."""
+"""Shared fixtures of the compile tests: one tiny Qwen3 model and one hint-trained CPU model per session."""
 
 from __future__ import annotations
 
@@ -25,22 +25,6 @@ def tiny_backend(tiny_model_dir):
 def prompt():
     return [{"role": "system", "content": "Translate the request into OverpassQL."},
             {"role": "user", "content": "drinking water taps in Vienna"}]
-
-
-@pytest.fixture(scope="session")
-def small_cpu_model():
-    """A real CPU-default model trained on a slice of train (the full one trains for minutes)."""
-    from geoql.app.cpu.train import CpuTrainConfig, train
-    from geoql.eval.dataset import load_split
-
-    pairs = load_split("train")[:300]
-    return train([e.nl for e in pairs], [e.query for e in pairs], CpuTrainConfig(k=5, limit=40, max_iter=30),
-                 progress=False)
-
-
-@pytest.fixture(scope="session")
-def small_cpu_model_dir(small_cpu_model, tmp_path_factory):
-    return small_cpu_model.save(tmp_path_factory.mktemp("cpu-model"))
 
 
 @pytest.fixture(scope="session")
