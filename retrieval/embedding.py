@@ -34,8 +34,17 @@ def _dimension(model) -> int:
 def load_encoder(name: str):
     """A SentenceTransformer on the CPU (the retrievers' whole budget is a few ms)."""
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
-    return SentenceTransformer(resolve_model(name), device="cpu")
+    # transformers draws a "Loading weights" bar for a load that takes milliseconds:
+    # noise on every single request of `geoql compile`. Quiet it for this load only.
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return SentenceTransformer(resolve_model(name), device="cpu")
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def encode(name: str, texts: list[str], *, batch_size: int = 128, progress: bool = False):

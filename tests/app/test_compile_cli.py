@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -79,3 +82,14 @@ def test_split_run_resumes_and_writes_the_official_format(tiny_args, tmp_path, c
     # Running again leaves the finished file alone.
     assert main(argv) == 0
     assert "is complete" in capsys.readouterr().out
+
+
+def test_a_single_request_on_the_cpu_default_is_quiet(hinted_cpu_model_dir, small_index_dir):
+    """One request prints its query and nothing else: no progress bars (the embedding model's
+    "Loading weights" bar was printed on every call)."""
+    env = {**os.environ, "GEOQL_CPU_MODEL_DIR": str(hinted_cpu_model_dir), "GEOQL_INDEX_DIR": str(small_index_dir)}
+    result = subprocess.run([sys.executable, "-m", "geoql", "compile", "pubs in Dublin"], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert len(result.stdout.splitlines()) == 1 and '"amenity"="pub"' in result.stdout
