@@ -22,6 +22,7 @@ from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 from geoql.app.config import CompileConfig
 from geoql.app.decoding import Candidate, choose, make_candidates
 from geoql.core.errors import ConfigError
+from geoql.eval.faithfulness import Constant, train_place_aliases, unsupported_constants
 from geoql.retrieval import TagRetriever, build_prompt, prompt_context
 from overpassql.grammar import lark_grammar
 
@@ -43,6 +44,9 @@ class Compilation:
     backend: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Constants of ``query`` (places, names, ids, users, dates, numbers, output format)
+    # that the request does not support: geoql.eval.faithfulness.Constant, whatever the backend.
+    unsupported: list[Constant] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         def plain(x):
@@ -53,7 +57,8 @@ class Compilation:
         return {"nl": self.nl, "query": self.query, "valid": self.valid, "errors": list(self.errors),
                 "candidates": [c.as_dict() for c in self.candidates],
                 "tags": [plain(t) for t in self.tags], "examples": [plain(e) for e in self.examples],
-                "backend": self.backend, "timings": dict(self.timings), "warnings": list(self.warnings)}
+                "backend": self.backend, "timings": dict(self.timings), "warnings": list(self.warnings),
+                "unsupported": [plain(c) for c in self.unsupported]}
 
 
 def _split_options(options: dict) -> tuple[dict, dict]:
@@ -109,6 +114,7 @@ class Compiler:
         self._backend: Backend | None = backend if isinstance(backend, Backend) else None
         self._retriever: TagRetriever | None = None
         self._retrieval_warning: str | None = None
+        self._aliases: dict | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ parts
@@ -129,6 +135,13 @@ class Compiler:
             except Exception as exc:  # missing index, missing extra: prompt without context
                 self._retrieval_warning = f"no retrieval context ({str(exc).splitlines()[0]})"
         return self._retriever
+
+    def place_aliases(self) -> dict:
+        """Other spellings of places, learned once from the OverpassNL train split on this
+        machine (``{}`` without it); they count as support in ``Compilation.unsupported``."""
+        if self._aliases is None:
+            self._aliases = train_place_aliases()
+        return self._aliases
 
     def context(self, nl: str, config: CompileConfig | None = None) -> tuple[list, list, list[str]]:
         """Tags and examples for the prompt (empty, with a warning, when the index is missing)."""
@@ -164,6 +177,11 @@ class Compiler:
             if not best.valid:
                 comp.errors.extend(best.errors)
         comp.timings["decode_s"] = time.perf_counter() - t0
+        if comp.query:
+            aliases = self.place_aliases()
+            t0 = time.perf_counter()
+            comp.unsupported = unsupported_constants(comp.nl, comp.query, aliases=aliases)
+            comp.timings["faithfulness_s"] = time.perf_counter() - t0
         return comp
 
     # ---------------------------------------------------------------- compile

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from geoql import app
@@ -27,6 +29,9 @@ def test_cpu_default_compiles_the_issue_example(cpu_model_dir):
     assert comp.timings["total_s"] >= comp.timings["generate_s"] >= 0
     # what it worked from: the nearest training requests (this model has no tag index: no tags)
     assert comp.examples and all(e.query for e in comp.examples) and comp.tags == []
+    # the CPU default's answer is checked like any other: Vienna is the request's own place
+    assert "faithfulness_s" in comp.timings
+    assert not [c for c in comp.unsupported if c.kind == "place"], comp.unsupported
 
 
 @pytest.mark.parametrize("nl, expect", [
@@ -153,3 +158,39 @@ def test_compile_options_are_config_fields_or_backend_options():
     assert compiler.config.n == 3 and compiler.config.backend_options == {"model": "m"}
     assert compiler.config.replace(n=1).strategy == "greedy"
     assert isinstance(compiler.config, CompileConfig)
+
+
+class _Fixed(Backend):
+    """Answers every request with one query, as a language model might."""
+
+    name = "fixed"
+    needs_prompt = False
+
+    def __init__(self, query: str):
+        self.query = query
+
+    def generate(self, request: GenerationRequest) -> list[str]:
+        return [self.query]
+
+
+def test_unsupported_constants_are_reported_for_any_backend():
+    """Issue 19's breweries: a neighbour's place and a CSV output nobody asked for."""
+    query = '[out:csv(::type,::id)];{{geocodeArea:"Bas-Rhin"}}->.a;nwr["craft"="brewery"](area.a);out;'
+    compiler = Compiler(_Fixed(query))
+    comp = compiler.compile("What types of breweries are in the specified area?")
+    assert comp.valid and comp.query == query  # reported, not changed
+    assert [(c.kind, c.value, c.where) for c in comp.unsupported] == [
+        ("output", "csv", "out:csv"), ("place", "Bas-Rhin", "geocodeArea")]
+    row = comp.as_dict()
+    assert row["unsupported"][1] == {"kind": "place", "value": "Bas-Rhin", "where": "geocodeArea"}
+    assert json.loads(json.dumps(row, default=str))["unsupported"] == row["unsupported"]
+    assert compiler.compile("breweries in Bas-Rhin as a CSV table").unsupported == []
+    # no query, nothing to report
+    assert compiler.compile("").unsupported == []
+
+
+def test_place_spellings_from_the_train_split_count_as_support():
+    compiler = Compiler(_Fixed('{{geocodeArea:"Wien"}}->.a;nwr["amenity"="cafe"](area.a);out;'))
+    assert "vienna" in compiler.place_aliases()["Wien"]  # learned once, from $GEOQL_DATA_DIR's train split
+    assert compiler.compile("cafes in Vienna").unsupported == []
+    assert [c.value for c in compiler.compile("cafes in Graz").unsupported] == ["Wien"]
