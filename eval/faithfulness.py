@@ -31,6 +31,7 @@ The cue words cover English, German and French (with a few Chinese ones).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import unicodedata
@@ -39,10 +40,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Iterable, Mapping
 
 import overpassql
 from geoql.core.errors import GeoqlError
+from geoql.core.files import write_atomic
+from geoql.core.paths import user_dir
 from geoql.eval.dataset import load_split, resolve_data_dir
 from overpassql import ast as A
 
@@ -797,9 +801,28 @@ def measure(requests: Iterable[str], queries: Iterable[str], *,
     return RateReport(total, any_core, any_kind, by_kind, by_output, dict(examples))
 
 
+# Bump when learn_place_aliases changes what it learns: cached files of another version are ignored.
+ALIASES_VERSION = 1
+
+
 @lru_cache(maxsize=4)
 def _learned_from(path: str) -> dict[str, set[str]]:
-    return learn_place_aliases((ex.nl, ex.query) for ex in load_split("train", path))
+    # Learning takes most of a second; a single `geoql compile` must not pay that each time.
+    # The result is cached per train split (by content) in the user cache directory.
+    digest = hashlib.sha256()
+    for name in ("dataset.train.nl", "dataset.train.query"):
+        digest.update((Path(path) / name).read_bytes())
+    cached = user_dir("cache", "place-aliases", f"v{ALIASES_VERSION}-{digest.hexdigest()[:16]}.json")
+    try:
+        return {place: set(spellings) for place, spellings in json.loads(cached.read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        pass  # not cached yet, or unreadable: learn again
+    aliases = learn_place_aliases((ex.nl, ex.query) for ex in load_split("train", path))
+    try:
+        write_atomic(cached, json.dumps({k: sorted(v) for k, v in sorted(aliases.items())}, ensure_ascii=False))
+    except OSError:
+        pass  # a read-only cache only costs the time again
+    return aliases
 
 
 def train_place_aliases(data_dir=None) -> dict[str, set[str]]:

@@ -20,6 +20,7 @@ def pytest_configure(config):
     empty = Path(tempfile.mkdtemp(prefix="geoql-tests-"))
     os.environ["GEOQL_INDEX_DIR"] = str(empty / "no-index")
     os.environ["GEOQL_CPU_MODEL_DIR"] = str(empty / "no-cpu-model")
+    os.environ["GEOQL_CACHE_DIR"] = str(empty / "cache")  # nor its caches; nothing is left in theirs
 
 
 @pytest.fixture(scope="session")

@@ -251,3 +251,23 @@ def test_the_dev_gold_rate_stays_low(aliases):
     assert without.by_kind["place"] > report.by_kind["place"]
     text = report.format()
     assert "place" in text and "output meta" in text
+
+
+def test_learned_aliases_are_cached_in_the_user_cache(tmp_path, monkeypatch):
+    """A single `geoql compile` reads the aliases back instead of learning them again."""
+    from geoql.eval import faithfulness
+
+    monkeypatch.setenv("GEOQL_CACHE_DIR", str(tmp_path))
+    faithfulness._learned_from.cache_clear()
+    learned = train_place_aliases(data_dir())
+    cached = sorted((tmp_path / "place-aliases").glob(f"v{faithfulness.ALIASES_VERSION}-*.json"))
+    assert len(cached) == 1
+    faithfulness._learned_from.cache_clear()
+    monkeypatch.setattr(faithfulness, "learn_place_aliases", lambda pairs: pytest.fail("learned again"))
+    assert train_place_aliases(data_dir()) == learned
+    cached[0].write_text("not json")  # a damaged cache is learned again, not an error
+    faithfulness._learned_from.cache_clear()
+    monkeypatch.undo()
+    monkeypatch.setenv("GEOQL_CACHE_DIR", str(tmp_path))
+    assert train_place_aliases(data_dir()) == learned
+    faithfulness._learned_from.cache_clear()
