@@ -6,9 +6,10 @@ request and the query the user typed stay where they are. :func:`build_app`
 wires it into a Gradio Blocks app with these API endpoints (used by the
 tests through ``gradio_client``):
 
-* ``/compile``          (request)           -> query, tags, examples, info, status
+* ``/compile``          (request)           -> query, tags, examples, info, status, explanation, unsupported
 * ``/run``              (query, map box)    -> map, table, summary, GeoJSON file, status
-* ``/compile_and_run``  (request, map box)  -> all of the above
+* ``/compile_and_run``  (request, map box)  -> query, tags, examples, info, map, table, summary,
+  GeoJSON file, status, explanation, unsupported
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import overpassql
+
 from geoql.app.compile import Compiler
+from geoql.app.explain import explain
 from geoql.app.geo import TABLE_HEADERS, element_rows, map_html, summarize, to_geojson, write_geojson
 from geoql.core.errors import ConfigError
 from geoql.eval.dataset import benchmark_geocodes
@@ -81,6 +85,8 @@ class CompileView:
     examples: str
     info: str
     status: str
+    explanation: str = ""  # the query in plain words
+    unsupported: str = ""  # a warning naming the query's constants the request does not mention
 
 
 @dataclass
@@ -96,16 +102,46 @@ def _md_escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _format_tags(tags) -> str:
+def _query_tags(query: str) -> tuple[set[str], set[str]]:
+    """The ``key=value`` pairs the query asks for exactly, and the keys it asks to be present (``[key]``)."""
+    try:
+        filters = overpassql.tag_filters(query)
+    except Exception:  # a query the parser cannot read uses no tag we can name
+        return set(), set()
+    plain = [t for t in filters if not t.key_regex]
+    return {f"{t.key}={t.value}" for t in plain if t.op == "="}, {t.key for t in plain if t.op == "exists"}
+
+
+def _used_in(tag: str, pairs: set[str], keys: set[str]) -> bool:
+    key, _, value = str(tag).partition("=")
+    return key in keys if value in ("", "*") else str(tag) in pairs
+
+
+def _format_tags(tags, query: str = "") -> str:
+    """The retrieved tags as a table: what matched the request (``why``) and whether the query uses each."""
     if not tags:
         return "_no candidate tags_"
-    lines = ["| tag | name | score |", "|---|---|---|"]
+    pairs, keys = _query_tags(query)
+    lines = ["| tag | name | why | score | in query |", "|---|---|---|---|---|"]
     for hit in tags:
         tag = getattr(hit, "tag", None) or hit
         name = getattr(hit, "name", "") or ""
+        why = getattr(hit, "why", "") or ""
         score = getattr(hit, "score", None)
-        lines.append(f"| `{_md_escape(tag)}` | {_md_escape(name)} | {'' if score is None else f'{score:.3f}'} |")
+        used = "✓ used in the query" if _used_in(tag, pairs, keys) else ""
+        lines.append(
+            f"| `{_md_escape(tag)}` | {_md_escape(name)} | {_md_escape(why)} | "
+            f"{'' if score is None else f'{score:.3f}'} | {used} |"
+        )
     return "\n".join(lines)
+
+
+def _format_unsupported(constants) -> str:
+    """A warning naming the constants the request does not mention; empty when there are none."""
+    if not constants:
+        return ""
+    named = ", ".join(f"{_md_escape(c.kind)} `{_md_escape(c.value)}`" for c in constants)
+    return f"⚠ The query uses things your request does not mention: {named} — check them before you run it."
 
 
 def _format_examples(examples) -> str:
@@ -214,17 +250,30 @@ class DemoService:
                 None, "", "", _format_info(compilation, elapsed),
                 "**Could not compile the request:** " + ("; ".join(errors) or "the compiler returned no query; try rephrasing."),
             )
+        explanation = self._explain(query, compiler)
         if getattr(compilation, "valid", True):
             status = "Compiled. Edit the query if you like, then press **Run on Overpass**."
         else:
             status = "**The query did not pass the parser**: " + ("; ".join(errors) or "unknown problem") + ". You can edit it and run it anyway."
         return CompileView(
             query,
-            _format_tags(getattr(compilation, "tags", None)),
+            _format_tags(getattr(compilation, "tags", None), query),
             _format_examples(getattr(compilation, "examples", None)),
             _format_info(compilation, elapsed),
             status,
+            explanation,
+            _format_unsupported(getattr(compilation, "unsupported", None)),
         )
+
+    @staticmethod
+    def _explain(query: str, compiler) -> str:
+        # The compiler's tag index names the tags; without one, explain() looks in the default place.
+        index_dir = getattr(getattr(compiler, "config", None), "index_dir", None)
+        try:
+            return explain(query, "en", index_dir=index_dir)
+        except Exception:  # the explanation is a help, never a reason to lose the query
+            log.exception("explain failed for %r", query)
+            return ""
 
     def run(self, query: str, bbox: str | None = None) -> RunView:
         empty_map = map_html({"type": "FeatureCollection", "features": []})
@@ -276,8 +325,9 @@ def build_app(service: DemoService):
         return {"headers": TABLE_HEADERS, "data": rows}
 
     def compile_outputs(view: CompileView):
-        query = gr.skip() if view.query is None else view.query
-        return query, view.tags, view.examples, view.info, view.status
+        if view.query is None:  # the code box keeps its query, and so do the words about it
+            return gr.skip(), view.tags, view.examples, view.info, view.status, gr.skip(), gr.skip()
+        return view.query, view.tags, view.examples, view.info, view.status, view.explanation, view.unsupported
 
     def run_outputs(view: RunView):
         return view.map, table(view.rows), view.summary, view.geojson_path, view.status
@@ -290,9 +340,10 @@ def build_app(service: DemoService):
 
     def on_compile_and_run(request, bbox):
         compiled, ran = service.compile_and_run(request, bbox)
+        shown = compile_outputs(compiled)
         if ran is None:
-            return (*compile_outputs(compiled)[:4], gr.skip(), gr.skip(), gr.skip(), gr.skip(), compiled.status)
-        return (*compile_outputs(compiled)[:4], *run_outputs(ran)[:4], compiled.status + " " + ran.status)
+            return (*shown[:4], gr.skip(), gr.skip(), gr.skip(), gr.skip(), compiled.status, *shown[5:])
+        return (*shown[:4], *run_outputs(ran)[:4], compiled.status + " " + ran.status, *shown[5:])
 
     with gr.Blocks(title="GeoQL: plain words to OverpassQL", analytics_enabled=False) as demo:
         gr.Markdown(
@@ -312,11 +363,13 @@ def build_app(service: DemoService):
                 )
                 info = gr.Markdown(elem_id="info")
         status = gr.Markdown(elem_id="status")
+        unsupported = gr.Markdown(elem_id="unsupported")
         with gr.Row():
             with gr.Column(scale=2):
                 query = gr.Code(
                     label="OverpassQL (editable)", language=None, interactive=True, lines=8, wrap_lines=True, elem_id="query"
                 )
+                explanation = gr.Markdown(elem_id="explanation")
                 run_btn = gr.Button("Run on Overpass", elem_id="run")
             with gr.Column(scale=3):
                 map_view = gr.HTML(map_html({"type": "FeatureCollection", "features": []}), elem_id="map")
@@ -329,17 +382,13 @@ def build_app(service: DemoService):
                 tags = gr.Markdown()
                 examples = gr.Markdown()
 
-        compile_out = [query, tags, examples, info, status]
+        compile_out = [query, tags, examples, info, status, explanation, unsupported]
         run_out = [map_view, rows, summary, download, status]
+        both_out = [query, tags, examples, info, map_view, rows, summary, download, status, explanation, unsupported]
         compile_btn.click(on_compile, [request], compile_out, api_name="compile")
-        request.submit(on_compile_and_run, [request, bbox], [query, tags, examples, info, map_view, rows, summary, download, status], api_visibility="private")
+        request.submit(on_compile_and_run, [request, bbox], both_out, api_visibility="private")
         run_btn.click(on_run, [query, bbox], run_out, api_name="run")
-        go_btn.click(
-            on_compile_and_run,
-            [request, bbox],
-            [query, tags, examples, info, map_view, rows, summary, download, status],
-            api_name="compile_and_run",
-        )
+        go_btn.click(on_compile_and_run, [request, bbox], both_out, api_name="compile_and_run")
     demo.queue(default_concurrency_limit=service.config.concurrency)
     return demo
 

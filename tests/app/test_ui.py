@@ -7,6 +7,7 @@ import sqlite3
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
+import overpassql
 import pytest
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
 from fakes.servers import FakeNominatim, FakeOverpass, json_reply, parse_error, payload
@@ -30,6 +31,42 @@ def test_compile_shows_query_tags_examples_backend_and_timings(fake_overpass, fa
     assert view.tags.count("\n| `") >= 3  # a table of retrieved key=value tags
     assert view.examples.count("(train #") >= 2 and "```" in view.examples
     assert view.status.startswith("Compiled")
+
+
+def test_compile_explains_the_query_in_words(fake_overpass, fake_nominatim, tmp_path, small_index_dir):
+    view = make_service(fake_overpass, fake_nominatim, tmp_path, index_dir=small_index_dir).compile(DEV[0].nl)
+    named = [f"`{t.key}={t.value}`" for t in overpassql.tag_filters(view.query) if t.op == "="]
+    assert named and all(tag in view.explanation for tag in named)
+    assert "current map view" in view.explanation
+
+
+def test_tags_panel_shows_why_and_which_tags_the_query_uses(fake_overpass, fake_nominatim, tmp_path, small_index_dir):
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, index_dir=small_index_dir)
+    marked_somewhere = False
+    for example in DEV:
+        view = service.compile(example.nl)
+        assert "| why |" in view.tags and "| in query |" in view.tags
+        filters = overpassql.tag_filters(view.query)
+        used = {f"{t.key}={t.value}" for t in filters if t.op == "="} | {f"{t.key}=*" for t in filters if t.op == "exists"}
+        rows = [line for line in view.tags.splitlines() if line.startswith("| `")]
+        assert rows and any(line.split("|")[3].strip() for line in rows)  # the hits say why they matched
+        for line in rows:
+            assert ("used in the query" in line) == (line.split("`")[1] in used), line
+        marked_somewhere |= any("used in the query" in line for line in rows)
+    assert marked_somewhere
+
+
+def test_unsupported_constants_are_a_warning(fake_overpass, fake_nominatim, tmp_path):
+    backend = LookupBackend({
+        "cafes in Heidelberg": '[out:csv(name)];{{geocodeArea:"Bas-Rhin"}}->.a;node["amenity"="cafe"](area.a);out;',
+        "cafes in the current view": 'node["amenity"="cafe"]({{bbox}});out;',
+    })
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend)
+    warned = service.compile("cafes in Heidelberg")
+    assert warned.unsupported.startswith("⚠ The query uses things your request does not mention:")
+    assert "`Bas-Rhin`" in warned.unsupported and "`csv`" in warned.unsupported
+    assert "check them before you run it" in warned.unsupported
+    assert service.compile("cafes in the current view").unsupported == ""
 
 
 @pytest.mark.parametrize(
@@ -93,10 +130,12 @@ def running_app(tmp_path_factory, small_index_dir):
 
 def test_compile_and_run_over_http(running_app):
     client, overpass = running_app["client"], running_app["overpass"]
-    query, tags, examples, info, map_fragment, table, summary, geojson_file, status = client.predict(
-        DEV[0].nl, "49.40,8.68,49.41,8.69", api_name="/compile_and_run"
+    query, tags, examples, info, map_fragment, table, summary, geojson_file, status, explanation, unsupported = (
+        client.predict(DEV[0].nl, "49.40,8.68,49.41,8.69", api_name="/compile_and_run")
     )
     assert "{{bbox}}" in query
+    assert "current map view" in explanation and unsupported == ""
+    assert "| in query |" in tags
     assert "| tag |" in tags and "(train #" in examples and "**backend:** lookup" in info
     assert embedded_geojson(map_fragment) == to_geojson(CAFES)
     assert table["headers"] == ["type", "id", "name", "tags"] and len(table["data"]) == 17
@@ -109,6 +148,7 @@ def test_compile_and_run_over_http(running_app):
 def test_edit_and_rerun_over_http(running_app):
     client, overpass = running_app["client"], running_app["overpass"]
     compiled = client.predict(DEV[1].nl, api_name="/compile")
+    assert compiled[5] and "Traceback" not in compiled[5]  # the explanation
     edited = compiled[0] + " // edited by hand"
     map_fragment, table, summary, geojson_file, status = client.predict(edited, "49.40,8.68,49.41,8.70", api_name="/run")
     assert overpass.queries()[-1].endswith("// edited by hand")
@@ -168,3 +208,5 @@ def test_build_app_does_not_need_a_server(fake_overpass, fake_nominatim, tmp_pat
     demo = build_app(make_service(fake_overpass, fake_nominatim, tmp_path))
     names = {dep.get("api_name") for dep in demo.config["dependencies"]}
     assert {"compile", "run", "compile_and_run"} <= names
+    ids = {c.get("props", {}).get("elem_id") for c in demo.config["components"]}
+    assert {"explanation", "unsupported"} <= ids
