@@ -35,7 +35,7 @@ from typing import Mapping, Optional
 
 from . import ast as A
 from .criteria import poly_numbers
-from .parser import deep_recursion, parse
+from .parser import comma_items, deep_recursion, parse
 from .ql import expr_to_ql
 from .tokens import decode_string
 
@@ -343,17 +343,6 @@ def _number(text: str, decimal: str) -> Optional[str]:
     return out.replace(".", decimal)
 
 
-def _comma_items(tree: Optional[A.Expr]) -> list[A.Expr]:
-    items = []
-    while tree is not None and tree.token == "," and tree.lhs is not None:
-        if tree.rhs is not None:
-            items.append(tree.rhs)
-        tree = tree.lhs
-    if tree is not None:
-        items.append(tree)
-    return items[::-1]
-
-
 def _expr(tree: Optional[A.Expr]) -> str:
     try:
         text = expr_to_ql(tree)
@@ -559,7 +548,7 @@ class _Reader:
 
     def make(self, st: A.Make) -> _NP:
         w = self.w
-        assigns = [_code(_expr(item)) for tree in st.assignments for item in _comma_items(tree)]
+        assigns = [_code(_expr(item)) for tree in st.assignments for item in comma_items(tree)]
         text = w.join(assigns)
         kind = st.type or "?"
         if st.keyword == "convert":
@@ -575,7 +564,7 @@ class _Reader:
     def set_block(self, st: A.Block) -> _NP:
         w = self.w
         if st.keyword == "timeline":
-            items = [_expr(i).strip('"') for i in _comma_items(st.arg)]
+            items = [_expr(i).strip('"') for i in comma_items(st.arg)]
             qtype = {"rel": "relation"}.get(items[0], items[0]) if items else ""
             ident = items[1] if len(items) > 1 else ""
             key = "one_" + qtype if qtype in TYPE_ORDER else "one_any"

@@ -78,7 +78,8 @@ def _bare_word(tree: Optional[A.Expr]) -> str:
     return ""
 
 
-def _comma_items(tree: A.Expr) -> list[A.Expr]:
+def comma_items(tree: A.Expr | None) -> list[A.Expr]:
+    """The items of a comma list as the parser reads it (`a, b, c` is `((a, b), c)`), in source order."""
     items = []
     while tree is not None and tree.token == "," and tree.lhs is not None:
         if tree.rhs is not None:
@@ -494,7 +495,7 @@ class Parser:
                 tree = self._parse_expr_tree(parenthesis_expected=False)
                 if tree is not None:
                     make.assignments.append(tree)
-                    for item in _comma_items(tree):
+                    for item in comma_items(tree):
                         if item.token == "=" and item.lhs is None:
                             self.error("To set a property it must have a name to the left of "
                                        "the equal sign", line)
