@@ -12,4 +12,15 @@ python3 -m venv .venv
 extras="index,hf,ui"
 if [[ "${1:-}" == "--dev" ]]; then extras="all"; fi
 .venv/bin/python -m pip install --quiet -e ".[${extras}]"
+# In the checkout, geoql/ holds links to the subpackage folders (geoql/app -> ../app, ...),
+# so that tools which read packages from the file system (lint-imports) see the installed
+# layout. Imports do not need them: the editable install maps the names.
+.venv/bin/python - <<'PY'
+import os, pathlib, tomllib
+for name, folder in tomllib.loads(pathlib.Path("pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].items():
+    if name.startswith("geoql."):
+        link = pathlib.Path("geoql", *name.split(".")[1:])
+        if not link.exists():
+            link.symlink_to(os.path.relpath(folder, link.parent), target_is_directory=True)
+PY
 echo "GeoQL installed in .venv/ (extras: ${extras})"
