@@ -20,7 +20,7 @@ import os, pathlib, tomllib
 for name, folder in tomllib.loads(pathlib.Path("pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].items():
     if name.startswith("geoql."):
         link = pathlib.Path("geoql", *name.split(".")[1:])
-        if not link.exists():
+        if not link.exists() and not link.is_symlink():
             link.symlink_to(os.path.relpath(folder, link.parent), target_is_directory=True)
 PY
 echo "GeoQL installed in .venv/ (extras: ${extras})"
