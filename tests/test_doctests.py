@@ -34,7 +34,7 @@ MODULES = _modules()
 
 
 def test_every_layer_is_walked():
-    for name in ("overpassql.parser", "geoql.core", "geoql.osm", "geoql.eval.metrics", "geoql.retrieval.tags",
+    for name in ("overpassql.parser", "geoql.core", "geoql.osm", "geoql.nl.text", "geoql.eval.metrics", "geoql.retrieval.tags",
                  "geoql.index.build", "geoql.app.compile", "geoql.app.cpu.model", "geoql.training.rewards"):
         assert name in MODULES
 

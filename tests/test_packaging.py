@@ -40,7 +40,7 @@ def test_the_wheel_holds_one_package_and_its_data(installed):
     assert (installed / "overpassql" / "grammar.lark").is_file()
     assert {p.name for p in (installed / "geoql" / "training" / "configs").glob("*.yaml")} >= {
         "qwen3-4b-sft-lora-r64.yaml", "qwen3-4b-grpo.yaml", "tiny-sft.yaml"}
-    for layer in ("core", "osm", "eval", "retrieval", "index", "app", "training"):
+    for layer in ("core", "osm", "nl", "eval", "retrieval", "index", "app", "training"):
         assert (installed / "geoql" / layer / "__init__.py").is_file(), layer
 
 

@@ -1,0 +1,89 @@
+"""Folding and scripts: the one home for how GeoQL compares the words of a request.
+
+>>> fold("Zürich") == fold("ZURICH")
+True
+>>> script_of("博"), script_of("ж"), script_of("a"), script_of("ك")
+('Han', 'Cyrillic', 'Latin', 'Arabic')
+>>> spaceless("成"), spaceless("é")
+(True, False)
+>>> scripts("Museen in 成都")
+{'Latin': 8, 'Han': 2}
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+
+# Scripts written without spaces between words: word boundaries must come from
+# character n-grams or a segmenter, never from whitespace.
+SPACELESS_SCRIPTS = frozenset({"Han", "Hiragana", "Katakana", "Hangul", "Thai", "Lao", "Khmer", "Myanmar", "Tibetan"})
+
+# unicodedata has no script property; a character's name starts with its script's
+# name for every script GeoQL meets in OSM requests ("CJK UNIFIED IDEOGRAPH-535A",
+# "CYRILLIC SMALL LETTER ZHE", "HANGUL SYLLABLE ..."). Order matters: first match wins.
+_NAME_PREFIXES = (
+    ("CJK", "Han"), ("IDEOGRAPHIC", "Han"), ("KANGXI", "Han"), ("HIRAGANA", "Hiragana"),
+    ("KATAKANA", "Katakana"), ("HALFWIDTH KATAKANA", "Katakana"), ("HANGUL", "Hangul"),
+    ("LATIN", "Latin"), ("CYRILLIC", "Cyrillic"), ("GREEK", "Greek"), ("ARABIC", "Arabic"),
+    ("HEBREW", "Hebrew"), ("DEVANAGARI", "Devanagari"), ("BENGALI", "Bengali"), ("THAI", "Thai"),
+    ("LAO", "Lao"), ("KHMER", "Khmer"), ("MYANMAR", "Myanmar"), ("TIBETAN", "Tibetan"),
+    ("GEORGIAN", "Georgian"), ("ARMENIAN", "Armenian"), ("ETHIOPIC", "Ethiopic"), ("TAMIL", "Tamil"),
+    ("TELUGU", "Telugu"), ("KANNADA", "Kannada"), ("MALAYALAM", "Malayalam"), ("GUJARATI", "Gujarati"),
+    ("GURMUKHI", "Gurmukhi"), ("SINHALA", "Sinhala"), ("FULLWIDTH LATIN", "Latin"),
+)
+
+
+def fold(text: str) -> str:
+    """NFKC, case-folded, accents removed: ``"Zürich"`` and ``"ZURICH"`` fold alike.
+
+    Marks are removed from letters of scripts with spaces only: in kana a mark makes
+    another sound (``"が"`` is not ``"か"``), and Hangul syllables must stay whole.
+
+    >>> fold("Ｃａｆé"), fold("Straße"), fold("が")
+    ('cafe', 'strasse', 'が')
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if text.isascii():
+        return text
+    return "".join(ch if spaceless(ch) else _strip_marks(ch) for ch in text)
+
+
+@lru_cache(maxsize=65536)
+def _strip_marks(ch: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c) != "Mn")
+
+
+@lru_cache(maxsize=65536)
+def script_of(ch: str) -> str:
+    """The script of one character ("Common" for digits, punctuation, symbols, emoji)."""
+    if not ch.isalpha():
+        return "Common"
+    name = unicodedata.name(ch, "")
+    for prefix, script in _NAME_PREFIXES:
+        if name.startswith(prefix):
+            return script
+    return "Other"
+
+
+def spaceless(ch: str) -> bool:
+    """A letter of a script written without spaces between words (CJK, kana, Thai...)."""
+    return script_of(ch) in SPACELESS_SCRIPTS
+
+
+def scripts(text: str) -> dict[str, int]:
+    """Letters per script, most frequent first (``Common`` characters not counted)."""
+    counts = Counter(script_of(ch) for ch in text)
+    counts.pop("Common", None)
+    return dict(counts.most_common())
+
+
+def main_script(text: str) -> str:
+    """The script of most letters in ``text`` ("Common" when it has none).
+
+    >>> main_script("成都的博物馆"), main_script("🏛️ 123"), main_script("Музеи в Москве")
+    ('Han', 'Common', 'Cyrillic')
+    """
+    counts = scripts(text)
+    return next(iter(counts), "Common")
