@@ -11,7 +11,7 @@ from . import ast as A
 from .errors import Diagnostic, SerializationError
 from .lower import lower
 from .parser import Parser, deep_recursion, parse
-from .ql import dump_script, element_to_ql
+from .ql import dump_script, element_to_ql, pretty_script
 from .turbo import replace_turbo_vars
 from .xml import element_to_xml
 
@@ -99,6 +99,32 @@ def to_ql(text: str, pretty: bool = False) -> str:
             return element_to_ql(root, pretty=pretty)
         except RecursionError:
             return ""
+
+
+def pretty(text: str) -> str:
+    """``text`` one clause a line, as ``to_ql(pretty=True)`` lays it out, but in the
+    query's own spelling: overpass-turbo placeholders (``{{bbox}}``, ``{{geocodeArea:X}}``)
+    stay, and ``dump(parse(pretty(q))) == dump(parse(q))``. A text that does not parse
+    comes back unchanged (its errors are :func:`check`'s to report).
+
+    >>> print(pretty('{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"]["outdoor_seating"="yes"](area.a);out center;'))
+    {{geocodeArea:"Bonn"}}->.a;
+    nwr
+      ["amenity"="cafe"]
+      ["outdoor_seating"="yes"]
+      (area.a);
+    out center;
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"pretty() needs a str, got {type(text).__name__}")
+    with deep_recursion():
+        script = parse(text, collect_errors=True)
+        if script.errors or not text.strip():
+            return text
+        try:
+            return pretty_script(script)
+        except RecursionError:
+            return text
 
 
 def dump(script: A.Script) -> str:

@@ -360,20 +360,38 @@ def element_to_ql(root, pretty: bool = False) -> str:
     return Dumper(converter=True).dump(root.src)
 
 
+def pretty_script(script: A.Script) -> str:
+    """The script as the user wrote it (placeholders, ``nw``, option order kept), laid out
+    like ``--dump-pretty-ql``; ``dump`` of its parse is ``dump(script)``."""
+    return PrettyDumper(converter=False).script(script)
+
+
 class PrettyDumper(Dumper):
     """--dump-pretty-ql: one clause a line, two spaces per level; closing brackets of
-    groups and blocks start at column 0, as Overpass 0.7.62 prints them."""
+    groups and blocks start at column 0, as Overpass 0.7.62 prints them.
 
-    def __init__(self):
-        super().__init__(converter=True)
+    ``converter=False`` keeps the script's own spelling (``dump``'s), placeholders included."""
+
+    def __init__(self, converter: bool = True):
+        super().__init__(converter=converter)
 
     def script(self, script: A.Script) -> str:
         lines: list[str] = []
+        statements = list(script.statements)
+        # "{{x=...}}" definitions before the settings keep their place (see _dump_Script)
+        while statements and isinstance(statements[0], A.Placeholder) and statements[0].definition:
+            lines.append(self.dump(statements.pop(0)))
         if script.settings:
-            compact = Dumper(converter=True)
+            compact = Dumper(converter=self.converter)
             head = compact.dump(A.Script(settings=script.settings))
-            lines += [s + "]" for s in head[:-1].split("]") if s] + [";"]
-        for st in script.statements:
+            if self.converter:
+                lines += [s + "]" for s in head[:-1].split("]") if s] + [";"]
+            else:  # the settings a person reads as one line: "[out:json][timeout:25];"
+                lines.append(head)
+        for st in statements:
+            if isinstance(st, A.Placeholder) and st.definition:
+                lines.append(self.dump(st))  # a definition takes no ";"
+                continue
             lines += self.statement(st, 0, ";")
         return "\n".join(lines)
 
@@ -390,7 +408,7 @@ class PrettyDumper(Dumper):
             return lines + [")" + self._into(st.into) + end]
         if isinstance(st, A.Make):
             head = pad + self._from(st.set) + st.keyword + " " + st.type
-            items = [expr_to_ql(e, True) for tree in st.assignments for e in _comma_operands(tree)]
+            items = [expr_to_ql(e, self.converter) for tree in st.assignments for e in _comma_operands(tree)]
             if not items:
                 return [head + self._into(st.into) + end]
             body = [pad + "  " + item + "," for item in items]
@@ -405,7 +423,7 @@ class PrettyDumper(Dumper):
         tags = [f for f in st.filters if isinstance(f, (A.Tag, A.SetFilter))
                 and not any(f is x for x in sets)]
         others = [f for f in st.filters if not isinstance(f, (A.Tag, A.SetFilter))]
-        qtype = "nwr" if st.type == "nw" else st.type
+        qtype = "nwr" if st.type == "nw" and self.converter else st.type
         while tags and isinstance(tags[0], A.SetFilter):  # ".a.b" stays on the type's line
             sets.append(tags.pop(0))
         head = pad + qtype + "".join(self.dump(f) for f in sets)
@@ -421,8 +439,8 @@ class PrettyDumper(Dumper):
     def _block(self, st: A.Block, level: int, pad: str) -> list[str]:
         kw = st.keyword
         head = kw + ("." + st.set if st.set is not None else "") + self._into(st.into)
-        arg = "(" + expr_to_ql(st.arg, True) + ")" if st.arg is not None else ""
-        stmt_end = ";;" if kw == "if" else ";"
+        arg = "(" + expr_to_ql(st.arg, self.converter) + ")" if st.arg is not None else ""
+        stmt_end = ";;" if kw == "if" and self.converter else ";"
         if kw in ("if", "retro"):
             lines = [pad + head + " " + arg, pad + "{"]
         else:

@@ -3,6 +3,8 @@ reference are in test_api.py."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import overpassql
@@ -49,3 +51,37 @@ def test_pretty_layout_of_groups_and_blocks():
     assert overpassql.to_ql(text, pretty=True) == "\n".join([
         "(", "  way", '    ["a"]', '    ["b"]', "    (1,2,3,4);", "  complete{", "    node(w);",
         "}", ");", 'for(t[""x""]){', "  make s", "    n=1,", "    m=2;", "}"])
+
+
+def test_pretty_keeps_the_query_on_all_gold_queries():
+    # pretty() is what the demo shows and the user edits: it must read back as the same query.
+    placeholder = re.compile(r"{{.*?}}")
+    for row in GOLD:
+        query = row["query"]
+        script = overpassql.parse(query, collect_errors=True)
+        shown = overpassql.pretty(query)
+        again = overpassql.parse(shown, collect_errors=True)
+        assert overpassql.dump(again) == overpassql.dump(script), query
+        assert bool(again.errors) == bool(script.errors), query
+        assert placeholder.findall(shown) == placeholder.findall(query) or script.errors, query
+
+
+@pytest.mark.parametrize("query, expected", [
+    ('node["shop"]({{bbox}});out;', ["node", '  ["shop"]', "  ({{bbox}});", "out;"]),
+    ('node(1);out skel qt;', ["node(1);", "out skel qt;"]),
+    ('[out:json][timeout:25];{{geocodeArea:"Bonn"}}->.a;nw["amenity"="cafe"]["wifi"](area.a);out center;',
+     ["[out:json][timeout:25];", '{{geocodeArea:"Bonn"}}->.a;', "nw", '  ["amenity"="cafe"]', '  ["wifi"]',
+      "  (area.a);", "out center;"]),
+    ('{{user=me}}[timeout:100];node(user:{{user}});out; {{bbox=area:1}}',
+     ["{{user=me}}", "[timeout:100];", "node(user:{{user}});", "out;", "{{bbox=area:1}}"]),
+    ('if(count(nodes)>1){node(1);out;}', ["if (count(nodes)>1)", "{", "  node(1);", "  out;", "}"]),
+    ('for(t["highway"]){make stat value=_.val,n=count(ways);out;}',
+     ['for(t["highway"]){', "  make stat", "    value=_.val,", "    n=count(ways);", "  out;", "}"]),
+])
+def test_pretty_layout_in_the_query_s_own_spelling(query, expected):
+    assert overpassql.pretty(query).splitlines() == expected
+
+
+@pytest.mark.parametrize("query", ["nod(1);out;", "node[amenity=cafe", "", "   "])
+def test_pretty_leaves_a_query_that_does_not_parse_as_it_is(query):
+    assert overpassql.pretty(query) == query
