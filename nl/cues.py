@@ -1,0 +1,185 @@
+"""Cue tables: the words by which a request says where, how, when and what, per language.
+
+The words are data (``cues/<lang>.json``, one file per language); this module reads
+them once and matches them against a request's tokens. A request is read as
+tokens: a run of letters of a script written with spaces is one token, a letter of a
+script written without spaces (Han, kana, Hangul) is a token by itself, a number
+(``49.798213``, ``1,000``) is one token. A cue is tokenised the same way, so
+``"in current view"``, ``"当前视图"`` and ``"현재 화면"`` all match as token sequences;
+a cue ending in ``*`` matches any ending of its last token (``"tabelle*"``).
+
+>>> [t.fold for t in tokens("Cafés in 成都, 100 m")]
+['cafes', 'in', '成', '都', '100', 'm']
+>>> LANGUAGES[0]
+'en'
+>>> m = Matcher(["in the current view", "当前视图"])
+>>> [(a, b) for a, b, _ in m.find(tokens("Cafés in the current view"))]
+[(1, 5)]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Sequence
+
+from geoql.core.errors import GeoqlError
+from geoql.nl.text import fold, script_of, spaceless
+
+# The languages a cue table must exist for (tests/nl/test_frame.py); a request in a
+# language without one is read with English's structural cues (ids, units, output
+# words often stay English in any request).
+REQUIRED = ("en", "de", "fr", "es", "it", "pt", "ru", "zh", "yue", "ja", "ko")
+
+
+def _installed() -> tuple[str, ...]:
+    names = [p.name[:-5] for p in resources.files("geoql.nl").joinpath("cues").iterdir() if p.name.endswith(".json")]
+    # English first: ties in language guessing go to the table listed first
+    return tuple(sorted(names, key=lambda n: (n != "en", REQUIRED.index(n) if n in REQUIRED else 99, n)))
+
+
+LANGUAGES = _installed()
+
+# Every table must have these sections (tests/nl/test_frame.py checks each file).
+SECTIONS = ("language", "markers", "view", "around", "units", "output", "output_support", "negation",
+            "types", "ids", "users", "names", "place", "months", "time", "stop", "joiners")
+
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token of a request: its span in the (NFKC) text, folded form, first letter's case."""
+
+    start: int
+    end: int
+    text: str
+    fold: str
+    upper: bool  # starts with an upper-case letter (a name, in scripts with case)
+    spaceless: bool  # a single letter of a script without spaces
+    number: bool
+
+
+def tokens(text: str) -> list[Token]:
+    """The tokens of ``text`` (NFKC-normalised by the caller when spans matter)."""
+    out: list[Token] = []
+    for m in _TOKEN.finditer(text):
+        word, start = m.group(), m.start()
+        if word[0].isdigit():
+            out.append(Token(start, m.end(), word, word, False, False, True))
+            continue
+        if word.isascii() or not any(spaceless(ch) for ch in word):
+            out.append(Token(start, m.end(), word, fold(word), word[0].isupper(), False, False))
+            continue
+        i = 0
+        while i < len(word):  # split off each letter of a script without spaces
+            if spaceless(word[i]):
+                ch = word[i]
+                out.append(Token(start + i, start + i + 1, ch, fold(ch), False, True, False))
+                i += 1
+                continue
+            j = i
+            while j < len(word) and not spaceless(word[j]):
+                j += 1
+            piece = word[i:j]
+            out.append(Token(start + i, start + j, piece, fold(piece), piece[0].isupper(), False, False))
+            i = j
+    return out
+
+
+def cue_tokens(cue: str) -> tuple[tuple[str, ...], bool]:
+    """A cue as folded tokens, and whether its last token is a prefix (``tabelle*``)."""
+    prefix = cue.endswith("*")
+    return tuple(t.fold for t in tokens(fold(cue.rstrip("*")))), prefix
+
+
+class Matcher:
+    """Finds cues (with an optional payload each) in a token list, longest match first.
+
+    ``cues`` is an iterable of strings or of ``(string, payload)`` pairs.
+    """
+
+    def __init__(self, cues: Iterable):
+        self._by_first: dict[str, list[tuple[tuple[str, ...], bool, object]]] = {}
+        self._prefixed: list[tuple[tuple[str, ...], bool, object]] = []
+        for cue in cues:
+            text, payload = (cue, cue) if isinstance(cue, str) else cue
+            seq, prefix = cue_tokens(text)
+            if not seq:
+                continue
+            entry = (seq, prefix, payload)
+            if prefix and len(seq) == 1:
+                self._prefixed.append(entry)
+            else:
+                self._by_first.setdefault(seq[0], []).append(entry)
+        for entries in self._by_first.values():
+            entries.sort(key=lambda e: -len(e[0]))
+        self._prefixed.sort(key=lambda e: -len(e[0][0]))
+
+    def __bool__(self) -> bool:
+        return bool(self._by_first or self._prefixed)
+
+    def match_at(self, toks: Sequence[Token], i: int, taken: Sequence[bool] | None = None):
+        """``(end, payload)`` of the longest cue starting at token ``i``, else ``None``."""
+        first = toks[i].fold
+        for seq, prefix, payload in self._by_first.get(first, ()):
+            n = len(seq)
+            if i + n > len(toks):
+                continue
+            ok = True
+            for j in range(1, n):
+                t = toks[i + j].fold
+                if not (t == seq[j] or (prefix and j == n - 1 and t.startswith(seq[j]))):
+                    ok = False
+                    break
+            if ok and (taken is None or not any(taken[i:i + n])):
+                return i + n, payload
+        for seq, _prefix, payload in self._prefixed:
+            if first.startswith(seq[0]) and (taken is None or not taken[i]):
+                return i + 1, payload
+        return None
+
+    def find(self, toks: Sequence[Token], taken: Sequence[bool] | None = None) -> list[tuple[int, int, object]]:
+        """Non-overlapping ``(start, end, payload)`` matches, left to right (token indexes)."""
+        out = []
+        i = 0
+        while i < len(toks):
+            hit = self.match_at(toks, i, taken)
+            if hit:
+                out.append((i, hit[0], hit[1]))
+                i = hit[0]
+            else:
+                i += 1
+        return out
+
+
+class CueError(GeoqlError):
+    """A cue table is missing or malformed (a packaging fault: reinstall geoql)."""
+
+
+@lru_cache(maxsize=None)
+def table(lang: str) -> dict:
+    """The cue table of ``lang`` as stored (``cues/<lang>.json``)."""
+    if lang not in LANGUAGES:
+        raise CueError(f"no cue table for language {lang!r}; known: {', '.join(LANGUAGES)}")
+    try:
+        text = resources.files("geoql.nl").joinpath("cues", f"{lang}.json").read_text(encoding="utf-8")
+        return json.loads(text)
+    except (OSError, ValueError) as e:
+        raise CueError(f"cue table {lang}.json unreadable ({e}); reinstall geoql") from e
+
+
+def all_tables() -> dict[str, dict]:
+    """Every language's cue table."""
+    return {lang: table(lang) for lang in LANGUAGES}
+
+
+def script_is_spaceless(text: str) -> bool:
+    return any(spaceless(ch) for ch in text)
+
+
+def is_latin(text: str) -> bool:
+    return all(script_of(ch) in ("Latin", "Common") for ch in text)

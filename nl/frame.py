@@ -1,0 +1,888 @@
+"""The intent frame: a request, in any language, read into a small typed structure.
+
+:func:`read_frame` finds what a request asks for (``what``, ``negated``), where (a
+named place, the map view, around N m of something, a box, coordinates, an area id),
+which element types, which output (only when asked), when (dates, turbo periods),
+and its ids, users and quoted names. The cue words are data, one table per language
+(``geoql.nl.cues``); the language is guessed from the script and the table words a
+request uses (:func:`guess_language`).
+
+>>> f = read_frame("benches within 100 m of a playground in Zurich")
+>>> f.language, f.what, f.around, f.place
+('en', ['benches'], Around(radius_m=100.0, of='a playground'), 'Zurich')
+>>> f = read_frame("Wie viele Apotheken gibt es im aktuellen Kartenausschnitt?")
+>>> f.language, f.in_view, f.output, f.what
+('de', True, {'count'}, ['Apotheken'])
+>>> f = read_frame("成都有哪些博物馆？")
+>>> f.language, f.script, f.place, f.what
+('zh', 'Han', '成都', ['博物馆'])
+>>> read_frame("nodes edited by user 'HK2002' since November 1, 2018").dates
+['2018-11-01']
+>>> read_frame("ways without a name in the last 3 days").periods, read_frame("x").place
+(['3 days'], None)
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from geoql.nl.cues import LANGUAGES, Matcher, Token, table, tokens
+from geoql.nl.text import fold, main_script, script_of, scripts
+
+# Long input is read up to here: requests are a sentence or two; a pasted page must
+# not cost more than a glance.
+MAX_CHARS = 4000
+
+_UNIT_METRES = {"m": 1.0, "km": 1000.0, "mi": 1609.344, "ft": 0.3048}
+_PERIOD_UNITS = ("minute", "hour", "day", "week", "month", "year")
+
+
+@dataclass(frozen=True)
+class Around:
+    """"within 100 m of a playground": ``Around(100.0, "a playground")``; ``of`` is
+    ``None`` when the centre is written as coordinates (see ``Frame.coords``) or not named."""
+
+    radius_m: float
+    of: str | None
+
+
+@dataclass
+class Frame:
+    nl: str
+    language: str = "und"
+    script: str = "Common"
+    what: list[str] = field(default_factory=list)
+    negated: list[str] = field(default_factory=list)
+    place: str | None = None
+    places: list[str] = field(default_factory=list)
+    in_view: bool = False
+    around: Around | None = None
+    bbox: tuple[float, float, float, float] | None = None
+    coords: tuple[float, float] | None = None
+    area_ids: list[int] = field(default_factory=list)
+    ids: list[tuple[str, int]] = field(default_factory=list)
+    types: set[str] = field(default_factory=set)
+    output: set[str] = field(default_factory=set)
+    dates: list[str] = field(default_factory=list)
+    periods: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    # Added beside the shared interface: numeric user ids ("user with ID 7725447"),
+    # every quoted span (names and tag keys alike), and the cue language used.
+    uids: list[int] = field(default_factory=list)
+    quoted: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ language
+
+_YUE_CHARS = frozenset("嘅喺咗啲冇咩唔嚟嗰哋嘢乜噉佢睇畀")
+
+
+@lru_cache(maxsize=1)
+def _latin_markers() -> dict[str, dict[str, float]]:
+    """Folded word -> {language: weight}: a table's markers (function words) weigh 1, its
+    other stop words 0.5."""
+    out: dict[str, dict[str, float]] = {}
+    for lang in LANGUAGES:
+        t = table(lang)
+        if "Latin" not in t["language"]["scripts"]:
+            continue
+        for weight, words in ((0.5, t["stop"]), (1.0, t["markers"])):
+            for w in words:
+                for tok in tokens(fold(w)):
+                    out.setdefault(tok.fold, {})[lang] = weight
+    return out
+
+
+_OTHER_SCRIPTS = {"Arabic": "ar", "Hebrew": "he", "Greek": "el", "Thai": "th", "Devanagari": "hi",
+                  "Georgian": "ka", "Armenian": "hy", "Bengali": "bn", "Tamil": "ta", "Ethiopic": "am"}
+
+
+def guess_language(text: str, toks: list[Token] | None = None) -> str:
+    """ISO 639 code of ``text``'s language by rules: the script, then (Latin) the
+    function words of each cue table; ``"und"`` when nothing tells.
+
+    >>> guess_language("Museen in der Stadt"), guess_language("博物館喺邊度"), guess_language("東京の美術館")
+    ('de', 'yue', 'ja')
+    """
+    counts = scripts(text)
+    if not counts:
+        return "und"
+    if counts.get("Hangul", 0) and counts["Hangul"] >= counts.get("Han", 0) / 2:
+        return "ko"
+    kana = counts.get("Hiragana", 0) + counts.get("Katakana", 0)
+    if kana and kana >= counts.get("Hangul", 0):
+        if counts.get("Han", 0) + kana >= counts.get("Latin", 0) / 3 or not counts.get("Latin"):
+            return "ja"
+    main = next(iter(counts))
+    if main == "Latin" and counts.get("Han", 0) and counts["Han"] * 3 >= counts["Latin"]:
+        main = "Han"
+    if main == "Han":
+        return "yue" if any(ch in _YUE_CHARS for ch in text) else "zh"
+    if main == "Cyrillic":
+        if any(ch in "іїєґІЇЄҐ" for ch in text):
+            return "uk"
+        return "ru"
+    if main == "Latin":
+        toks = toks if toks is not None else tokens(text)
+        markers = _latin_markers()
+        score: dict[str, float] = {}
+        for t in toks:
+            for lang, weight in markers.get(t.fold, {}).items():
+                score[lang] = score.get(lang, 0) + weight
+        low = text.casefold()
+        for chars, lang in (("ß", "de"), ("ä", "de"), ("ö", "de"), ("ü", "de"), ("ñ", "es"), ("ã", "pt"),
+                            ("õ", "pt"), ("ç", "fr"), ("è", "fr"), ("ê", "fr"), ("œ", "fr"), ("ì", "it"),
+                            ("ò", "it"), ("¿", "es"), ("¡", "es"), ("à", "fr"), ("é", "fr")):
+            if chars in low:
+                score[lang] = score.get(lang, 0) + 0.5
+        if not score:
+            return "en" if toks else "und"
+        best = max(score.values())
+        for lang in LANGUAGES:  # ties: the table order (English first)
+            if score.get(lang) == best:
+                return lang
+    return _OTHER_SCRIPTS.get(main, "und")
+
+
+def cue_language(language: str) -> str:
+    """The cue table that reads ``language`` (a language without its own reads English's)."""
+    if language in LANGUAGES:
+        return language
+    return {"uk": "ru", "be": "ru", "zh-hant": "zh"}.get(language, "en")
+
+
+# ------------------------------------------------------------------ lexicon
+
+
+@dataclass
+class _Lexicon:
+    lang: str
+    spaced: bool
+    view: Matcher
+    around_before: Matcher
+    around_after: Matcher
+    of_after: Matcher
+    of_before: Matcher
+    of_start: Matcher
+    units: Matcher
+    output: Matcher
+    neg_before: Matcher
+    neg_after: Matcher
+    scope_end: Matcher
+    types: Matcher
+    ids: Matcher
+    users: Matcher
+    names: Matcher
+    preps: Matcher
+    posts: Matcher
+    post_priority: bool
+    post_word_end: bool
+    articles: frozenset
+    nouns: Matcher
+    particles: frozenset
+    not_places: frozenset
+    place_and: frozenset
+    months: dict
+    time_units: Matcher
+    last: Matcher
+    relative: Matcher
+    since: Matcher
+    stop: Matcher
+    stop_words: frozenset
+    joiners: frozenset
+    weak_preps: Matcher
+
+
+def _sections(lang: str) -> list[dict]:
+    # Requests in any language keep English words for OSM things ("ID", "node", "csv"):
+    # English's structural cues are read beside the language's own.
+    return [table(lang)] if lang == "en" else [table(lang), table("en")]
+
+
+@lru_cache(maxsize=None)
+def _lexicon(lang: str) -> _Lexicon:
+    own = table(lang)
+    both = _sections(lang)
+
+    def cues(get, tables=both):
+        out = []
+        for t in tables:
+            out.extend(get(t))
+        return out
+
+    def payload(get, tables=both):
+        out = []
+        for t in tables:
+            for key, words in get(t).items():
+                out.extend((w, key) for w in words)
+        return out
+
+    place = own["place"]
+    months: dict[str, int] = {}
+    for t in both:
+        for i, forms in enumerate(t["months"]):
+            for f in forms:
+                months.setdefault(fold(f), i + 1)
+    return _Lexicon(
+        lang=lang,
+        spaced=own["language"].get("spaced", True),
+        view=Matcher(cues(lambda t: t["view"])),
+        around_before=Matcher(cues(lambda t: t["around"]["before"])),
+        around_after=Matcher(cues(lambda t: t["around"]["after"])),
+        of_after=Matcher(cues(lambda t: t["around"]["of_after"])),
+        of_before=Matcher(own["around"]["of_before"]),
+        of_start=Matcher(own["around"]["of_start"]),
+        units=Matcher(payload(lambda t: t["units"])),
+        output=Matcher(payload(lambda t: t["output"])),
+        neg_before=Matcher(own["negation"]["before"]),
+        neg_after=Matcher(own["negation"]["after"]),
+        scope_end=Matcher(own["negation"]["scope_end"]),
+        types=Matcher(payload(lambda t: t["types"])),
+        ids=Matcher(payload(lambda t: t["ids"])),
+        users=Matcher(cues(lambda t: t["users"])),
+        names=Matcher(cues(lambda t: t["names"])),
+        preps=Matcher(place["prepositions"]),
+        posts=Matcher([(w, i) for i, w in enumerate(place["postpositions"])]),
+        post_priority=place.get("strategy") == "priority",
+        post_word_end=bool(place.get("word_end")),
+        articles=frozenset(fold(w) for w in place["articles"]),
+        nouns=Matcher(place["nouns"]),
+        particles=frozenset(fold(w) for w in place["particles"]),
+        not_places=frozenset(fold(w) for t in both for w in t["place"]["not_places"]),
+        place_and=frozenset(fold(w) for w in place["and"]),
+        months=months,
+        time_units=Matcher(payload(lambda t: t["time"]["units"])),
+        last=Matcher(cues(lambda t: t["time"]["last"])),
+        relative=Matcher([(k, v) for t in both for k, v in t["time"]["relative"].items()]),
+        since=Matcher(cues(lambda t: t["time"]["since"])),
+        stop=Matcher(own["stop"] + ([] if lang == "en" else table("en")["stop"])),
+        stop_words=frozenset(fold(w) for w in own["stop"]),
+        joiners=frozenset(fold(w) for w in own["joiners"]),
+        weak_preps=Matcher(place.get("needs_capital", [])),
+    )
+
+
+# ------------------------------------------------------------------ reading
+
+
+_QUOTES = re.compile(r"\"([^\"]{1,120})\"|“([^”]{1,120})”|„([^“”\"]{1,120})[“”\"]|«\s?([^»]{1,120}?)\s?»|"
+                     r"「([^」]{1,120})」|『([^』]{1,120})』|‘([^’]{1,120})’|(?<![\w])'([^']{1,120})'(?![\w])")
+_TAGLIKE = re.compile(r"[a-z0-9_:.\-]+(?:=[^\s]*)?")
+_DECIMAL = r"[-−]?\d{1,3}\.\d+"
+_BBOX = re.compile(rf"({_DECIMAL})\s*[,，;]\s*({_DECIMAL})\s*[,，;]\s*({_DECIMAL})\s*[,，;]\s*({_DECIMAL})")
+_COORDS = re.compile(rf"({_DECIMAL})\s*[,，;/]?\s*({_DECIMAL})")
+_ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ]\d{1,2}:\d{2}(?::\d{2})?Z?)?(?!\d)")
+_DMY = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})[./](\d{4})(?!\d)")
+_CJK_DATE = re.compile(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日일号號])?")
+_YEAR = re.compile(r"^(1[89]\d\d|20\d\d)$")
+_BREAK = re.compile(r"[,;:?!.()\[\]{}，。；：？！、（）「」『』\"“”„«»]")
+_HARD_BREAK = re.compile(r"[;?!.()\[\]{}。；？！（）]")
+_LIST_BREAK = re.compile(r"[,，、]")
+
+
+class _Reader:
+    """One request being read: its tokens, which of them are taken, and the frame."""
+
+    def __init__(self, nl: str):
+        text = unicodedata.normalize("NFKC", nl)[:MAX_CHARS]
+        self.text = text
+        self.toks = tokens(text)
+        self.n = len(self.toks)
+        self.taken = [False] * self.n
+        language = guess_language(text, self.toks)
+        self.frame = Frame(nl=nl, language=language, script=main_script(text))
+        self.lex = _lexicon(cue_language(language))
+
+    # -- helpers
+    def gap(self, i: int) -> str:
+        """Text between token i-1 and token i (i == n: the rest)."""
+        start = self.toks[i - 1].end if i > 0 else 0
+        end = self.toks[i].start if i < self.n else len(self.text)
+        return self.text[start:end]
+
+    def span(self, i: int, j: int) -> str:
+        return self.text[self.toks[i].start:self.toks[j - 1].end].strip()
+
+    def take(self, i: int, j: int) -> None:
+        for k in range(max(i, 0), min(j, self.n)):
+            self.taken[k] = True
+
+    def tokens_in(self, start: int, end: int) -> tuple[int, int]:
+        i = next((k for k in range(self.n) if self.toks[k].end > start), self.n)
+        j = next((k for k in range(i, self.n) if self.toks[k].start >= end), self.n)
+        return i, j
+
+    # -- steps
+    def read(self) -> Frame:
+        if not self.n:
+            return self.frame
+        self.quotes()
+        self.coordinates()
+        self.dates()
+        self.periods()
+        self.distances()
+        self.identifiers()
+        self.view()
+        self.outputs()
+        self.types()
+        self.place()
+        self.content()
+        return self.frame
+
+    def quotes(self) -> None:
+        f, lex = self.frame, self.lex
+        for m in _QUOTES.finditer(self.text):
+            inner = next(g for g in m.groups() if g is not None).strip()
+            if not inner:
+                continue
+            i, j = self.tokens_in(m.start(), m.end())
+            f.quoted.append(inner)
+            before = self._cue_before(lex.users, i, 3)
+            if before is not None:
+                f.users.append(inner)
+                self.take(before, j)
+                continue
+            cue_start = self._cue_before(lex.names, i, 3)
+            cue_after = self._cue_after(lex.names, j, 3)
+            if cue_start is not None or cue_after is not None or not _TAGLIKE.fullmatch(inner):
+                f.names.append(inner)
+                self.take(i, j)
+                if cue_start is not None:
+                    self.take(cue_start, lex.names.match_at(self.toks, cue_start)[0])
+                elif cue_after is not None:
+                    self.take(cue_after, lex.names.match_at(self.toks, cue_after)[0])
+            # a quoted tag key ('note', "piste:type") stays a content word
+
+    def _cue_before(self, matcher: Matcher, i: int, window: int) -> int | None:
+        """Start of a cue ending at most ``window`` tokens before token ``i``."""
+        for s in range(i - 1, max(-1, i - window - 3), -1):
+            hit = matcher.match_at(self.toks, s)
+            if hit and i - window <= hit[0] <= i:
+                return s
+        return None
+
+    def _cue_after(self, matcher: Matcher, j: int, window: int) -> int | None:
+        for s in range(j, min(self.n, j + window)):
+            if matcher.match_at(self.toks, s):
+                return s
+        return None
+
+    def coordinates(self) -> None:
+        f = self.frame
+        for m in _BBOX.finditer(self.text):
+            s, w, n, e = (float(g.replace("−", "-")) for g in m.groups())
+            if abs(s) <= 90 and abs(n) <= 90 and abs(w) <= 180 and abs(e) <= 180:
+                f.bbox = (s, w, n, e)
+                self.take(*self.tokens_in(m.start(), m.end()))
+                return
+        for m in _COORDS.finditer(self.text):
+            lat, lon = (float(g.replace("−", "-")) for g in m.groups())
+            if abs(lat) <= 90 and abs(lon) <= 180:
+                f.coords = (lat, lon)
+                self.take(*self.tokens_in(m.start(), m.end()))
+                return
+
+    def dates(self) -> None:
+        f, toks = self.frame, self.toks
+        found: list[tuple[int, str]] = []
+
+        def add(pos, y, mo=1, d=1):
+            y, mo, d = int(y), int(mo or 1), int(d or 1)
+            if 1800 <= y <= 2100 and 1 <= mo <= 12 and 1 <= d <= 31:
+                found.append((pos, f"{y:04d}-{mo:02d}-{d:02d}"))
+                return True
+            return False
+
+        for rx, order in ((_ISO, (0, 1, 2)), (_CJK_DATE, (0, 1, 2)), (_DMY, (2, 1, 0))):
+            for m in rx.finditer(self.text):
+                g = m.groups()
+                i, j = self.tokens_in(m.start(), m.end())
+                if any(self.taken[i:j]):
+                    continue
+                if add(m.start(), g[order[0]], g[order[1]], g[order[2]]):
+                    self.take(i, j)
+        months = self.lex.months
+        for i, t in enumerate(toks):
+            month = months.get(t.fold)
+            if month is None or self.taken[i] or t.number:
+                continue
+            window = range(max(0, i - 3), min(self.n, i + 4))
+            years = [k for k in window if toks[k].number and _YEAR.match(toks[k].text) and not self.taken[k]]
+            if not years:
+                continue
+            y = years[0]
+            day = None
+            for k in (i - 1, i + 1, i - 2, i + 2):
+                if 0 <= k < self.n and k != y and toks[k].number and toks[k].text.isdigit() \
+                        and 1 <= int(toks[k].text) <= 31 and len(toks[k].text) <= 2 and not self.taken[k]:
+                    day = k
+                    break
+            if add(t.start, toks[y].text, month, toks[day].text if day is not None else 1):
+                self.take(min(i, y, day if day is not None else i), max(i, y, day if day is not None else i) + 1)
+        # "since 2020", "seit 2020", "2020年以来": a year after (or before) a since-cue
+        for s, e, _ in self.lex.since.find(toks):
+            for k in (e, e + 1, s - 1, s - 2):
+                if 0 <= k < self.n and toks[k].number and _YEAR.match(toks[k].text) and not self.taken[k]:
+                    add(toks[k].start, toks[k].text)
+                    self.take(k, k + 1)
+                    self.take(s, e)
+                    break
+        starts = {pos for pos, _ in found}
+        for s, e, _ in self.lex.since.find(toks, self.taken):
+            if e < self.n and toks[e].start in starts:  # "since November 1, 2018"
+                self.take(s, e)
+        found.sort()
+        f.dates = list(dict.fromkeys(d for _, d in found))
+
+    def periods(self) -> None:
+        lex, toks, f = self.lex, self.toks, self.frame
+        for s, e, _ in lex.last.find(toks, self.taken):
+            k = e
+            count = 1.0
+            if s > 0 and toks[s - 1].number and not self.taken[s - 1]:  # "les 3 derniers jours"
+                count = _number(toks[s - 1].text)
+                s -= 1
+            elif k < self.n and toks[k].number and not self.taken[k]:
+                try:
+                    count = float(toks[k].text.replace(",", "."))
+                except ValueError:
+                    continue
+                k += 1
+            hit = lex.time_units.match_at(toks, k, self.taken) if k < self.n else None
+            if hit:
+                unit = hit[1]
+                if unit in _PERIOD_UNITS:
+                    n = int(count) if count == int(count) else count
+                    f.periods.append(f"{n} {unit}{'s' if n != 1 else ''}")
+                    self.take(s, hit[0])
+        for s, e, period in lex.relative.find(toks, self.taken):
+            f.periods.append(period)
+            self.take(s, e)
+        f.periods = list(dict.fromkeys(f.periods))
+
+    def distances(self) -> None:
+        """"within 100 m of X", "im Umkreis von 100 m um X", "X から100メートル以内": the
+        first distance with an around cue next to it."""
+        lex, toks, f = self.lex, self.toks, self.frame
+        for i, t in enumerate(toks):
+            if not t.number or self.taken[i] or i + 1 >= self.n:
+                continue
+            hit = lex.units.match_at(toks, i + 1, self.taken)
+            if not hit:
+                continue
+            end, unit = hit
+            radius = _number(t.text) * _UNIT_METRES[unit]
+            before = self._cue_before(lex.around_before, i, 2)
+            after = lex.around_after.match_at(toks, end, self.taken) if end < self.n else None
+            marker = next((s for s in range(max(0, i - 3), i)
+                           if (h := lex.of_before.match_at(toks, s, self.taken)) and h[0] == i), None)
+            if before is None and after is None and marker is None:
+                continue  # "shorter than 300 m": a length, not a distance from something
+            s0, e0, of = (before if before is not None else i), end, None
+            link = lex.of_after.match_at(toks, end, self.taken) if end < self.n else None
+            if link:
+                j = k = link[0]
+                while k < self.n and not self.taken[k] and (k == j or not _BREAK.search(self.gap(k))) \
+                        and not lex.scope_end.match_at(toks, k) and k - j < 6 \
+                        and not (lex.preps.match_at(toks, k) and toks[k].fold not in lex.joiners):
+                    k += 1
+                if k > j:
+                    of = self.span(j, k)
+                e0 = max(k, j)
+            elif marker is not None:
+                # the centre comes first: "遊び場から100メートル以内", "在操场的100米范围内"
+                k = marker
+                while k > 0 and not self.taken[k - 1] and not _BREAK.search(self.gap(k)) \
+                        and not lex.of_start.match_at(toks, k - 1) and marker - k < 10:
+                    k -= 1
+                if marker > k:
+                    of = self.span(k, marker)
+                s0 = min(s0, k - 1 if k > 0 and lex.of_start.match_at(toks, k - 1) else k)
+            if after:
+                e0 = max(e0, after[0])
+            if of is not None:
+                of = of.strip(" ,.;:?!，。、") or None
+            if of is not None and (fold(of) in _COORD_WORDS or (f.coords and any(ch.isdigit() for ch in of))):
+                of = None  # the centre is the coordinates (Frame.coords)
+            f.around = Around(radius, of)
+            self.take(s0, e0)
+            return
+
+    def identifiers(self) -> None:
+        """Numbers that a type, id or user cue names: "way 1", "ways with the IDs 1, 2",
+        "user with ID 5", "area 3600062422", "ID为7725447的用户"; then user names."""
+        lex, toks, f = self.lex, self.toks, self.frame
+        cue_at: list[tuple[str, int, int] | None] = [None] * self.n
+        for matcher, prefix in ((lex.ids, "id:"), (lex.types, ""), (lex.users, "")):
+            for s, e, kind in matcher.find(toks):
+                for k in range(s, e):
+                    if cue_at[k] is None:
+                        cue_at[k] = (prefix + kind if prefix else (kind if matcher is lex.types else "user"), s, e)
+        last_kind, last_end = None, -1
+        for i, t in enumerate(toks):
+            if not t.number or self.taken[i] or not t.text.isdigit():
+                continue
+            found = None
+            if last_kind and last_end == i and not _HARD_BREAK.search(self.gap(i)):
+                found = (last_kind, i)  # the next number of a list ("1, 2 and 3")
+            if found is None:
+                found = self._entity(cue_at, i, -1)
+            if found is None and not lex.spaced:
+                found = self._entity(cue_at, i, +1)
+            if found is None:
+                last_kind = None
+                continue
+            kind, reach = found
+            n = int(t.text)
+            if kind == "user":
+                f.uids.append(n)
+            elif kind == "area" or (kind == "relation" and n > 3600000000):
+                f.area_ids.append(n)
+            elif kind in ("node", "way", "relation"):
+                f.ids.append((kind, n))
+            elif kind != "changeset":
+                last_kind = None
+                continue
+            self.take(min(i, reach), max(i, reach) + 1)
+            if i and cue_at[i - 1] is not None and cue_at[i - 1][0].startswith("id:"):
+                self.take(cue_at[i - 1][1], i)  # "ID为7725447的用户": the id cue too
+            last_kind = kind
+            j = i + 1
+            while j < self.n and not toks[j].number and toks[j].fold in _LIST_WORDS and j - i < 3:
+                j += 1
+            last_end = j
+        # a user name after a user cue: the next token (names with spaces come quoted)
+        for s, e, _ in lex.users.find(toks):
+            if e < self.n and not self.taken[e] and not toks[e].number:
+                nxt = toks[e]
+                if nxt.fold in lex.stop_words or nxt.fold in _LIST_WORDS or nxt.spaceless \
+                        or lex.ids.match_at(toks, e):
+                    continue
+                raw = self._user_token(e)
+                if raw:
+                    f.users.append(raw)
+                    self.take(s, e + 1)
+        f.ids = list(dict.fromkeys(f.ids))
+        f.uids = list(dict.fromkeys(f.uids))
+        f.area_ids = list(dict.fromkeys(f.area_ids))
+        f.users = list(dict.fromkeys(f.users))
+
+    def _entity(self, cue_at, i: int, step: int) -> tuple[str, int] | None:
+        """The kind named by the cues next to number ``i`` (before it, ``step=-1``, or
+        after it in CJK order) and the farthest token used; fillers ("with the") may
+        stand between, an id cue alone ("ID 5") looks one entity further."""
+        fillers = _ID_FILLERS if step < 0 else _ID_FILLERS_CJK
+        k, reach, id_seen = i + step, i, False
+        while 0 <= k < self.n and abs(k - i) <= 6:
+            if _HARD_BREAK.search(self.gap(max(k, k - step) if step < 0 else k)):
+                break
+            cue = cue_at[k]
+            if cue is not None:
+                kind, s, e = cue
+                reach = s if step < 0 else e - 1
+                if kind.startswith("id:"):
+                    sub = kind[3:]
+                    if sub in ("area", "changeset"):
+                        return sub, reach
+                    if sub == "uid":
+                        return "user", reach
+                    id_seen = True
+                else:
+                    return kind, reach
+                k = (s - 1) if step < 0 else e
+                continue
+            if self.toks[k].fold in fillers or self.toks[k].fold in self.lex.stop_words and id_seen:
+                k += step
+                continue
+            break
+        return None
+
+    def _user_token(self, k: int) -> str | None:
+        """The user name starting at token ``k``, as written (``MassGIS_Import``, ``HK2002``)."""
+        start = self.toks[k].start
+        m = re.match(r"[^\s,;:?!.()，。、\"“”«»]+", self.text[start:])
+        if not m:
+            return None
+        word = m.group()
+        if not re.search(r"[A-Z0-9_]", word[1:]) and not word[:1].isupper():
+            return None  # a lower-case word after "user" is a verb or noun, not a name
+        return word
+
+    def view(self) -> None:
+        for s, e, _ in self.lex.view.find(self.toks, self.taken):
+            self.frame.in_view = True
+            self.take(s, e)
+
+    def outputs(self) -> None:
+        for s, e, kind in self.lex.output.find(self.toks, self.taken):
+            self.frame.output.add(kind)
+            self.take(s, e)
+
+    def types(self) -> None:
+        # read past other steps: "ways with the IDs 1, 2" names ways as ids do
+        for s, e, kind in self.lex.types.find(self.toks):
+            self.frame.types.add(kind)
+            self.take(s, e)
+
+    # -- place
+    def place(self) -> None:
+        if self.lex.spaced:
+            self._place_spaced()
+        else:
+            self._place_spaceless()
+        f = self.frame
+        f.places = list(dict.fromkeys(p for p in f.places if p))
+        f.place = f.places[0] if f.places else None
+
+    def _is_name_token(self, k: int) -> bool:
+        t = self.toks[k]
+        if t.number or self.taken[k]:
+            return False
+        if t.spaceless:
+            return True
+        return t.upper or (not t.text.isascii() and script_of(t.text[0]) not in ("Latin", "Cyrillic", "Greek"))
+
+    def _name_run(self, k: int, lowercase_ok: bool) -> int:
+        """End of the place name starting at token ``k`` (``k`` when there is none)."""
+        lex, toks = self.lex, self.toks
+        if k >= self.n or self.taken[k] or toks[k].fold in lex.not_places:
+            return k
+        if toks[k].spaceless:
+            j = k
+            while j < self.n and toks[j].spaceless and not self.taken[j] and (j == k or not self.gap(j)):
+                j += 1
+            return j
+        j = k
+        while j < self.n:
+            if j > k and _BREAK.search(self.gap(j)) and "-" not in self.gap(j):
+                break
+            if j > k and re.search(r"[,;:?!()]", self.gap(j)):
+                break
+            if self._is_name_token(j) and toks[j].fold not in lex.not_places:
+                j += 1
+                continue
+            if j > k and toks[j].fold in lex.particles and j + 1 < self.n and self._is_name_token(j + 1):
+                j += 1
+                continue
+            break
+        if j == k and lowercase_ok:
+            while j < self.n and j - k < 3 and not self.taken[j] and not toks[j].number \
+                    and toks[j].fold not in lex.stop_words and toks[j].fold not in lex.not_places \
+                    and not lex.stop.match_at(toks, j) and not lex.preps.match_at(toks, j) \
+                    and (j == k or not _BREAK.search(self.gap(j))):
+                j += 1
+        return j
+
+    def _place_spaced(self) -> None:
+        lex, toks, f = self.lex, self.toks, self.frame
+        lowercase = not any(t.upper for t in toks[1:])
+        found: list[tuple[int, int]] = []
+        for s, e, _ in lex.preps.find(toks, self.taken):
+            k = e
+            while k < self.n and toks[k].fold in lex.articles and not self.taken[k]:
+                k += 1
+            noun = lex.nouns.match_at(toks, k, self.taken) if k < self.n else None
+            if noun and noun[0] < self.n and self._is_name_token(noun[0]):
+                k = noun[0]
+            weak = lex.weak_preps.match_at(toks, s)
+            j = self._name_run(k, lowercase and not (weak and weak[0] == e))
+            if j > k:
+                found.append((s, k, j))
+        if not found and lex.lang != "de":
+            # "florist Forlì-Cesena": a name-cased run that is not the request's first word
+            for k in range(1, self.n):
+                if self._is_name_token(k) and not toks[k].spaceless and not self._is_name_token(k - 1) \
+                        and toks[k].fold not in lex.not_places and toks[k].fold not in lex.stop_words:
+                    j = self._name_run(k, False)
+                    if j > k and not (j == self.n and False):
+                        found.append((k, k, j))
+                        break
+        for s, k, j in found:
+            self._add_place(s, k, j)
+            # "in Dendermonde, Belgium" / "in Berlin and Hamburg": one more name after it
+            while j < self.n:
+                nxt = j
+                if toks[nxt].fold in lex.place_and and not re.search(r"[;:?!()]", self.gap(nxt)):
+                    nxt += 1
+                elif not re.fullmatch(r"\s*[,，]\s*", self.gap(j)):
+                    break
+                if nxt >= self.n or not self._is_name_token(nxt) or toks[nxt].fold in lex.not_places:
+                    break
+                j2 = self._name_run(nxt, False)
+                if j2 <= nxt:
+                    break
+                self._add_place(j, nxt, j2)
+                j = j2
+
+    def _add_place(self, s: int, k: int, j: int) -> None:
+        name = self.span(k, j).strip(" ,.;:-'’")
+        if not name or fold(name) in self.lex.not_places:
+            return
+        self.frame.places.append(name)
+        self.take(k, j)
+        if s < k:
+            self.take(s, k)
+
+    def _place_spaceless(self) -> None:
+        lex, toks, f = self.lex, self.toks, self.frame
+        starts = {0}
+        for k in range(1, self.n):
+            if _BREAK.search(self.gap(k)) or self.taken[k - 1]:
+                starts.add(k)
+        for s, e, _ in lex.preps.find(toks, self.taken):
+            starts.add(e)
+        for k in sorted(starts):
+            # skip request words ("请列出", "显示") and prepositions ("在") at the clause start
+            while k < self.n and not self.taken[k]:
+                hit = lex.stop.match_at(toks, k, self.taken) or lex.preps.match_at(toks, k, self.taken) \
+                    or lex.neg_before.match_at(toks, k, self.taken)
+                if not hit:
+                    break
+                k = hit[0]
+            if k >= self.n or self.taken[k] or not self._place_char(k):
+                continue
+            end = k
+            limit = min(self.n, k + 16)
+            while end < limit and self._place_char(end) and not self.taken[end] \
+                    and (end == k or not _BREAK.search(self.gap(end))) \
+                    and not lex.neg_before.match_at(toks, end, self.taken):
+                end += 1
+            best = None
+            for p in range(k + 1, min(end + 1, self.n)):
+                hit = lex.posts.match_at(toks, p)
+                if not hit or (p - k) < 2 and toks[k].spaceless and script_of(toks[k].text[0]) == "Han" \
+                        and not lex.post_word_end:
+                    continue
+                if lex.post_word_end and hit[0] < self.n and not re.match(r"[\s,.?!]", self.gap(hit[0])):
+                    continue
+                if lex.post_word_end and p < self.n and self.gap(p).strip():
+                    continue
+                cand = (hit[1], p) if lex.post_priority else (p, p)
+                if best is None or cand < best[0]:
+                    best = (cand, p, hit[0])
+                if not lex.post_priority:
+                    break
+            if best is None:
+                continue
+            _, p, post_end = best
+            name = self.span(k, p).strip()
+            if fold(name) in lex.not_places or len(name) < 2 or any(ch.isdigit() for ch in name):
+                continue
+            f.places.append(name)
+            self.take(k, p)
+            self.take(p, post_end)
+
+    def _place_char(self, k: int) -> bool:
+        t = self.toks[k]
+        if t.number:
+            return False
+        if self.lex.lang == "ja":
+            return script_of(t.text[0]) in ("Han", "Katakana") or (not t.spaceless and t.upper)
+        if self.lex.lang == "ko":
+            return script_of(t.text[0]) == "Hangul" or (not t.spaceless and t.upper)
+        return t.spaceless or t.upper
+
+    # -- what remains
+    def content(self) -> None:
+        lex, toks, f = self.lex, self.toks, self.frame
+        is_stop = [False] * self.n
+        for s, e, _ in lex.stop.find(toks, self.taken):
+            for k in range(s, e):
+                is_stop[k] = True
+        neg = [False] * self.n
+        for s, e, _ in lex.neg_before.find(toks, self.taken):
+            for k in range(s, e):
+                is_stop[k] = True
+            k = e
+            while k < self.n:
+                if k > e and _HARD_BREAK.search(self.gap(k)):
+                    break
+                if k > e and lex.scope_end.match_at(toks, k, self.taken):
+                    break
+                neg[k] = True
+                k += 1
+        after_neg = [False] * self.n
+        for s, e, _ in lex.neg_after.find(toks, self.taken):
+            for k in range(s, e):
+                is_stop[k] = True
+                after_neg[k] = True
+        for k in range(1, self.n - 1):  # "immeubles de bureaux", "cours d'eau": one phrase
+            if is_stop[k] and toks[k].fold in lex.joiners and not self.taken[k - 1] and not is_stop[k - 1] \
+                    and not self.taken[k + 1] and not is_stop[k + 1] and not _BREAK.search(self.gap(k)) \
+                    and not _BREAK.search(self.gap(k + 1).replace("'", "").replace("’", "")):
+                is_stop[k] = False
+        phrases: list[tuple[int, int]] = []
+        i = 0
+        while i < self.n:
+            if self.taken[i] or is_stop[i] or toks[i].number and not _part_of_word(self, i):
+                i += 1
+                continue
+            j = i + 1
+            while j < self.n and not self.taken[j] and not is_stop[j] and neg[j] == neg[i] \
+                    and not (_BREAK.search(self.gap(j)) and not re.fullmatch(r"[-:'’_/]", self.gap(j).strip() or " ")) \
+                    and not (lex.spaced and len(self.gap(j)) > 3):
+                j += 1
+            phrases.append((i, j))
+            i = j
+        for i, j in phrases:
+            text = self.span(i, j).strip(" -:'’_/")
+            if not text or (len(text) == 1 and not toks[i].spaceless):
+                continue
+            negated = neg[i] or (j < self.n and self._neg_follows(j, after_neg, is_stop))
+            (f.negated if negated else f.what).append(text)
+        f.what = list(dict.fromkeys(f.what))
+        f.negated = list(dict.fromkeys(f.negated))
+
+    def _neg_follows(self, j: int, after_neg, is_stop) -> bool:
+        """A negation after its phrase ("名前のない", "이름 없는"), past particles."""
+        for k in range(j, min(self.n, j + 3)):
+            if after_neg[k]:
+                return True
+            if not is_stop[k]:
+                return False
+        return False
+
+
+def _number(text: str) -> float:
+    """``"1,000"`` is a thousand, ``"2,5"`` two and a half."""
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+", text):
+        return float(text.replace(",", ""))
+    try:
+        return float(text.replace(",", "."))
+    except ValueError:
+        return float(re.sub(r"[.,].*", "", text) or 0)
+
+
+def _part_of_word(reader: _Reader, i: int) -> bool:
+    """A number glued to letters ("A1", "U2") belongs to its phrase."""
+    t = reader.toks[i]
+    return (i > 0 and reader.toks[i - 1].end == t.start and not reader.toks[i - 1].number) or \
+        (i + 1 < reader.n and reader.toks[i + 1].start == t.end and not reader.toks[i + 1].spaceless)
+
+
+_ID_FILLERS = frozenset({"with", "the", "id", "ids", "of", "number", "numbers", "mit", "der", "den", "dem", "die",
+                         "avec", "l", "le", "la", "les", "d", "de", "du", "con", "el", "il", "lo", "com", "o", "a",
+                         "с", "номером", "номерами", "id", "osm", "#", "nr", "no", "n", "nummer", "numéro", "numero",
+                         "identifiant", "identifiants", "identifier", "identifiers", "kennung", "к", "为", "為", "是",
+                         "係", "가", "이", "는", "인", "號", "号", "번", "が", "は"})
+_ID_FILLERS_CJK = frozenset({"的", "の", "嘅", "인", "번", "号", "號", "이", "가", "는", "으", "로", "번의"})
+_LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與",
+                         "与", "及", "同", "、", "と", "및", "또는", "과", "와"})
+_COORD_WORDS = frozenset({"the coordinates", "coordinates", "the point", "den koordinaten", "koordinaten",
+                          "les coordonnees", "coordonnees", "des coordonnees", "координат", "坐标", "座標", "좌표"})
+
+
+def read_frame(nl: str) -> Frame:
+    """The intent frame of ``nl`` (see the module's docstring). Never raises: a
+    request that is not text, empty, emoji or in a script without a cue table gives
+    a frame with what it could read (at worst only ``nl``, ``language="und"``)."""
+    if not isinstance(nl, str):
+        nl = "" if nl is None else str(nl)
+    try:
+        return _Reader(nl).read()
+    except (ValueError, IndexError, KeyError) as e:  # a reading fault must not sink the caller
+        return Frame(nl=nl, language="und", script=main_script(nl[:MAX_CHARS]), what=[], quoted=[repr(e)][:0])

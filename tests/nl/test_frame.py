@@ -1,0 +1,115 @@
+"""geoql.nl.frame: requests in any language read into an intent frame.
+
+The cases are data (``frame_cases/<lang>.jsonl``, one file per language, written from
+that language's cue table ``nl/cues/<lang>.json``): each line holds a request and the
+frame fields it must give; fields not listed are not checked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from geoql.nl.cues import LANGUAGES, REQUIRED, SECTIONS, table
+from geoql.nl.frame import Around, Frame, guess_language, read_frame
+
+CASES_DIR = Path(__file__).parent / "frame_cases"
+
+
+def _cases() -> list:
+    out = []
+    for path in sorted(CASES_DIR.glob("*.jsonl")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                out.append(pytest.param(path.stem, json.loads(line), id=f"{path.stem}-{n}"))
+    return out
+
+
+def _value(frame: Frame, key: str):
+    value = getattr(frame, key)
+    if key == "around" and value is not None:
+        return [value.radius_m, value.of]
+    if isinstance(value, set):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return list(value)
+    if key == "ids":
+        return [list(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("lang,case", _cases())
+def test_frame_case(lang, case):
+    frame = read_frame(case["nl"])
+    expect = dict(case["frame"])
+    expect.setdefault("language", lang)
+    for key, want in expect.items():
+        got = _value(frame, key)
+        if key in ("types", "output"):
+            want = sorted(want)
+        assert got == want, f"{key}: {got!r} != {want!r} for {case['nl']!r}"
+
+
+def test_every_case_file_has_enough_cases():
+    for lang in LANGUAGES:
+        path = CASES_DIR / f"{lang}.jsonl"
+        assert path.is_file(), f"no cases for {lang}"
+        assert sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()) >= 15
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_cue_table_has_every_section(lang):
+    t = table(lang)
+    assert [s for s in SECTIONS if s not in t] == []
+    assert t["language"]["code"] == lang
+    assert len(t["months"]) == 12 and all(t["months"])
+    assert set(t["output"]) == {"count", "geom", "center", "csv", "meta"}
+    assert set(t["types"]) == {"node", "way", "relation"}
+    assert set(t["units"]) == {"m", "km", "mi", "ft"}
+    assert {"units", "one", "last", "relative", "since"} <= set(t["time"])
+    assert set(t["time"]["units"]) == {"minute", "hour", "day", "week", "month", "year"}
+    assert {"prepositions", "postpositions", "not_places"} <= set(t["place"])
+    assert {"before", "after", "scope_end"} <= set(t["negation"])
+    assert t["view"] and t["stop"] and t["markers"]
+
+
+def test_around_keeps_the_object_as_written():
+    assert read_frame("benches within 100 m of a playground in Zurich").around == Around(100.0, "a playground")
+
+
+# ------------------------------------------------------------ bad input
+
+@pytest.mark.parametrize("nl", [
+    "", "   ", "🏛️🏛️🍕", "مطاعم في القاهرة", "מסעדות בתל אביב", "Museen in 成都 und Москва near 東京",
+    "cafés in Paris and in Berlin", "a" * 10000, "in " * 3000, "within 100 m of", "100 m", "«", "\"unclosed",
+    "\u202eevil\u202c text", "ways with the IDs " + ", ".join(str(i) for i in range(500)), None, 42,
+])
+def test_bad_input_never_raises(nl):
+    frame = read_frame(nl)
+    assert isinstance(frame, Frame)
+    assert isinstance(frame.what, list) and isinstance(frame.places, list)
+
+
+def test_two_places_are_both_kept():
+    frame = read_frame("cafés in Paris and in Berlin")
+    assert frame.places == ["Paris", "Berlin"] and frame.place == "Paris"
+
+
+def test_right_to_left_text_gets_its_script_and_language():
+    frame = read_frame("مطاعم في القاهرة")
+    assert frame.script == "Arabic" and frame.language == "ar"
+    assert read_frame("מסעדות בתל אביב").language == "he"
+
+
+def test_emoji_only_and_empty_are_undetermined():
+    for nl in ("🏛️🍕", ""):
+        frame = read_frame(nl)
+        assert frame.language == "und" and frame.script == "Common" and frame.what == []
+
+
+def test_guess_language_of_latin_requests():
+    assert guess_language("Welche Restaurants gibt es in der Stadt?") == "de"
+    assert guess_language("Quels sont les restaurants dans la ville ?") == "fr"
+    assert guess_language("What restaurants are in the city?") == "en"
