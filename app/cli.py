@@ -27,7 +27,9 @@ COMMAND_MODULES = (
     "geoql.retrieval.cli",
     "geoql.app.compile_cli",
     "geoql.app.ui_cli",
+    "geoql.app.run_cli",
     "geoql.app.cpu_cli",
+    "geoql.app.eval_cli",
     "geoql.training.cli",
 )
 

@@ -49,6 +49,7 @@ __all__ = [
     "OverpassError",
     "OverpassResult",
     "RawResponse",
+    "RetryWait",
     "classify",
     "prepare_query",
 ]
@@ -211,6 +212,21 @@ def classify(status: int, text: str, data: dict | None = None) -> OverpassError 
     return None
 
 
+def _why_unreachable(exc: Exception) -> str:
+    """`` (connection refused)`` and the like, from a requests connection error; "" when unclear."""
+    text = str(exc).lower()
+    for needle, reason in (("refused", "connection refused"), ("name or service not known", "the name does not resolve"),
+                           ("nodename nor servname", "the name does not resolve"),
+                           ("failed to resolve", "the name does not resolve"),
+                           ("temporary failure in name resolution", "the name does not resolve"),
+                           ("network is unreachable", "the network is unreachable"),
+                           ("certificate", "its TLS certificate was not accepted"),
+                           ("reset by peer", "the connection was reset")):
+        if needle in text:
+            return f" ({reason})"
+    return ""
+
+
 # ---------------------------------------------------------------- client
 
 
@@ -248,6 +264,16 @@ class OverpassConfig:
             raise ConfigError(f"max_retries must be >= 0 (got {self.max_retries}); use 0 to never retry")
         if self.backoff_s < 0:
             raise ConfigError(f"backoff_s must be >= 0 (got {self.backoff_s})")
+
+
+@dataclass
+class RetryWait:
+    """A retry the client is waiting for: passed to ``on_wait`` about once a second."""
+
+    error: "OverpassError"  # why the last attempt failed
+    retry: int  # the retry it waits for, 1-based
+    retries: int  # the most it makes (``max_retries``)
+    left_s: float  # seconds until it is sent
 
 
 @dataclass
@@ -333,8 +359,11 @@ class OverpassClient:
         return self.config.url + "\n" + query
 
     # -- public API
-    def fetch(self, query: str, *, use_cache: bool = True) -> RawResponse:
+    def fetch(self, query: str, *, use_cache: bool = True, on_wait=None) -> RawResponse:
         """Send ``query`` exactly as given; retries transient failures with backoff.
+
+        ``on_wait(RetryWait)`` is called about once a second while a retry waits
+        (a countdown for the person who pressed Run); it must return quickly.
 
         Only answers that will not change on a retry are cached: usable
         results and parse/static errors. Timeouts, rate limiting and
@@ -375,18 +404,30 @@ class OverpassClient:
                 )
             except requests.RequestException as exc:
                 status, text = 0, ""
-                error = OverpassError(
-                    "unreachable",
-                    f"Could not reach the Overpass server at {self.config.url}; check the URL and the network.",
-                    type(exc).__name__,
-                )
+                # No server said anything: the reason is the connection's, not a server message.
+                error = OverpassError("unreachable", f"No server answered at {self.config.url}{_why_unreachable(exc)}.")
             if error is None or not error.retryable or attempt > self.config.max_retries:
                 break
-            time.sleep(self._delay(attempt, retry_after))
+            self._wait(self._delay(attempt, retry_after), error, attempt, on_wait)
         raw = RawResponse(query, status, text, time.monotonic() - started, attempt, False, error)
         if store is not None and (error is None or error.kind in ("parse_error", "static_error")):
             store.put(key, zlib.compress(json.dumps([status, text]).encode("utf-8")))
         return raw
+
+    def _wait(self, delay: float, error: OverpassError, attempt: int, on_wait) -> None:
+        if on_wait is None:
+            time.sleep(delay)
+            return
+        end = time.monotonic() + delay
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                on_wait(RetryWait(error, attempt, self.config.max_retries, left))
+            except Exception:  # a broken display must not stop the run
+                pass
+            time.sleep(min(1.0, left))
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after and retry_after.strip().isdigit():
@@ -418,12 +459,15 @@ class OverpassClient:
         expand: bool = True,
         use_cache: bool = True,
         now=None,
+        on_wait=None,
     ) -> OverpassResult:
-        """Expand, prepare and execute ``query``; raise :class:`OverpassError` unless it worked."""
+        """Expand, prepare and execute ``query``; raise :class:`OverpassError` unless it worked.
+
+        ``on_wait``: see :meth:`fetch`."""
         if not query or not query.strip():
             raise OverpassError("parse_error", "The query is empty; write or compile a query first.")
         final = self.prepare(query, bbox=bbox, center=center, expand=expand, now=now)
-        raw = self.fetch(final, use_cache=use_cache)
+        raw = self.fetch(final, use_cache=use_cache, on_wait=on_wait)
         if raw.error is not None:
             raise raw.error
         try:

@@ -10,7 +10,7 @@ import pytest
 from fakes.servers import payload
 from fakes.support import embedded_geojson
 
-from geoql.app.geo import element_rows, map_html, summarize, to_geojson, write_geojson
+from geoql.app.geo import counts, element_rows, is_count, map_html, skeleton_ids, summarize, to_geojson, write_counts, write_geojson
 
 CAFES = json.loads(payload("heidelberg_cafes.json"))
 
@@ -39,18 +39,35 @@ def test_geometry_edge_cases(data, n):
     assert len(to_geojson(data)["features"]) == n
 
 
-def test_table_puts_tagged_elements_first():
+def test_table_folds_skeleton_elements_into_their_parents():
     rows = element_rows(CAFES)
-    assert [r[2] for r in rows[:4]] == ["Café Frisch", "Café Knösel", "Schlosscafé", "Café im Marstallhof"]
+    assert [r[2] for r in rows] == ["Café Frisch", "Café Knösel", "Schlosscafé", "Café im Marstallhof"]
     assert rows[0][3] == "amenity=cafe; outdoor_seating=yes; cuisine=coffee_shop"
-    assert len(rows) == 17 and len(element_rows(CAFES, limit=3)) == 3
+    assert [r[4] for r in rows] == ["point", "point", "5 nodes", "2 members"]
+    assert len(skeleton_ids(CAFES["elements"])) == 13 and len(element_rows(CAFES, limit=3)) == 3
+
+
+def test_untagged_elements_nothing_is_built_from_stay_rows():
+    data = {"elements": [{"type": "node", "id": 1, "lat": 1.0, "lon": 2.0},
+                         {"type": "way", "id": 2, "nodes": [3, 4], "tags": {"highway": "path"}},
+                         {"type": "node", "id": 3, "lat": 1.0, "lon": 2.0}, {"type": "node", "id": 4, "lat": 1.1, "lon": 2.0}]}
+    assert [(r[0], r[1]) for r in element_rows(data)] == [("node", 1), ("way", 2)]
+    assert summarize(data).startswith("2 elements (1 node, 1 way) built from 2 untagged elements")
+
+
+def test_counts_are_counts():
+    data = json.loads(payload("count.json"))
+    assert is_count(data) and not is_count(CAFES) and not is_count({"elements": []})
+    assert counts(data) == [{"total": 15, "nodes": 12, "ways": 3, "relations": 0}]
+    assert element_rows(data) == []
+    assert summarize(data) == "count: 15 (12 nodes, 3 ways, 0 relations)"
 
 
 @pytest.mark.parametrize(
     "name, words",
     [
-        ("heidelberg_cafes.json", "17 elements (13 node, 3 way, 1 relation) · 4 on the map"),
-        ("count.json", "count: total 15 (nodes 12, ways 3, relations 0)"),
+        ("heidelberg_cafes.json", "4 elements (2 nodes, 1 way, 1 relation) built from 13 untagged elements · 4 on the map"),
+        ("count.json", "count: 15 (12 nodes, 3 ways, 0 relations)"),
         ("empty.json", "matched nothing"),
     ],
 )
@@ -82,3 +99,15 @@ def test_write_geojson_is_atomic_and_readable(tmp_path):
     assert first != second  # concurrent downloads never overwrite each other
     assert json.loads(first.read_text(encoding="utf-8")) == geojson
     assert not list(tmp_path.glob(".geojson-*"))  # no temporary files left behind
+
+
+def test_write_counts_is_a_csv_of_the_count(tmp_path):
+    path = write_counts(json.loads(payload("count.json")), tmp_path, "geoql-how-many")
+    assert path.name == "geoql-how-many.csv"
+    assert path.read_text(encoding="utf-8") == "total,nodes,ways,relations\n15,12,3,0\n"
+
+
+def test_map_shows_the_view_and_writes_its_moves_into_the_bbox_field():
+    srcdoc = html.unescape(map_html(to_geojson({"elements": []}), view=(49.4, 8.68, 49.42, 8.72)))
+    assert "var view = [49.4, 8.68, 49.42, 8.72];" in srcdoc
+    assert "map.on('moveend', share)" in srcdoc and "#bbox textarea" in srcdoc

@@ -306,3 +306,18 @@ def test_relative_dates_count_back_from_the_reference_time(fake_overpass, tmp_pa
     now = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
     client.run("node(newer:'{{date:2 weeks}}');out;", now=now)
     assert fake_overpass.queries() == ["[out:json][timeout:300];node(newer:'2024-02-16T12:00:00Z');out;"]
+
+
+def test_unreachable_server_says_no_server_answered_and_counts_down(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/api/interpreter"
+    client = OverpassClient(OverpassConfig(url=url, cache_dir=str(tmp_path), max_retries=2, backoff_s=0.3))
+    waits = []
+    with pytest.raises(OverpassError) as info:
+        client.run("node(1);out;", on_wait=waits.append)
+    assert str(info.value) == f"No server answered at {url} (connection refused)."
+    assert "Server said" not in str(info.value)
+    assert [w.retry for w in waits][:1] == [1] and waits[-1].retry == 2 and {w.retries for w in waits} == {2}
+    assert all(w.error.kind == "unreachable" and 0 < w.left_s <= 0.6 for w in waits)
