@@ -62,7 +62,7 @@ def endpoint_url(choice: str | None) -> str:
     if not re.match(r"^https?://\S+$", text):
         raise ConfigError(
             f"Overpass endpoint {text!r} is neither a listed server ({', '.join(n for n, _ in ENDPOINTS)}) "
-            f"nor a URL: write one as https://host/api/interpreter"
+            f"nor a URL: a URL must start with http:// or https://, e.g. https://host/api/interpreter"
         )
     return text
 

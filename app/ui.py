@@ -1,39 +1,53 @@
 """The GeoQL demo: plain words -> OverpassQL -> results on a map.
 
-:class:`DemoService` holds the logic (compile a request, run a query) and
-never raises: every failure becomes a sentence in the status line, and the
-request and the query the user typed stay where they are. :func:`build_app`
-wires it into a Gradio Blocks app with these API endpoints (used by the
-tests through ``gradio_client``):
+:class:`DemoService` holds the logic (prepare, compile a request, check and run a query)
+and never raises: every failure becomes a sentence in the status line, and the request
+and the query the user typed stay where they are. Running goes through
+:mod:`geoql.app.run`, the path ``Compilation.run()`` and ``geoql run`` share, so the page
+says what the command line says. :func:`build_app` wires it into a Gradio Blocks app with
+these API endpoints (used by the tests through ``gradio_client``):
 
-* ``/compile``          (request)           -> query, tags, examples, info, status, explanation, unsupported
-* ``/run``              (query, map box)    -> map, table, summary, GeoJSON file, status
-* ``/compile_and_run``  (request, map box)  -> query, tags, examples, info, map, table, summary,
-  GeoJSON file, status, explanation, unsupported
+* ``/compile``          (request)                       -> ``COMPILE_OUTPUTS``
+* ``/run``              (query, map box, endpoint, request) -> ``RUN_OUTPUTS``
+* ``/compile_and_run``  (request, map box, endpoint)    -> ``COMPILE_OUTPUTS`` then ``RUN_OUTPUTS[:-1]``
+
+The first start of the CPU default builds the tag index and trains the model (minutes,
+once per machine); :class:`Preparation` watches those steps' progress bars so that the
+page can show each with its time left, and the buttons say why they wait.
 """
 
 from __future__ import annotations
 
+import html
 import logging
+import queue
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 import overpassql
 
+from geoql.app.backends.cpu import CpuBackend
 from geoql.app.compile import Compiler
+from geoql.app.cpu.model import MODEL_FILE, default_model_dir
 from geoql.app.explain import explain
-from geoql.app.geo import TABLE_HEADERS, element_rows, map_html, summarize, to_geojson, write_geojson
+from geoql.app.geo import TABLE_HEADERS, element_rows, map_html
+from geoql.app.run import (ENDPOINTS, endpoint_url, export, make_client, mark_problems, run_query, syntax_problems,
+                           turbo_link)
 from geoql.core.errors import ConfigError
-from geoql.eval.dataset import benchmark_geocodes
-from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL, Nominatim, NominatimConfig
-from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S, OverpassClient, OverpassConfig, OverpassError
+from geoql.eval.dataset import RELEASE_BASE_URL, DatasetError, resolve_data_dir
+from geoql.index.config import NPM_REGISTRY
+from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL, NominatimConfig
+from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S, OverpassConfig
 from geoql.osm.turbo import ExpansionError, parse_bbox
+from geoql.retrieval import IndexMissingError
+from geoql.retrieval.artifacts import load_manifest
 
-__all__ = ["DemoConfig", "DemoService", "CompileView", "RunView", "build_app", "launch", "EXAMPLES"]
+__all__ = ["DemoConfig", "DemoService", "CompileView", "RunView", "Preparation", "build_app", "launch", "EXAMPLES",
+           "COMPILE_OUTPUTS", "RUN_OUTPUTS"]
 
 log = logging.getLogger(__name__)
 
@@ -47,28 +61,43 @@ EXAMPLES = [
 ]
 # Heidelberg's old town: a small box, so example runs are quick on the public server.
 DEFAULT_BBOX = "49.405,8.680,49.418,8.720"
+# The outputs of the API endpoints, by name, in order (the tests read them by these names).
+COMPILE_OUTPUTS = ("query", "tags", "examples", "info", "status", "explanation", "unsupported", "doubts", "turbo",
+                   "query_errors")
+RUN_OUTPUTS = ("map", "table", "summary", "download", "status", "query_errors")
 
 
 @dataclass
 class DemoConfig:
     backend: str | None = field(default=None, metadata={"help": "backend name (default: the CPU default)"})
-    overpass_url: str = field(default=DEFAULT_OVERPASS_URL, metadata={"help": "Overpass API interpreter URL"})
+    overpass_url: str = field(default=DEFAULT_OVERPASS_URL, metadata={
+        "help": "the endpoint the page starts with: a listed server's name or an Overpass interpreter URL"})
     nominatim_url: str = field(default=DEFAULT_NOMINATIM_URL, metadata={"help": "Nominatim /search URL"})
     cache_dir: str | None = field(default=None, metadata={"help": "result and geocoder caches (default: user cache)"})
-    default_bbox: str = field(default=DEFAULT_BBOX, metadata={"help": "map box for {{bbox}}: south,west,north,east"})
+    default_bbox: str = field(default=DEFAULT_BBOX, metadata={"help": "first map view, for {{bbox}}: south,west,north,east"})
     query_timeout_s: int = field(default=EVAL_TIMEOUT_S, metadata={"help": "[timeout:N] for runs"})
     http_timeout_s: float = field(default=120.0, metadata={"help": "seconds to wait for Overpass"})
+    max_retries: int = field(default=3, metadata={"help": "retries after 429/504/no answer (shown with a countdown)"})
+    backoff_s: float = field(default=2.0, metadata={"help": "first retry delay in seconds; doubles each retry"})
     max_table_rows: int = field(default=500, metadata={"help": "rows shown in the element table"})
     max_map_features: int = field(default=20000, metadata={"help": "features drawn on the map (the download has all)"})
     concurrency: int = field(default=8, metadata={"help": "requests the app works on at once"})
+    check_services: bool = field(default=True, metadata={
+        "help": "at start, ask the dataset host and the npm registry whether they answer when the "
+                "first start needs them (a banner says so when not)"})
 
     def __post_init__(self) -> None:
         try:
             parse_bbox(self.default_bbox)
         except ExpansionError as exc:
             raise ConfigError(f"default_bbox: {exc}") from None
+        try:
+            self.overpass_url = endpoint_url(self.overpass_url)
+        except ConfigError as exc:
+            raise ConfigError(f"overpass_url: {exc}") from None
         # Check the endpoints now (their configs name the fix), not on the first run.
-        OverpassConfig(url=self.overpass_url, query_timeout_s=self.query_timeout_s, http_timeout_s=self.http_timeout_s)
+        OverpassConfig(url=self.overpass_url, query_timeout_s=self.query_timeout_s, http_timeout_s=self.http_timeout_s,
+                       max_retries=self.max_retries, backoff_s=self.backoff_s)
         NominatimConfig(url=self.nominatim_url)
         if self.max_map_features < 1:
             raise ConfigError(f"max_map_features must be >= 1 (got {self.max_map_features})")
@@ -80,13 +109,16 @@ class DemoConfig:
 
 @dataclass
 class CompileView:
-    query: str | None  # None: keep what the code box holds
+    query: str | None  # None: keep what the query box holds
     tags: str
     examples: str
     info: str
     status: str
     explanation: str = ""  # the query in plain words
     unsupported: str = ""  # a warning naming the query's constants the request does not mention
+    doubts: str = ""  # a warning: low confidence, words the query does not cover, no close training request
+    turbo: str = ""  # the "Open in overpass-turbo" link
+    query_errors: str = ""  # the query's syntax errors, marked by line and column
 
 
 @dataclass
@@ -94,8 +126,13 @@ class RunView:
     map: str
     rows: list[list[Any]]
     summary: str
-    geojson_path: str | None
+    download: str | None  # GeoJSON, or CSV for a count, named after the request
     status: str
+    query_errors: str = ""
+    sent: bool = False
+
+
+# ---------------------------------------------------------------- formatting
 
 
 def _md_escape(text: str) -> str:
@@ -144,6 +181,15 @@ def _format_unsupported(constants) -> str:
     return f"⚠ The query uses things your request does not mention: {named} — check them before you run it."
 
 
+def _format_doubts(compilation) -> str:
+    """The compiler's doubts (``Compilation.doubts``: off topic, low confidence, words not
+    covered, no close training request) as one warning; empty when it has none."""
+    doubts = [str(d) for d in (getattr(compilation, "doubts", None) or [])]
+    if not doubts:
+        return ""
+    return "⚠ **Check this query:** " + " · ".join(_md_escape(d) for d in doubts)
+
+
 def _format_examples(examples) -> str:
     if not examples:
         return "_no few-shot examples_"
@@ -169,25 +215,216 @@ def _format_info(compilation, elapsed: float) -> str:
         shown = f"total {elapsed * 1000:.0f} ms"
     candidates = getattr(compilation, "candidates", None) or []
     line = f"**backend:** {backend} · **timings:** {shown} · **candidates:** {len(candidates)}"
+    confidence = getattr(compilation, "confidence", None)
+    if isinstance(confidence, (int, float)):
+        line += f" · **confidence:** {confidence:.2f}"
     warnings = getattr(compilation, "warnings", None) or []
     return line + ("\n\n" + "; ".join(str(w) for w in warnings) if warnings else "")
 
 
+def _format_problems(query: str, problems) -> str:
+    """The syntax errors under the query box, each with its line and a caret at its column."""
+    if not problems:
+        return ""
+    return "**Syntax error — this query will not be sent:**\n```\n" + mark_problems(query, problems) + "\n```"
+
+
+def _turbo_html(query: str) -> str:
+    if not (query or "").strip():
+        return ""
+    return (f'<a id="turbo-link" href="{html.escape(turbo_link(query), quote=True)}" target="_blank" '
+            'rel="noopener">Open in overpass-turbo ↗</a>')
+
+
+def _pretty(query: str) -> str:
+    try:
+        return overpassql.pretty(query)
+    except Exception:  # the one-line query is still a query
+        log.exception("pretty-printing failed for %r", query)
+        return query
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+# ---------------------------------------------------------------- readiness
+
+
+def _live_bars() -> list:
+    """The progress bars (tqdm) open right now, in any thread."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # nothing reports progress without it
+        return []
+    classes, bars = [tqdm], []
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        instances = cls.__dict__.get("_instances")
+        if instances is None:
+            continue
+        try:
+            bars.extend(list(instances))
+        except RuntimeError:  # the set changed while being read: the next look sees it
+            pass
+    return [b for b in dict.fromkeys(bars) if not getattr(b, "disable", False)]
+
+
+@dataclass
+class Step:
+    name: str
+    n: float = 0
+    total: float | None = None
+    unit: str = "it"
+    elapsed_s: float = 0.0
+    rate: float | None = None
+    done: bool = False
+
+    @property
+    def left_s(self) -> float | None:
+        if self.done or not self.total or not self.rate:
+            return None
+        return max(0.0, (self.total - self.n) / self.rate)
+
+    def line(self) -> str:
+        amount = f"{int(self.n)}/{int(self.total)} {self.unit}" if self.total else f"{int(self.n)} {self.unit}"
+        if self.done:
+            return f"- ✓ {self.name}: done ({amount}, {_clock(self.elapsed_s)})"
+        share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
+        left = self.left_s
+        rest = f", about {_clock(left)} left" if left is not None else ""
+        return f"- ⏳ {self.name}: {amount}{share}, {_clock(self.elapsed_s)} so far{rest}"
+
+
+class Preparation:
+    """The one-time preparation of the backend, watched: the work runs once (the first
+    :meth:`start` starts it, :meth:`wait` waits for it); meanwhile every progress bar it
+    opens becomes a :class:`Step` with its progress and time left."""
+
+    def __init__(self, work: Callable[[], None], *, poll_s: float = 0.5):
+        self._work = work
+        self._poll_s = poll_s
+        self.state = "idle"  # idle -> preparing -> ready | failed
+        self.error = ""
+        self.started: float | None = None
+        self.finished: float | None = None
+        self._steps: dict[str, Step] = {}
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self.state in ("ready", "failed")
+
+    def start(self) -> None:
+        with self._lock:
+            if self.state != "idle":
+                return
+            self.state, self.started = "preparing", time.monotonic()
+        threading.Thread(target=self._run, name="geoql-ui-prepare", daemon=True).start()
+        threading.Thread(target=self._watch, name="geoql-ui-progress", daemon=True).start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.start()
+        return self._done.wait(timeout)
+
+    def _run(self) -> None:
+        try:
+            self._work()
+            state, error = "ready", ""
+        except Exception as exc:  # shown on the page; the first compile says it again
+            log.exception("preparation failed")
+            state, error = "failed", _first_line(exc)
+        self._sample()
+        with self._lock:
+            for step in self._steps.values():
+                step.done = True
+            self.state, self.error, self.finished = state, error, time.monotonic()
+        self._done.set()
+
+    def _watch(self) -> None:
+        while not self._done.wait(self._poll_s):
+            self._sample()
+
+    def _sample(self) -> None:
+        seen = set()
+        for bar in _live_bars():
+            try:
+                info = bar.format_dict
+            except Exception:  # a bar closing under us
+                continue
+            name = str(info.get("prefix") or getattr(bar, "desc", "") or "working").strip().rstrip(":")
+            seen.add(name)
+            with self._lock:
+                step = self._steps.setdefault(name, Step(name))
+                step.n, step.total, step.unit = info.get("n", 0), info.get("total"), info.get("unit", "it")
+                step.elapsed_s, step.rate, step.done = info.get("elapsed", 0.0), info.get("rate"), False
+                if step.rate is None and step.elapsed_s and step.n:
+                    step.rate = step.n / step.elapsed_s
+        with self._lock:
+            for name, step in self._steps.items():
+                if name not in seen:
+                    step.done = True
+
+    def steps(self) -> list[Step]:
+        with self._lock:
+            return [Step(**vars(s)) for s in self._steps.values()]
+
+    def markdown(self) -> str:
+        """What the page shows: nothing once ready; the steps with their progress before."""
+        if self.state == "ready":
+            return ""
+        if self.state == "failed":
+            return f"**The compiler could not be prepared:** {_md_escape(self.error)}"
+        if self.state == "idle":
+            return "_The compiler is prepared on the first request._"
+        since = _clock(time.monotonic() - (self.started or time.monotonic()))
+        lines = [f"**Getting ready ({since}):** on its first start on a machine the CPU default builds its tag "
+                 "index and trains its model (a few minutes, once). The buttons work when it is done."]
+        lines += [s.line() for s in self.steps()] or ["- ⏳ loading the compiler"]
+        return "\n".join(lines)
+
+
+def _answers(url: str, timeout: float = 3.0) -> bool:
+    import requests
+
+    try:
+        requests.head(url, timeout=timeout, allow_redirects=True)
+        return True
+    except requests.RequestException:
+        return False
+
+
+# ---------------------------------------------------------------- the service
+
+
 class DemoService:
-    """Compile and run for the demo; thread-safe, never raises to the caller."""
+    """Prepare, compile, check and run for the demo; thread-safe, never raises to the caller."""
 
     def __init__(self, config: DemoConfig | None = None, *, backend=None, compiler=None, client=None):
         """``backend``: a name or a Backend object (default ``config.backend``);
         ``compiler``: a ready ``app.Compiler`` (wins over ``backend``);
-        ``client``: a ready ``geoql.osm.overpass.OverpassClient``."""
+        ``client``: a ready ``geoql.osm.overpass.OverpassClient`` for ``config.overpass_url``."""
         self.config = config or DemoConfig()
         self._backend = backend if backend is not None else self.config.backend
         self._compiler = compiler
         self._compiler_lock = threading.Lock()
         self._compile_lock = threading.Lock()
         self._client_lock = threading.Lock()
-        self._client = client
+        self._clients: dict[str, Any] = {}
+        if client is not None:
+            self._clients[client.config.url] = client
+        self._notices: list[str] | None = None
+        self._notices_lock = threading.Lock()
         self.download_dir = Path(tempfile.mkdtemp(prefix="geoql-ui-"))
+        self.preparation = Preparation(self._prepare)
 
     # -- collaborators, built lazily so the app starts at once
     def compiler(self):
@@ -198,37 +435,69 @@ class DemoService:
 
     @property
     def client(self):
+        """The client of the page's default endpoint."""
+        return self.client_for(self.config.overpass_url)
+
+    def client_for(self, endpoint: str | None):
+        url = endpoint_url(endpoint or self.config.overpass_url)
         with self._client_lock:
-            return self._make_client()
+            if url not in self._clients:
+                cfg = self.config
+                self._clients[url] = make_client(url, cache_dir=cfg.cache_dir, nominatim_url=cfg.nominatim_url,
+                                                 query_timeout_s=cfg.query_timeout_s, http_timeout_s=cfg.http_timeout_s,
+                                                 max_retries=cfg.max_retries, backoff_s=cfg.backoff_s)
+            return self._clients[url]
 
-    def _make_client(self):
-        if self._client is None:
-            cfg = self.config
-            geocoder = Nominatim(NominatimConfig(url=cfg.nominatim_url, cache_dir=cfg.cache_dir), seed=benchmark_geocodes())
-            self._client = OverpassClient(
-                OverpassConfig(
-                    url=cfg.overpass_url,
-                    cache_dir=cfg.cache_dir,
-                    query_timeout_s=cfg.query_timeout_s,
-                    http_timeout_s=cfg.http_timeout_s,
-                ),
-                geocoder=geocoder,
-            )
-        return self._client
+    def _prepare(self) -> None:
+        backend = self.compiler().backend()
+        # The CPU default loads (or, the first time, trains) its model on first use.
+        getattr(backend, "model", None)
 
-    def warm_up_in_background(self) -> threading.Thread:
-        """Load (or, for the CPU default, train once) the backend while the page opens."""
+    def warm_up_in_background(self) -> Preparation:
+        """Load (or, for the CPU default, build and train once) the backend while the page opens."""
+        self.preparation.start()
+        return self.preparation
 
-        def work():
-            view = self.compile(EXAMPLES[0])
-            if view.query is None:
-                log.warning("warm-up: %s", view.status)
+    def notices(self) -> list[str]:
+        """Why the first start will fail or be weaker, said on page load: a missing dataset
+        the CPU model must be trained from, a registry the tag index cannot be built without."""
+        with self._notices_lock:
+            if self._notices is None:
+                try:
+                    self._notices = self._find_notices()
+                except Exception:  # a check that cannot run is no reason to fail the page
+                    log.exception("start checks failed")
+                    self._notices = []
+            return list(self._notices)
 
-        thread = threading.Thread(target=work, name="geoql-ui-warm-up", daemon=True)
-        thread.start()
-        return thread
+    def _find_notices(self) -> list[str]:
+        try:
+            backend = self.compiler().backend()
+        except Exception as exc:
+            return [f"The compiler backend cannot start: {_first_line(exc)}"]
+        if not isinstance(backend, CpuBackend):
+            return []
+        model_dir = backend.model_dir or default_model_dir()
+        if (Path(model_dir) / MODEL_FILE).is_file():
+            return []
+        found = []
+        try:
+            resolve_data_dir(backend.data_dir, download=False)
+        except DatasetError as exc:
+            if not (self.config.check_services and _answers(RELEASE_BASE_URL)):
+                found.append(f"The CPU model is not trained yet and it cannot be: {exc} The download host "
+                             f"({RELEASE_BASE_URL.split('/')[2]}) does not answer either. Compiling will fail "
+                             "until the dataset is there.")
+        try:
+            load_manifest(backend.index_dir)
+        except IndexMissingError:
+            if self.config.check_services and not _answers(NPM_REGISTRY):
+                found.append(f"The tag index is not built yet and the npm registry ({NPM_REGISTRY}) does not "
+                             "answer, so it cannot be: the CPU default will train without tag hints (weaker tags). "
+                             "Build it later with `geoql index build`.")
+        return found
 
-    # -- the two actions
+    # -- the actions
     def compile(self, request: str) -> CompileView:
         request = (request or "").strip()
         if not request:
@@ -236,6 +505,7 @@ class DemoService:
         started = time.perf_counter()
         try:
             compiler = self.compiler()
+            self.preparation.wait()  # the first request waits for (or starts) the one-time preparation
             # One compilation at a time: model backends are not all thread-safe.
             with self._compile_lock:
                 compilation = compiler.compile(request)
@@ -250,19 +520,25 @@ class DemoService:
                 None, "", "", _format_info(compilation, elapsed),
                 "**Could not compile the request:** " + ("; ".join(errors) or "the compiler returned no query; try rephrasing."),
             )
-        explanation = self._explain(query, compiler)
-        if getattr(compilation, "valid", True):
-            status = "Compiled. Edit the query if you like, then press **Run on Overpass**."
+        shown = _pretty(query)
+        problems = syntax_problems(shown)
+        said = getattr(compilation, "status", None)
+        said = said if isinstance(said, str) and said else "Compiled."
+        if problems:
+            status = f"{said} The query has a syntax error (marked under it): fix it before running."
         else:
-            status = "**The query did not pass the parser**: " + ("; ".join(errors) or "unknown problem") + ". You can edit it and run it anyway."
+            status = f"{said} Edit the query if you like, then press **Run on Overpass**."
         return CompileView(
-            query,
+            shown,
             _format_tags(getattr(compilation, "tags", None), query),
             _format_examples(getattr(compilation, "examples", None)),
             _format_info(compilation, elapsed),
             status,
-            explanation,
+            self._explain(query, compiler),
             _format_unsupported(getattr(compilation, "unsupported", None)),
+            _format_doubts(compilation),
+            _turbo_html(shown),
+            _format_problems(shown, problems),
         )
 
     @staticmethod
@@ -275,46 +551,87 @@ class DemoService:
             log.exception("explain failed for %r", query)
             return ""
 
-    def run(self, query: str, bbox: str | None = None) -> RunView:
-        empty_map = map_html({"type": "FeatureCollection", "features": []})
-        if not (query or "").strip():
-            return RunView(empty_map, [], "", None, "There is no query to run: compile a request or write one.")
+    def check(self, query: str) -> tuple[str, str, str]:
+        """For the query as it is being edited: (syntax errors marked, explanation, turbo link)."""
+        query = query or ""
+        if not query.strip():
+            return "", "", ""
+        problems = syntax_problems(query)
+        words = "" if problems else self._explain(query, self._compiler)
+        return _format_problems(query, problems), words, _turbo_html(query)
+
+    def run(self, query: str, bbox: str | None = None, endpoint: str | None = None, request: str = "",
+            on_wait: Optional[Callable[[str], None]] = None) -> RunView:
+        """Run ``query`` (as written in the box) on ``endpoint``; ``request`` names the download."""
         bbox = (bbox or "").strip() or self.config.default_bbox
         try:
-            result = self.client.run(query, bbox=bbox)
-            geojson = to_geojson(result.data)
-            path = write_geojson(geojson, self.download_dir)
-        except OverpassError as exc:
+            view = parse_bbox(bbox)
+        except ExpansionError:
+            view = parse_bbox(self.config.default_bbox)
+        empty_map = map_html({"type": "FeatureCollection", "features": []}, view=view)
+        try:
+            client = self.client_for(endpoint)
+        except ConfigError as exc:
             return RunView(empty_map, [], "", None, f"**The query did not run:** {exc}")
-        except Exception as exc:
+        try:
+            result = run_query(query or "", bbox=bbox, client=client, on_wait=on_wait)
+        except Exception as exc:  # run_query says what went wrong itself; this is a bug's last word
             log.exception("run failed for %r", query)
             return RunView(empty_map, [], "", None, f"**Something went wrong while running the query:** {_first_line(exc)}")
-        summary = summarize(result.data, geojson)
+        if not result.ok:
+            head, _, rest = result.message.partition(": ")
+            status = f"**{head}:** {rest}" if rest else result.message
+            return RunView(empty_map, [], "", None, status, _format_problems(query, result.problems), result.sent)
+        try:
+            geojson = result.geojson()
+            path = export(result, self.download_dir, request or _name_from(query))
+        except Exception as exc:
+            log.exception("reading the result failed for %r", query)
+            return RunView(empty_map, [], "", None, f"**The answer could not be read:** {_first_line(exc)}", "", True)
+        summary = result.summary(geojson)
         shown = geojson
         if len(geojson["features"]) > self.config.max_map_features:
-            # A browser tab chokes on huge inline layers; the download keeps everything.
+            # A browser tab chokes on huge inline layers; the download has everything.
             shown = {"type": "FeatureCollection", "features": geojson["features"][: self.config.max_map_features]}
             summary += f" (the map shows the first {self.config.max_map_features}; the download has all)"
-        source = "from cache" if result.from_cache else f"{result.elapsed_s:.1f} s"
-        status = f"Ran on {self.config.overpass_url} ({source})."
-        if result.remark:
-            status += f" Server remark: {result.remark}"
+        if result.is_count:
+            summary = f"**{summary}**"
         rows = element_rows(result.data, self.config.max_table_rows)
-        return RunView(map_html(shown), rows, summary, str(path), status)
+        return RunView(map_html(shown, view=view), rows, summary, str(path) if path else None, result.message, "", True)
 
-    def compile_and_run(self, request: str, bbox: str | None = None) -> tuple[CompileView, RunView | None]:
+    def compile_and_run(self, request: str, bbox: str | None = None, endpoint: str | None = None,
+                        on_wait: Optional[Callable[[str], None]] = None) -> tuple[CompileView, RunView | None]:
         compiled = self.compile(request)
         if not compiled.query:
             return compiled, None
-        return compiled, self.run(compiled.query, bbox)
+        if compiled.query_errors:  # never sent: the page shows where it does not parse
+            return compiled, None
+        return compiled, self.run(compiled.query, bbox, endpoint, request, on_wait)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+def _name_from(query: str) -> str:
+    pairs, keys = _query_tags(query)
+    first = sorted(pairs)[:1] or sorted(keys)[:1]
+    return first[0].split("=")[-1] if first else ""
 
 
 # ---------------------------------------------------------------- Gradio
+
+CSS = """
+#query textarea { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px;
+                  white-space: pre; overflow-x: auto; line-height: 1.45; }
+#query-errors pre, #query-errors code { color: #b00020; }
+#doubts, #unsupported { color: #8a4b00; }
+#readiness { border-left: 4px solid #2a7ab0; padding-left: 8px; }
+#banner { border-left: 4px solid #b00020; padding-left: 8px; }
+"""
+
+
+def _endpoint_choices(default: str) -> list[tuple[str, str]]:
+    choices = [(f"{name} — {url}", url) for name, url in ENDPOINTS]
+    if default not in {url for _, url in ENDPOINTS}:
+        choices.insert(0, (f"this server's default — {default}", default))
+    return choices
 
 
 def build_app(service: DemoService):
@@ -325,31 +642,90 @@ def build_app(service: DemoService):
         return {"headers": TABLE_HEADERS, "data": rows}
 
     def compile_outputs(view: CompileView):
-        if view.query is None:  # the code box keeps its query, and so do the words about it
-            return gr.skip(), view.tags, view.examples, view.info, view.status, gr.skip(), gr.skip()
-        return view.query, view.tags, view.examples, view.info, view.status, view.explanation, view.unsupported
+        if view.query is None:  # the query box keeps its query, and so do the words about it
+            return (gr.skip(), view.tags, view.examples, view.info, view.status, gr.skip(), gr.skip(), gr.skip(),
+                    gr.skip(), gr.skip())
+        return (view.query, view.tags, view.examples, view.info, view.status, view.explanation, view.unsupported,
+                view.doubts, view.turbo, view.query_errors)
 
     def run_outputs(view: RunView):
-        return view.map, table(view.rows), view.summary, view.geojson_path, view.status
+        return view.map, table(view.rows), view.summary, view.download, view.status, view.query_errors
+
+    def counting_down(call, finish, n_outputs: int, status_at: int):
+        """Run ``call(on_wait)`` in a thread; while it waits for a retry, show the countdown."""
+        heard: queue.Queue = queue.Queue()
+        box: dict = {}
+
+        def work():
+            box["view"] = call(heard.put)
+
+        worker = threading.Thread(target=work, name="geoql-ui-run", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            try:
+                message = heard.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            while not heard.empty():
+                message = heard.get_nowait()
+            update = [gr.skip()] * n_outputs
+            update[status_at] = "⏳ " + message
+            yield tuple(update)
+        worker.join()
+        yield finish(box["view"])
 
     def on_compile(request):
         return compile_outputs(service.compile(request))
 
-    def on_run(query, bbox):
-        return run_outputs(service.run(query, bbox))
+    def on_run(query, bbox, endpoint, request):
+        yield from counting_down(lambda on_wait: service.run(query, bbox, endpoint, request, on_wait),
+                                 run_outputs, len(RUN_OUTPUTS), RUN_OUTPUTS.index("status"))
 
-    def on_compile_and_run(request, bbox):
-        compiled, ran = service.compile_and_run(request, bbox)
+    def both(pair):
+        compiled, ran = pair
         shown = compile_outputs(compiled)
         if ran is None:
-            return (*shown[:4], gr.skip(), gr.skip(), gr.skip(), gr.skip(), compiled.status, *shown[5:])
-        return (*shown[:4], *run_outputs(ran)[:4], compiled.status + " " + ran.status, *shown[5:])
+            return (*shown, gr.skip(), gr.skip(), gr.skip(), gr.skip())
+        status = compiled.status.replace(" Edit the query if you like, then press **Run on Overpass**.", "")
+        merged = list(shown)
+        merged[COMPILE_OUTPUTS.index("status")] = status + " " + ran.status
+        if ran.query_errors:
+            merged[COMPILE_OUTPUTS.index("query_errors")] = ran.query_errors
+        return (*merged, *run_outputs(ran)[:4])
 
+    def on_compile_and_run(request, bbox, endpoint):
+        n = len(COMPILE_OUTPUTS) + 4
+        yield from counting_down(lambda on_wait: service.compile_and_run(request, bbox, endpoint, on_wait),
+                                 both, n, COMPILE_OUTPUTS.index("status"))
+
+    def on_check(query):
+        errors, words, link = service.check(query)
+        uses_box = "{{bbox}}" in (query or "") or "{{center}}" in (query or "")
+        info = ("this query uses it" if uses_box else "not used by this query") if (query or "").strip() else None
+        return errors, words, link, gr.update(info=info)
+
+    def readiness():
+        prep = service.preparation
+        waiting = prep.state == "preparing"
+        why = " (waits: getting ready)"
+        notices = service.notices()
+        banner = "\n\n".join(f"⚠ {_md_escape(n)}" for n in notices)
+        return (
+            prep.markdown() if prep.state != "idle" else "",
+            banner,
+            gr.update(value="Compile" + (why if waiting else ""), interactive=not waiting),
+            gr.update(value="Compile & run" + (why if waiting else ""), interactive=not waiting),
+            gr.Timer(active=not prep.ready),
+        )
+
+    default_view = parse_bbox(service.config.default_bbox)
     with gr.Blocks(title="GeoQL: plain words to OverpassQL", analytics_enabled=False) as demo:
         gr.Markdown(
             "# GeoQL\nAsk for places in plain words; GeoQL writes the "
-            "[Overpass](https://wiki.openstreetmap.org/wiki/Overpass_API) query and shows the result."
+            "[Overpass](https://wiki.openstreetmap.org/wiki/Overpass_API) query, says what it does and shows the result."
         )
+        banner = gr.Markdown(elem_id="banner")
+        ready_md = gr.Markdown(elem_id="readiness")
         with gr.Row():
             with gr.Column(scale=3):
                 request = gr.Textbox(label="Request", placeholder=EXAMPLES[0], lines=2, elem_id="request")
@@ -358,37 +734,58 @@ def build_app(service: DemoService):
                     go_btn = gr.Button("Compile & run", variant="primary", elem_id="compile-and-run")
                 gr.Examples(EXAMPLES, inputs=[request])
             with gr.Column(scale=2):
-                bbox = gr.Textbox(
-                    label="Map area for {{bbox}} (south,west,north,east)", value=service.config.default_bbox, elem_id="bbox"
-                )
                 info = gr.Markdown(elem_id="info")
         status = gr.Markdown(elem_id="status")
+        doubts = gr.Markdown(elem_id="doubts")
         unsupported = gr.Markdown(elem_id="unsupported")
         with gr.Row():
             with gr.Column(scale=2):
-                query = gr.Code(
-                    label="OverpassQL (editable)", language=None, interactive=True, lines=8, wrap_lines=True, elem_id="query"
-                )
+                # A plain text box, not a code editor: it grows with the query, and it does not
+                # close brackets by itself (gr.Code's editor does, and cannot be told not to).
+                query = gr.Textbox(label="OverpassQL (editable)", lines=3, max_lines=40, elem_id="query",
+                                   buttons=["copy"], autoscroll=False,
+                                   html_attributes=gr.InputHTMLAttributes(autocapitalize="off", autocorrect="off",
+                                                                          spellcheck=False, autocomplete="off"))
+                query_errors = gr.Markdown(elem_id="query-errors")
                 explanation = gr.Markdown(elem_id="explanation")
-                run_btn = gr.Button("Run on Overpass", elem_id="run")
+                with gr.Row():
+                    endpoint = gr.Dropdown(choices=_endpoint_choices(service.config.overpass_url),
+                                           value=service.config.overpass_url, allow_custom_value=True,
+                                           label="Overpass server (or type a URL)", elem_id="endpoint", scale=3)
+                    run_btn = gr.Button("Run on Overpass", elem_id="run", scale=1)
+                bbox = gr.Textbox(label="Map area for {{bbox}}: south,west,north,east — follows the map (drag, zoom, "
+                                  "or shift-drag a box)", value=service.config.default_bbox, elem_id="bbox", max_lines=1)
+                turbo = gr.HTML(elem_id="turbo")
             with gr.Column(scale=3):
-                map_view = gr.HTML(map_html({"type": "FeatureCollection", "features": []}), elem_id="map")
+                map_view = gr.HTML(map_html({"type": "FeatureCollection", "features": []}, view=default_view),
+                                   elem_id="map")
         summary = gr.Markdown(elem_id="summary")
         with gr.Row():
-            rows = gr.Dataframe(headers=TABLE_HEADERS, label="Elements", interactive=False, wrap=True, elem_id="elements")
-        download = gr.File(label="GeoJSON download", elem_id="geojson")
+            rows = gr.Dataframe(headers=TABLE_HEADERS, label="Elements (untagged nodes of ways and members of "
+                                "relations are folded into them)", interactive=False, wrap=True, elem_id="elements")
+        download = gr.File(label="Download (GeoJSON, or CSV for a count)", elem_id="download")
         with gr.Accordion("Candidate tags and few-shot examples used", open=False):
             with gr.Row():
                 tags = gr.Markdown()
                 examples = gr.Markdown()
+        timer = gr.Timer(1.0)
 
-        compile_out = [query, tags, examples, info, status, explanation, unsupported]
-        run_out = [map_view, rows, summary, download, status]
-        both_out = [query, tags, examples, info, map_view, rows, summary, download, status, explanation, unsupported]
+        by_name = {"query": query, "tags": tags, "examples": examples, "info": info, "status": status,
+                   "explanation": explanation, "unsupported": unsupported, "doubts": doubts, "turbo": turbo,
+                   "query_errors": query_errors, "map": map_view, "table": rows, "summary": summary,
+                   "download": download}
+        compile_out = [by_name[n] for n in COMPILE_OUTPUTS]
+        run_out = [by_name[n] for n in RUN_OUTPUTS]
+        both_out = compile_out + [map_view, rows, summary, download]
+        ready_out = [ready_md, banner, compile_btn, go_btn, timer]
         compile_btn.click(on_compile, [request], compile_out, api_name="compile")
-        request.submit(on_compile_and_run, [request, bbox], both_out, api_visibility="private")
-        run_btn.click(on_run, [query, bbox], run_out, api_name="run")
-        go_btn.click(on_compile_and_run, [request, bbox], both_out, api_name="compile_and_run")
+        request.submit(on_compile_and_run, [request, bbox, endpoint], both_out, api_visibility="private")
+        run_btn.click(on_run, [query, bbox, endpoint, request], run_out, api_name="run")
+        go_btn.click(on_compile_and_run, [request, bbox, endpoint], both_out, api_name="compile_and_run")
+        query.change(on_check, [query], [query_errors, explanation, turbo, bbox], api_visibility="private",
+                     show_progress="hidden")
+        timer.tick(readiness, None, ready_out, api_visibility="private", show_progress="hidden")
+        demo.load(readiness, None, ready_out, api_visibility="private", show_progress="hidden")
     demo.queue(default_concurrency_limit=service.config.concurrency)
     return demo
 
@@ -396,6 +793,8 @@ def build_app(service: DemoService):
 def launch(service: DemoService, *, host: str = "127.0.0.1", port: int | None = 7860, block: bool = True):
     """Start the app; returns the Blocks object (already serving when ``block`` is False)."""
     demo = build_app(service)
+    # The start checks may ask two servers (seconds): begun now, they are done when the page loads.
+    threading.Thread(target=service.notices, name="geoql-ui-checks", daemon=True).start()
     demo.launch(
         server_name=host,
         server_port=port,
@@ -403,5 +802,6 @@ def launch(service: DemoService, *, host: str = "127.0.0.1", port: int | None = 
         show_error=False,
         quiet=not block,
         allowed_paths=[str(service.download_dir)],
+        css=CSS,
     )
     return demo

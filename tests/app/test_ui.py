@@ -15,7 +15,10 @@ from fakes.support import LookupBackend, dev_requests, embedded_geojson, free_po
 
 from geoql.app.backends.base import BackendError
 from geoql.app.geo import to_geojson
-from geoql.app.ui import DemoConfig, build_app, launch
+from geoql.app.run import slug
+from geoql.app.ui import COMPILE_OUTPUTS, RUN_OUTPUTS, DemoConfig, build_app, launch
+
+BOTH_OUTPUTS = COMPILE_OUTPUTS + RUN_OUTPUTS[:4]
 
 DEV = dev_requests()
 CAFES = json.loads(payload("heidelberg_cafes.json"))
@@ -93,15 +96,15 @@ def test_run_failures_are_sentences(fake_overpass, fake_nominatim, tmp_path, que
     fake_overpass.add("nod(", parse_error())
     view = make_service(fake_overpass, fake_nominatim, tmp_path).run(query, bbox)
     assert words in view.status and "Traceback" not in view.status
-    assert view.rows == [] and view.geojson_path is None
+    assert view.rows == [] and view.download is None
 
 
 def test_run_draws_result(fake_overpass, fake_nominatim, tmp_path):
     fake_overpass.default = json_reply("heidelberg_cafes.json")
     view = make_service(fake_overpass, fake_nominatim, tmp_path).run("node[amenity=cafe]({{bbox}});out;", "49.4,8.6,49.5,8.8")
     assert embedded_geojson(view.map) == to_geojson(CAFES)
-    assert json.loads(Path(view.geojson_path).read_text(encoding="utf-8")) == to_geojson(CAFES)
-    assert "17 elements" in view.summary and len(view.rows) == 17
+    assert json.loads(Path(view.download).read_text(encoding="utf-8")) == to_geojson(CAFES)
+    assert "4 elements" in view.summary and len(view.rows) == 4
     assert fake_overpass.queries() == ["[out:json][timeout:300];node[amenity=cafe](49.4,8.6,49.5,8.8);out;"]
 
 
@@ -130,32 +133,39 @@ def running_app(tmp_path_factory, small_index_dir):
 
 def test_compile_and_run_over_http(running_app):
     client, overpass = running_app["client"], running_app["overpass"]
-    query, tags, examples, info, map_fragment, table, summary, geojson_file, status, explanation, unsupported = (
-        client.predict(DEV[0].nl, "49.40,8.68,49.41,8.69", api_name="/compile_and_run")
-    )
-    assert "{{bbox}}" in query
-    assert "current map view" in explanation and unsupported == ""
-    assert "| in query |" in tags
-    assert "| tag |" in tags and "(train #" in examples and "**backend:** lookup" in info
-    assert embedded_geojson(map_fragment) == to_geojson(CAFES)
-    assert table["headers"] == ["type", "id", "name", "tags"] and len(table["data"]) == 17
-    assert "17 elements" in summary and "4 on the map" in summary
-    assert json.loads(Path(geojson_file).read_text(encoding="utf-8"))["features"] == to_geojson(CAFES)["features"]
+    out = dict(zip(BOTH_OUTPUTS, client.predict(DEV[0].nl, "49.40,8.68,49.41,8.69", overpass.url,
+                                               api_name="/compile_and_run")))
+    assert "{{bbox}}" in out["query"] and "\n" in out["query"]  # pretty-printed, placeholders kept
+    assert overpassql.dump(overpassql.parse(out["query"])) == overpassql.dump(overpassql.parse(DEV[0].query))
+    assert "current map view" in out["explanation"] and out["unsupported"] == "" and out["query_errors"] == ""
+    assert "| in query |" in out["tags"]
+    assert "| tag |" in out["tags"] and "(train #" in out["examples"] and "**backend:** lookup" in out["info"]
+    assert "overpass-turbo.eu/?Q=" in out["turbo"]
+    assert embedded_geojson(out["map"]) == to_geojson(CAFES)
+    assert out["table"]["headers"] == ["type", "id", "name", "tags", "geometry"] and len(out["table"]["data"]) == 4
+    assert "4 elements" in out["summary"] and "4 on the map" in out["summary"]
+    assert Path(out["download"]).name.startswith("geoql-") and Path(out["download"]).suffix == ".geojson"
+    assert json.loads(Path(out["download"]).read_text(encoding="utf-8"))["features"] == to_geojson(CAFES)["features"]
     assert "49.40,8.68,49.41,8.69" in overpass.queries()[-1]
-    assert "Compiled" in status and "Ran on" in status
+    assert "Compiled" in out["status"] and "Ran on" in out["status"] and "press" not in out["status"]
 
 
 def test_edit_and_rerun_over_http(running_app):
     client, overpass = running_app["client"], running_app["overpass"]
-    compiled = client.predict(DEV[1].nl, api_name="/compile")
-    assert compiled[5] and "Traceback" not in compiled[5]  # the explanation
-    edited = compiled[0] + " // edited by hand"
-    map_fragment, table, summary, geojson_file, status = client.predict(edited, "49.40,8.68,49.41,8.70", api_name="/run")
+    compiled = dict(zip(COMPILE_OUTPUTS, client.predict(DEV[1].nl, api_name="/compile")))
+    assert compiled["explanation"] and "Traceback" not in compiled["explanation"]
+    assert "press **Run on Overpass**" in compiled["status"]
+    edited = compiled["query"] + " // edited by hand"
+    ran = dict(zip(RUN_OUTPUTS, client.predict(edited, "49.40,8.68,49.41,8.70", overpass.url, DEV[1].nl, api_name="/run")))
     assert overpass.queries()[-1].endswith("// edited by hand")
-    assert embedded_geojson(map_fragment)["features"]
-    bad = client.predict("nod(1);out;", "49.40,8.68,49.41,8.70", api_name="/run")
-    assert "not valid Overpass QL" in bad[-1] and 'Unknown type "nod"' in bad[-1]
-    assert bad[1]["data"] == [] and bad[3] is None
+    assert embedded_geojson(ran["map"])["features"]
+    assert Path(ran["download"]).name == f"geoql-{slug(DEV[1].nl)}.geojson"
+    before = len(overpass.queries())
+    bad = dict(zip(RUN_OUTPUTS, client.predict("nod(1);out;", "49.40,8.68,49.41,8.70", overpass.url, "", api_name="/run")))
+    assert "not valid Overpass QL" in bad["status"] and 'Unknown type "nod"' in bad["status"]
+    assert "Nothing was sent" in bad["status"] and len(overpass.queries()) == before
+    assert "line 1, column 1" in bad["query_errors"] and "^" in bad["query_errors"]
+    assert bad["table"]["data"] == [] and bad["download"] is None
 
 
 def test_request_is_never_an_output(running_app):
@@ -170,15 +180,16 @@ def test_twenty_simultaneous_requests_all_answer(running_app):
     client, overpass, service = running_app["client"], running_app["overpass"], running_app["service"]
     before = len(overpass.queries())
     boxes = [f"49.{i:02d},8.60,49.{i + 1:02d},8.70" for i in range(20)]
-    jobs = [client.submit(DEV[i % len(DEV)].nl, box, api_name="/compile_and_run") for i, box in enumerate(boxes)]
+    jobs = [client.submit(DEV[i % len(DEV)].nl, box, overpass.url, api_name="/compile_and_run")
+            for i, box in enumerate(boxes)]
     try:
         results = [job.result(timeout=180) for job in jobs]
     except FutureTimeout:  # pragma: no cover - reported as a failure with context
         pytest.fail(f"only {sum(j.done() for j in jobs)} of 20 requests answered in time")
     for box, result in zip(boxes, results):
-        summary, status = result[6], result[8]
-        assert "17 elements" in summary, status
-        assert len(embedded_geojson(result[4])["features"]) == 4
+        out = dict(zip(BOTH_OUTPUTS, result))
+        assert "4 elements" in out["summary"], out["status"]
+        assert len(embedded_geojson(out["map"])["features"]) == 4
     received = overpass.queries()[before:]
     assert len(received) == 20 and all(any(b in q for q in received) for b in boxes)
     cache = Path(service.client.config.cache_dir) / "overpass_cache.sqlite"
