@@ -10,8 +10,8 @@ a cue ending in ``*`` matches any ending of its last token (``"tabelle*"``).
 
 >>> [t.fold for t in tokens("Cafés in 成都, 100 m")]
 ['cafes', 'in', '成', '都', '100', 'm']
->>> LANGUAGES[0]
-'en'
+>>> LANGUAGES[0], set(REQUIRED) <= set(LANGUAGES)
+('en', True)
 >>> m = Matcher(["in the current view", "当前视图"])
 >>> [(a, b) for a, b, _ in m.find(tokens("Cafés in the current view"))]
 [(1, 5)]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from geoql.nl.cues import LANGUAGES, Matcher, Token, table, tokens
-from geoql.nl.text import fold, main_script, script_of, scripts
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, main_script, script_of, scripts
 
 # Long input is read up to here: requests are a sentence or two; a pasted page must
 # not cost more than a glance.
@@ -78,23 +78,51 @@ class Frame:
 
 # ------------------------------------------------------------------ language
 
-_YUE_CHARS = frozenset("嘅喺咗啲冇咩唔嚟嗰哋嘢乜噉佢睇畀")
+@lru_cache(maxsize=1)
+def _yue_markers() -> tuple[str, ...]:
+    """Cantonese words that Mandarin does not write (嘅, 喺, 咗, 邊度...): yue.json's markers."""
+    return tuple(table("yue")["markers"]) if "yue" in LANGUAGES else ()
+
+
+def _words_of(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [w for k, v in value.items() if k not in ("code", "name", "scripts", "endings", "name_chars")
+                for w in ([k] if k.isalpha() and k not in _SECTION_KEYS else []) + _words_of(v)]
+    if isinstance(value, list):
+        return [w for v in value for w in _words_of(v)]
+    return []
+
+
+_SECTION_KEYS = frozenset({"before", "after", "of_after", "of_before", "of_start", "scope_end", "prepositions",
+                           "postpositions", "articles", "nouns", "particles", "not_places", "and", "strong",
+                           "lead", "suffixes", "needs_capital", "units", "one", "last", "relative", "since", "ago",
+                           "count", "geom", "center", "csv", "meta", "node", "way", "relation", "id", "area", "uid",
+                           "changeset", "minute", "hour", "day", "week", "month", "year", "m", "km", "mi", "ft",
+                           "strategy", "word_end"})
 
 
 @lru_cache(maxsize=1)
-def _latin_markers() -> dict[str, dict[str, float]]:
-    """Folded word -> {language: weight}: a table's markers (function words) weigh 1, its
-    other stop words 0.5."""
-    out: dict[str, dict[str, float]] = {}
+def _latin_markers() -> tuple[dict[str, dict[str, float]], dict[str, tuple[str, ...]]]:
+    """Folded word -> {language: weight}, from every Latin-script table: a marker (a
+    function word) weighs 1, another stop word 0.7, any other cue word 0.4, each shared
+    among the languages that list it; and each language's word endings."""
+    raw: dict[str, dict[str, float]] = {}
+    endings: dict[str, tuple[str, ...]] = {}
     for lang in LANGUAGES:
         t = table(lang)
         if "Latin" not in t["language"]["scripts"]:
             continue
-        for weight, words in ((0.5, t["stop"]), (1.0, t["markers"])):
+        endings[lang] = tuple(fold(e) for e in t["language"].get("endings", ()))
+        for weight, words in ((0.4, _words_of({k: v for k, v in t.items() if k not in ("markers", "stop")})),
+                              (0.7, t["stop"]), (1.0, t["markers"])):
             for w in words:
-                for tok in tokens(fold(w)):
-                    out.setdefault(tok.fold, {})[lang] = weight
-    return out
+                for tok in tokens(fold(w.rstrip("*"))):
+                    if not tok.number:
+                        raw.setdefault(tok.fold, {})[lang] = weight
+    out = {w: {lang: wt / len(by) for lang, wt in by.items()} for w, by in raw.items()}
+    return out, endings
 
 
 _OTHER_SCRIPTS = {"Arabic": "ar", "Hebrew": "he", "Greek": "el", "Thai": "th", "Devanagari": "hi",
@@ -103,56 +131,86 @@ _OTHER_SCRIPTS = {"Arabic": "ar", "Hebrew": "he", "Greek": "el", "Thai": "th", "
 
 def guess_language(text: str, toks: list[Token] | None = None) -> str:
     """ISO 639 code of ``text``'s language by rules: the script, then (Latin) the
-    function words of each cue table; ``"und"`` when nothing tells.
+    cue-table words and word endings of each language; ``"und"`` when nothing tells.
+    Words that look like names (capitalised inside the sentence) do not count, and a
+    request in a Latin-script language that names a place in another script
+    ("bus stops in Сахалинская область") stays in its own language.
 
     >>> guess_language("Museen in der Stadt"), guess_language("博物館喺邊度"), guess_language("東京の美術館")
     ('de', 'yue', 'ja')
+    >>> guess_language("Entities in Житомирська область"), guess_language("مطاعم")
+    ('en', 'ar')
     """
     counts = scripts(text)
     if not counts:
         return "und"
+    toks = toks if toks is not None else tokens(text)
+    latin = _latin_scores(toks) if counts.get("Latin") else {}
+    main = next(iter(counts))
+    spaceless_letters = sum(n for sc, n in counts.items() if sc in SPACELESS_SCRIPTS)
+    if latin and max(latin.values()) >= 0.3 and main != "Latin" and spaceless_letters <= 6:
+        # the sentence's own small words are Latin-script ones: the rest is a name
+        own = [t for i, t in enumerate(toks) if not t.spaceless and not t.number
+               and script_of(t.text[0]) == "Latin" and (i == 0 or not t.upper)]
+        if len(own) >= 2 and sum(len(t.text) for t in own) * 2 >= sum(counts.values()) - counts.get("Latin", 0):
+            return _best(latin)
     if counts.get("Hangul", 0) and counts["Hangul"] >= counts.get("Han", 0) / 2:
         return "ko"
     kana = counts.get("Hiragana", 0) + counts.get("Katakana", 0)
     if kana and kana >= counts.get("Hangul", 0):
         if counts.get("Han", 0) + kana >= counts.get("Latin", 0) / 3 or not counts.get("Latin"):
             return "ja"
-    main = next(iter(counts))
     if main == "Latin" and counts.get("Han", 0) and counts["Han"] * 3 >= counts["Latin"]:
         main = "Han"
     if main == "Han":
-        return "yue" if any(ch in _YUE_CHARS for ch in text) else "zh"
+        return "yue" if any(m in text for m in _yue_markers()) else "zh"
     if main == "Cyrillic":
-        if any(ch in "іїєґІЇЄҐ" for ch in text):
-            return "uk"
-        return "ru"
+        return "uk" if any(ch in "іїєґІЇЄҐ" for ch in text) else "ru"
     if main == "Latin":
-        toks = toks if toks is not None else tokens(text)
-        markers = _latin_markers()
-        score: dict[str, float] = {}
-        for t in toks:
-            for lang, weight in markers.get(t.fold, {}).items():
-                score[lang] = score.get(lang, 0) + weight
-        low = text.casefold()
-        for chars, lang in (("ß", "de"), ("ä", "de"), ("ö", "de"), ("ü", "de"), ("ñ", "es"), ("ã", "pt"),
-                            ("õ", "pt"), ("ç", "fr"), ("è", "fr"), ("ê", "fr"), ("œ", "fr"), ("ì", "it"),
-                            ("ò", "it"), ("¿", "es"), ("¡", "es"), ("à", "fr"), ("é", "fr")):
-            if chars in low:
-                score[lang] = score.get(lang, 0) + 0.5
-        if not score:
-            return "en" if toks else "und"
-        best = max(score.values())
-        for lang in LANGUAGES:  # ties: the table order (English first)
-            if score.get(lang) == best:
-                return lang
+        return _best(latin) if latin else ("en" if toks else "und")
     return _OTHER_SCRIPTS.get(main, "und")
+
+
+_ACCENTS = (("ß", "de"), ("ä", "de"), ("ö", "de"), ("ü", "de"), ("ñ", "es"), ("ã", "pt"), ("õ", "pt"),
+            ("ç", "fr pt"), ("è", "fr it"), ("ê", "fr pt"), ("œ", "fr"), ("ì", "it"), ("ò", "it"), ("ù", "it fr"),
+            ("¿", "es"), ("¡", "es"), ("à", "fr it"), ("é", "fr es pt"), ("í", "es pt"), ("ó", "es pt"),
+            ("ú", "es pt"), ("á", "es pt"), ("â", "fr pt"))
+
+
+def _latin_scores(toks: list[Token]) -> dict[str, float]:
+    markers, endings = _latin_markers()
+    score: dict[str, float] = {}
+    for i, t in enumerate(toks):
+        if t.number or t.spaceless or (t.upper and i > 0):
+            continue  # a name ("Münster", "Forlì") says nothing of the sentence's language
+        hits = markers.get(t.fold)
+        if hits:
+            for lang, weight in hits.items():
+                score[lang] = score.get(lang, 0) + weight
+        elif len(t.fold) > 3:
+            for lang, ends in endings.items():
+                if t.fold.endswith(ends):
+                    score[lang] = score.get(lang, 0) + 0.3
+        if not t.text.isascii():
+            low = t.text.casefold()
+            for chars, langs in _ACCENTS:
+                if chars in low:
+                    for lang in langs.split():
+                        score[lang] = score.get(lang, 0) + 0.5 / len(langs.split())
+    return score
+
+
+def _best(score: dict[str, float]) -> str:
+    best = max(score.values())
+    return next(lang for lang in LANGUAGES if score.get(lang) == best)  # ties: English first
 
 
 def cue_language(language: str) -> str:
     """The cue table that reads ``language`` (a language without its own reads English's)."""
-    if language in LANGUAGES:
-        return language
-    return {"uk": "ru", "be": "ru", "zh-hant": "zh"}.get(language, "en")
+    for lang in (language, {"uk": "ru", "be": "ru", "yue": "zh"}.get(language)):
+        if lang in LANGUAGES:
+            return lang
+    return "en"
 
 
 # ------------------------------------------------------------------ lexicon
@@ -181,6 +239,12 @@ class _Lexicon:
     posts: Matcher
     post_priority: bool
     post_word_end: bool
+    strong: Matcher
+    links: Matcher
+    lead: Matcher
+    suffixes: tuple
+    name_chars: frozenset
+    spaced_words: bool
     articles: frozenset
     nouns: Matcher
     particles: frozenset
@@ -249,9 +313,16 @@ def _lexicon(lang: str) -> _Lexicon:
         posts=Matcher([(w, i) for i, w in enumerate(place["postpositions"])]),
         post_priority=place.get("strategy") == "priority",
         post_word_end=bool(place.get("word_end")),
+        strong=Matcher(place.get("strong", [])),
+        links=Matcher(place.get("links", [])),
+        lead=Matcher(place.get("lead", [])),
+        suffixes=tuple(place.get("suffixes", [])),
+        name_chars=frozenset(place.get("name_chars", "")),
+        spaced_words=own["language"].get("spaced_words", False),
         articles=frozenset(fold(w) for w in place["articles"]),
         nouns=Matcher(place["nouns"]),
-        particles=frozenset(fold(w) for w in place["particles"]),
+        # place names cross languages ("Rio Grande do Sul" in a German request)
+        particles=frozenset(fold(w) for t in both for w in t["place"]["particles"]),
         not_places=frozenset(fold(w) for t in both for w in t["place"]["not_places"]),
         place_and=frozenset(fold(w) for w in place["and"]),
         months=months,
@@ -270,7 +341,7 @@ def _lexicon(lang: str) -> _Lexicon:
 
 
 _QUOTES = re.compile(r"\"([^\"]{1,120})\"|“([^”]{1,120})”|„([^“”\"]{1,120})[“”\"]|«\s?([^»]{1,120}?)\s?»|"
-                     r"「([^」]{1,120})」|『([^』]{1,120})』|‘([^’]{1,120})’|(?<![\w])'([^']{1,120})'(?![\w])")
+                     r"「([^」]{1,120})」|『([^』]{1,120})』|‘([^’]{1,120})’|(?<![A-Za-z0-9])'([^']{1,120})'(?![A-Za-z0-9])")
 _TAGLIKE = re.compile(r"[a-z0-9_:.\-]+(?:=[^\s]*)?")
 _DECIMAL = r"[-−]?\d{1,3}\.\d+"
 _BBOX = re.compile(rf"({_DECIMAL})\s*[,，;]\s*({_DECIMAL})\s*[,，;]\s*({_DECIMAL})\s*[,，;]\s*({_DECIMAL})")
@@ -324,8 +395,8 @@ class _Reader:
         self.coordinates()
         self.dates()
         self.periods()
-        self.distances()
         self.identifiers()
+        self.distances()
         self.view()
         self.outputs()
         self.types()
@@ -506,7 +577,8 @@ class _Reader:
                 e0 = max(e0, after[0])
             if of is not None:
                 of = of.strip(" ,.;:?!，。、") or None
-            if of is not None and (fold(of) in _COORD_WORDS or (f.coords and any(ch.isdigit() for ch in of))):
+            if of is not None and (any(stem in fold(of) for stem in _COORD_STEMS)
+                                   or (f.coords and any(ch.isdigit() for ch in of))):
                 of = None  # the centre is the coordinates (Frame.coords)
             f.around = Around(radius, of)
             self.take(s0, e0)
@@ -524,8 +596,9 @@ class _Reader:
                         cue_at[k] = (prefix + kind if prefix else (kind if matcher is lex.types else "user"), s, e)
         last_kind, last_end = None, -1
         for i, t in enumerate(toks):
-            if not t.number or self.taken[i] or not t.text.isdigit():
-                continue
+            if not t.number or self.taken[i] or not t.text.isdigit() \
+                    or (i + 1 < self.n and lex.units.match_at(toks, i + 1)):
+                continue  # "100 m" is a distance
             found = None
             if last_kind and last_end == i and not _HARD_BREAK.search(self.gap(i)):
                 found = (last_kind, i)  # the next number of a list ("1, 2 and 3")
@@ -668,6 +741,12 @@ class _Reader:
             if j > k and toks[j].fold in lex.particles and j + 1 < self.n and self._is_name_token(j + 1):
                 j += 1
                 continue
+            # "République démocratique du Congo": a lower-case word before a particle and a name
+            if j > k and j + 2 < self.n and not toks[j].number and toks[j].fold not in lex.stop_words \
+                    and toks[j + 1].fold in lex.particles and self._is_name_token(j + 2) \
+                    and not _BREAK.search(self.gap(j + 1) + self.gap(j + 2)):
+                j += 2
+                continue
             break
         if j == k and lowercase_ok:
             while j < self.n and j - k < 3 and not self.taken[j] and not toks[j].number \
@@ -679,12 +758,17 @@ class _Reader:
 
     def _place_spaced(self) -> None:
         lex, toks, f = self.lex, self.toks, self.frame
-        lowercase = not any(t.upper for t in toks[1:])
+        # a request written all in lower case ("cafes in heidelberg") names places in lower case too
+        lowercase = not any(t.upper for t in toks)
         found: list[tuple[int, int]] = []
         for s, e, _ in lex.preps.find(toks, self.taken):
+            if self.gap(s).endswith("-") or (e < self.n and self.gap(e).startswith("-")):
+                continue  # "in-patient", "Rhein-in-..." : part of a word
             k = e
             while k < self.n and toks[k].fold in lex.articles and not self.taken[k]:
                 k += 1
+            if k + 1 < self.n and not toks[k].upper and lex.nouns.match_at(toks, k + 1, self.taken):
+                k += 1  # "in der niederländischen Provinz Limburg": an adjective before the noun
             noun = lex.nouns.match_at(toks, k, self.taken) if k < self.n else None
             if noun and noun[0] < self.n and self._is_name_token(noun[0]):
                 k = noun[0]
@@ -698,9 +782,11 @@ class _Reader:
                 if self._is_name_token(k) and not toks[k].spaceless and not self._is_name_token(k - 1) \
                         and toks[k].fold not in lex.not_places and toks[k].fold not in lex.stop_words:
                     j = self._name_run(k, False)
-                    if j > k and not (j == self.n and False):
+                    # only a name that ends the request ("florist Forlì-Cesena"): inside
+                    # a sentence a capitalised word is more often a term ("ISCED level")
+                    if j > k and not self.text[self.toks[j - 1].end:].strip(" ?.!"):
                         found.append((k, k, j))
-                        break
+                    break
         for s, k, j in found:
             self._add_place(s, k, j)
             # "in Dendermonde, Belgium" / "in Berlin and Hamburg": one more name after it
@@ -728,53 +814,90 @@ class _Reader:
             self.take(s, k)
 
     def _place_spaceless(self) -> None:
+        """Chinese, Japanese, Korean: a place opens a clause ("成都有哪些", "ドイツにある",
+        "독일에 있는") or follows a preposition ("在西安的"); it ends at a postposition
+        of the table, or at the clause's end where it looks like a name (a place suffix
+        such as 省/県/도, or mostly transliteration characters)."""
         lex, toks, f = self.lex, self.toks, self.frame
         starts = {0}
         for k in range(1, self.n):
-            if _BREAK.search(self.gap(k)) or self.taken[k - 1]:
+            if _BREAK.search(self.gap(k)):
                 starts.add(k)
+        after_prep = set()
         for s, e, _ in lex.preps.find(toks, self.taken):
             starts.add(e)
-        for k in sorted(starts):
-            # skip request words ("请列出", "显示") and prepositions ("在") at the clause start
-            while k < self.n and not self.taken[k]:
-                hit = lex.stop.match_at(toks, k, self.taken) or lex.preps.match_at(toks, k, self.taken) \
-                    or lex.neg_before.match_at(toks, k, self.taken)
+            after_prep.add(e)
+        later: list[int] = []
+        queue = sorted(starts)
+        while queue or later:
+            k = later.pop(0) if later else queue.pop(0)
+            while k < self.n and not self.taken[k]:  # "请列出", "显示", "在" at the clause start
+                hit = lex.lead.match_at(toks, k, self.taken) or lex.preps.match_at(toks, k, self.taken)
                 if not hit:
                     break
+                if lex.preps.match_at(toks, k, self.taken):
+                    after_prep.add(hit[0])
                 k = hit[0]
             if k >= self.n or self.taken[k] or not self._place_char(k):
                 continue
             end = k
-            limit = min(self.n, k + 16)
-            while end < limit and self._place_char(end) and not self.taken[end] \
+            while end < min(self.n, k + 16) and self._place_char(end) and not self.taken[end] \
                     and (end == k or not _BREAK.search(self.gap(end))) \
-                    and not lex.neg_before.match_at(toks, end, self.taken):
+                    and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧")):
                 end += 1
-            best = None
+            found = None
             for p in range(k + 1, min(end + 1, self.n)):
                 hit = lex.posts.match_at(toks, p)
-                if not hit or (p - k) < 2 and toks[k].spaceless and script_of(toks[k].text[0]) == "Han" \
-                        and not lex.post_word_end:
+                if not hit or p - k < 2 and script_of(toks[k].text[0]) == "Han":
                     continue
-                if lex.post_word_end and hit[0] < self.n and not re.match(r"[\s,.?!]", self.gap(hit[0])):
+                if lex.post_word_end and (p < self.n and self.gap(p).strip() or
+                                          hit[0] < self.n and not re.match(r"\s|$|[,.?!]", self.gap(hit[0]))):
+                    continue  # a Korean particle ends a word: "독일에" is, "에너지" is not
+                if lex.post_priority and found is not None and hit[1] >= found[2]:
                     continue
-                if lex.post_word_end and p < self.n and self.gap(p).strip():
-                    continue
-                cand = (hit[1], p) if lex.post_priority else (p, p)
-                if best is None or cand < best[0]:
-                    best = (cand, p, hit[0])
+                found = (p, hit[0], hit[1])
                 if not lex.post_priority:
                     break
-            if best is None:
-                continue
-            _, p, post_end = best
-            name = self.span(k, p).strip()
+            if found is not None:
+                p, post_end, rank = found
+                name = self.span(k, p).strip()
+                strong = lex.strong.match_at(toks, p) is not None
+                # a weak link ("的", "の", "의") needs a name-like run
+                if not (strong or self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)):
+                    continue
+            else:
+                p, post_end = end, end
+                name = self.span(k, p).strip() if p > k else ""
+                if not self._looks_like_place(name, 1.0, min_len=3):
+                    continue
             if fold(name) in lex.not_places or len(name) < 2 or any(ch.isdigit() for ch in name):
                 continue
-            f.places.append(name)
+            names = [name]
+            if lex.place_and:  # "柏林和勃兰登堡": two places
+                parts = [x for x in re.split("|".join(map(re.escape, sorted(lex.place_and, key=len, reverse=True))),
+                                             name) if x]
+                if len(parts) > 1 and all(self._looks_like_place(x) or len(x) >= 2 for x in parts):
+                    names = parts
+            f.places.extend(names)
             self.take(k, p)
             self.take(p, post_end)
+            if found is not None and lex.links.match_at(toks, p) and post_end < self.n \
+                    and not _BREAK.search(self.gap(post_end)):
+                later.append(post_end)  # "ベルギーのデンデルモンデ行政区内で": a second place
+
+    def _looks_like_place(self, name: str, share: float = 0.6, min_len: int = 2) -> bool:
+        """A place suffix (省, 県, 도...), or at least ``share`` of the letters are
+        transliteration characters (马格尼托哥尔斯克)."""
+        lex = self.lex
+        letters = [ch for ch in name if not ch.isspace()]
+        if len(letters) < 2:
+            return False
+        if any(name.endswith(sfx) for sfx in lex.suffixes) and len(letters) > 1:
+            return True
+        if len(letters) >= min_len and lex.name_chars \
+                and sum(ch in lex.name_chars for ch in letters) >= share * len(letters):
+            return True
+        return lex.lang == "ja" and all(script_of(ch) == "Katakana" or ch in "ー・=" for ch in letters)
 
     def _place_char(self, k: int) -> bool:
         t = self.toks[k]
@@ -791,6 +914,8 @@ class _Reader:
         lex, toks, f = self.lex, self.toks, self.frame
         is_stop = [False] * self.n
         for s, e, _ in lex.stop.find(toks, self.taken):
+            if lex.post_word_end and not self._word_end(e):
+                continue  # a Korean particle ends a word: "이" in "7725447이", not in "이름"
             for k in range(s, e):
                 is_stop[k] = True
         neg = [False] * self.n
@@ -837,6 +962,10 @@ class _Reader:
         f.what = list(dict.fromkeys(f.what))
         f.negated = list(dict.fromkeys(f.negated))
 
+    def _word_end(self, e: int) -> bool:
+        """Token ``e`` starts a new word (or the text ends there)."""
+        return e >= self.n or bool(self.gap(e)) or self.toks[e].spaceless != self.toks[e - 1].spaceless
+
     def _neg_follows(self, j: int, after_neg, is_stop) -> bool:
         """A negation after its phrase ("名前のない", "이름 없는"), past particles."""
         for k in range(j, min(self.n, j + 3)):
@@ -864,7 +993,7 @@ def _part_of_word(reader: _Reader, i: int) -> bool:
         (i + 1 < reader.n and reader.toks[i + 1].start == t.end and not reader.toks[i + 1].spaceless)
 
 
-_ID_FILLERS = frozenset({"with", "the", "id", "ids", "of", "number", "numbers", "mit", "der", "den", "dem", "die",
+_ID_FILLERS = frozenset({"with", "the", "id", "ids", "of", "following", "given", "these", "listed", "having", "number", "numbers", "mit", "der", "den", "dem", "die",
                          "avec", "l", "le", "la", "les", "d", "de", "du", "con", "el", "il", "lo", "com", "o", "a",
                          "с", "номером", "номерами", "id", "osm", "#", "nr", "no", "n", "nummer", "numéro", "numero",
                          "identifiant", "identifiants", "identifier", "identifiers", "kennung", "к", "为", "為", "是",
@@ -872,8 +1001,8 @@ _ID_FILLERS = frozenset({"with", "the", "id", "ids", "of", "number", "numbers", 
 _ID_FILLERS_CJK = frozenset({"的", "の", "嘅", "인", "번", "号", "號", "이", "가", "는", "으", "로", "번의"})
 _LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與",
                          "与", "及", "同", "、", "と", "및", "또는", "과", "와"})
-_COORD_WORDS = frozenset({"the coordinates", "coordinates", "the point", "den koordinaten", "koordinaten",
-                          "les coordonnees", "coordonnees", "des coordonnees", "координат", "坐标", "座標", "좌표"})
+# "within 20 m of the coordinates 49.79, 5.52": the centre is Frame.coords, not a thing
+_COORD_STEMS = ("coordinat", "coordonn", "coordenad", "koordinat", "координат", "坐标", "座標", "좌표")
 
 
 def read_frame(nl: str) -> Frame:
