@@ -102,17 +102,23 @@ def to_ql(text: str, pretty: bool = False) -> str:
 
 
 def pretty(text: str) -> str:
-    """``text`` one clause a line, as ``to_ql(pretty=True)`` lays it out, but in the
-    query's own spelling: overpass-turbo placeholders (``{{bbox}}``, ``{{geocodeArea:X}}``)
+    """``text`` one statement a line (the clauses of a long one a line each, as
+    ``to_ql(pretty=True)`` lays them out), in the query's own spelling: overpass-turbo placeholders (``{{bbox}}``, ``{{geocodeArea:X}}``)
     stay, and ``dump(parse(pretty(q))) == dump(parse(q))``. A text that does not parse
     comes back unchanged (its errors are :func:`check`'s to report).
 
-    >>> print(pretty('{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"]["outdoor_seating"="yes"](area.a);out center;'))
+    >>> print(pretty('[out:json];{{geocodeArea:"Bonn"}}->.a;(nwr["amenity"="cafe"](area.a);'
+    ...              'nwr["amenity"="restaurant"]["outdoor_seating"="yes"]["wheelchair"="yes"](area.a););out center;'))
+    [out:json];
     {{geocodeArea:"Bonn"}}->.a;
-    nwr
-      ["amenity"="cafe"]
-      ["outdoor_seating"="yes"]
-      (area.a);
+    (
+      nwr["amenity"="cafe"](area.a);
+      nwr
+        ["amenity"="restaurant"]
+        ["outdoor_seating"="yes"]
+        ["wheelchair"="yes"]
+        (area.a);
+    );
     out center;
     """
     if not isinstance(text, str):

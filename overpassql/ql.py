@@ -372,8 +372,10 @@ class PrettyDumper(Dumper):
 
     ``converter=False`` keeps the script's own spelling (``dump``'s), placeholders included."""
 
-    def __init__(self, converter: bool = True):
+    def __init__(self, converter: bool = True, width: int = 72):
         super().__init__(converter=converter)
+        # Without the converter's layout, a query statement that fits in ``width`` stays on one line.
+        self.width = width
 
     def script(self, script: A.Script) -> str:
         lines: list[str] = []
@@ -428,7 +430,8 @@ class PrettyDumper(Dumper):
             sets.append(tags.pop(0))
         head = pad + qtype + "".join(self.dump(f) for f in sets)
         rest = [self.dump(f) for f in tags + others]
-        if len(rest) <= 1:
+        one_line = head + "".join(rest) + self._into(st.into) + end
+        if len(rest) <= 1 or (not self.converter and len(one_line) <= self.width):
             return [head + "".join(rest) + self._into(st.into) + end]
         lines = [head] + [pad + "  " + r for r in rest]
         if st.into != "_":

@@ -67,11 +67,13 @@ def test_pretty_keeps_the_query_on_all_gold_queries():
 
 
 @pytest.mark.parametrize("query, expected", [
-    ('node["shop"]({{bbox}});out;', ["node", '  ["shop"]', "  ({{bbox}});", "out;"]),
+    ('node["shop"]({{bbox}});out;', ['node["shop"]({{bbox}});', "out;"]),
+    ('(node["amenity"="cafe"]["outdoor_seating"="yes"]["wheelchair"="yes"]["internet_access"="wlan"]({{bbox}}););out;',
+     ["(", "  node", '    ["amenity"="cafe"]', '    ["outdoor_seating"="yes"]', '    ["wheelchair"="yes"]',
+      '    ["internet_access"="wlan"]', "    ({{bbox}});", ");", "out;"]),
     ('node(1);out skel qt;', ["node(1);", "out skel qt;"]),
     ('[out:json][timeout:25];{{geocodeArea:"Bonn"}}->.a;nw["amenity"="cafe"]["wifi"](area.a);out center;',
-     ["[out:json][timeout:25];", '{{geocodeArea:"Bonn"}}->.a;', "nw", '  ["amenity"="cafe"]', '  ["wifi"]',
-      "  (area.a);", "out center;"]),
+     ["[out:json][timeout:25];", '{{geocodeArea:"Bonn"}}->.a;', 'nw["amenity"="cafe"]["wifi"](area.a);', "out center;"]),
     ('{{user=me}}[timeout:100];node(user:{{user}});out; {{bbox=area:1}}',
      ["{{user=me}}", "[timeout:100];", "node(user:{{user}});", "out;", "{{bbox=area:1}}"]),
     ('if(count(nodes)>1){node(1);out;}', ["if (count(nodes)>1)", "{", "  node(1);", "  out;", "}"]),
