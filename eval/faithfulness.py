@@ -24,9 +24,11 @@ How a constant counts as supported (all text compared case- and accent-folded, N
   ``1.11.2018``, ``since 2018`` supports any date of 2018), and a turbo period
   ``{{date:1 week}}`` a period of about that length ("last week", "7 days");
 * an output format (``[out:csv]``, ``out count``, ``out meta``, ``out geom``,
-  ``out center``): a cue word of its kind in the request (``faithfulness.json``).
+  ``out center``): a cue word of its kind in the request.
 
-The cue words cover English, German and French (with a few Chinese ones).
+The cue words (output words, month names, time and distance units) are those of
+``geoql.nl``'s cue tables, every language at once (``geoql.nl.cues``); folding is
+``geoql.nl.text.fold``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -48,6 +49,8 @@ from geoql.core.errors import GeoqlError
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 from geoql.eval.dataset import load_split, resolve_data_dir
+from geoql.nl import cues as nl_cues
+from geoql.nl.text import fold, script_of, spaceless
 from overpassql import ast as A
 
 KINDS = ("place", "name", "id", "user", "date", "number", "output")
@@ -79,26 +82,10 @@ class Constant:
     where: str
 
 
-# ------------------------------------------------------------------ text folding
-
-def fold(text: str) -> str:
-    """NFKC, case-folded, accents removed: ``"Zürich"`` and ``"ZURICH"`` fold alike."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    stripped = "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")
-    return unicodedata.normalize("NFC", stripped)
-
+# ------------------------------------------------------------------ request words
 
 def _words(folded: str) -> list[str]:
     return re.findall(r"\w+", folded)
-
-
-def _spaceless(ch: str) -> bool:
-    """A letter of a script written without spaces between words (CJK, kana, Thai...)."""
-    if not ch.isalpha() or ord(ch) < 0x2E80:
-        return False
-    name = unicodedata.name(ch, "")
-    return name.startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL", "THAI", "LAO", "KHMER", "MYANMAR",
-                            "TIBETAN", "IDEOGRAPHIC"))
 
 
 @dataclass(frozen=True)
@@ -117,7 +104,7 @@ class _Request:
         seq = _words(folded_value)
         if not seq:
             return False
-        if any(_spaceless(ch) for ch in folded_value):
+        if any(spaceless(ch) for ch in folded_value):
             return "".join(seq) in self.joined
         n = len(seq)
         words = self.words
@@ -129,7 +116,7 @@ class _Request:
         """The words with one letter wrong, missing, extra or swapped (values of 5+ letters)."""
         seq = _words(folded_value)
         target = "".join(seq)
-        if len(target) < 5 or any(_spaceless(ch) for ch in target):
+        if len(target) < 5 or any(spaceless(ch) for ch in target):
             return False
         n, words = len(seq), self.words
         for i in range(len(words) - n + 1):
@@ -156,15 +143,14 @@ def _within_one_edit(a: str, b: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _cues() -> dict:
-    data = json.loads(resources.files("geoql.eval").joinpath("faithfulness.json").read_text(encoding="utf-8"))
-    output = {kind: [_cue(c) for lang in by_lang.values() for c in lang] for kind, by_lang in data["output"].items()}
-    months: dict[str, int] = {}
-    for names in data["months"].values():
-        for i, name in enumerate(names):
-            months.setdefault(fold(name), i + 1)
-    units = {fold(w): unit for unit, ws in data["time_units"].items() for w in ws}
-    one = {tuple(_words(fold(w))) for ws in data["one"].values() for w in ws}
-    return {"output": output, "months": months, "units": units, "one": one}
+    """The cue words of every language's table in geoql.nl, in this module's shapes."""
+    output = {kind: [_cue(c) for c in words] for kind, words in nl_cues.output_words().items()}
+    units = nl_cues.time_unit_words()
+    one = {tuple(_words(fold(w))) for w in nl_cues.one_words()}
+    # units of scripts without spaces are found inside the joined words ("3天", "2週間")
+    glued = sorted((w for w in units if any(spaceless(ch) for ch in w)), key=len, reverse=True)
+    glued_rx = re.compile(r"(\d+)?\s*(" + "|".join(map(re.escape, glued)) + ")") if glued else None
+    return {"output": output, "months": nl_cues.month_names(), "units": units, "one": one, "glued": glued_rx}
 
 
 def _cue(text: str) -> tuple[tuple[str, ...], bool]:
@@ -177,7 +163,7 @@ def _has_cue(req: _Request, cue: tuple[tuple[str, ...], bool]) -> bool:
     seq, prefix = cue
     if not seq:
         return False
-    if any(_spaceless(ch) for ch in seq[0]):
+    if any(spaceless(ch) for ch in seq[0]):
         return "".join(seq) in req.joined
     n, words = len(seq), req.words
     for i in range(len(words) - n + 1):
@@ -190,13 +176,21 @@ def _has_cue(req: _Request, cue: tuple[tuple[str, ...], bool]) -> bool:
 # ------------------------------------------------------------------ numbers and dates
 
 # A unit right after the number, or after a second one ("between 100 and 300 km").
-_RANGE = r"\s*(?:(?:and|to|or|und|bis|oder|et|à|ou|-|–)\s*\d+(?:[.,]\d+)?\s*)?"
-_UNIT_FACTORS = (
-    (re.compile(_RANGE + r"(?:km|kms|kilomet\w*|kilomèt\w*)\b", re.I), Decimal(1000)),
-    (re.compile(_RANGE + r"(?:mi|mile|miles|meile\w*)\b", re.I), Decimal("1609.344")),
-    (re.compile(_RANGE + r"(?:ft|feet|foot|fu[sß])\b", re.I), Decimal("0.3048")),
-    (re.compile(_RANGE + r"(?:公里|千米)"), Decimal(1000)),
-)
+_RANGE = r"\s*(?:(?:and|to|or|und|bis|oder|et|à|ou|y|e|и|-|–|~|至|到)\s*\d+(?:[.,]\d+)?\s*)?"
+_FACTORS = {"km": Decimal(1000), "mi": Decimal("1609.344"), "ft": Decimal("0.3048")}
+
+
+@lru_cache(maxsize=1)
+def _unit_factors() -> tuple:
+    """(pattern of a unit after a number, metres per unit), from geoql.nl's unit words."""
+    out = []
+    for unit, factor in _FACTORS.items():
+        words = sorted(nl_cues.distance_unit_words().get(unit, ()), key=len, reverse=True)
+        spaced = [re.escape(w) for w in words if not any(spaceless(ch) for ch in w)]
+        glued = [re.escape(w) for w in words if any(spaceless(ch) for ch in w)]
+        alts = ([r"(?:" + "|".join(spaced) + r")(?!\w)"] if spaced else []) + glued
+        out.append((re.compile(_RANGE + "(?:" + "|".join(alts) + ")", re.I), factor))
+    return tuple(out)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,.\u00a0\u202f' ])\d{3})(?:\1\d{3})*(?![\d])")
 
@@ -219,7 +213,7 @@ def _read_numbers(text: str) -> tuple[tuple, frozenset]:
             except InvalidOperation:
                 continue
             numbers.append((value, _decimals(form), False))
-            for unit, factor in _UNIT_FACTORS:
+            for unit, factor in _unit_factors():
                 if unit.match(text, m.end()):
                     numbers.append((value * factor, 0, True))
     for m in _GROUPED.finditer(text):
@@ -227,7 +221,7 @@ def _read_numbers(text: str) -> tuple[tuple, frozenset]:
         digits.add(whole)
         value = Decimal(whole)
         numbers.append((value, 0, False))
-        for unit, factor in _UNIT_FACTORS:
+        for unit, factor in _unit_factors():
             if unit.match(text, m.end()):
                 numbers.append((value * factor, 0, True))
     return tuple(numbers), frozenset(digits)
@@ -318,7 +312,7 @@ def _read_periods(words: tuple[str, ...], joined: str) -> tuple:
         elif any(tuple(before[j:]) in one for j in range(len(before))):
             count = 1.0
         periods.add((count * _DAYS[unit] if count is not None else None, unit))
-    for m in re.finditer(r"(\d+)?\s*(分钟|分鐘|小时|小時|天|周|週|星期|个月|個月|年)", joined):
+    for m in (cues["glued"].finditer(joined) if cues["glued"] else ()):
         unit = units.get(m.group(2))
         if unit:
             periods.add((float(m.group(1)) * _DAYS[unit] if m.group(1) else None, unit))
@@ -623,7 +617,7 @@ _STOP = {"with", "that", "which", "where", "and", "or", "but", "having", "tagged
 
 
 def _latin(token: str) -> bool:
-    return all(not ch.isalpha() or "LATIN" in unicodedata.name(ch, "") for ch in token)
+    return all(not ch.isalpha() or script_of(ch) == "Latin" for ch in token)
 
 
 def name_spans(nl: str, *, quoted: bool = True) -> list[str]:
@@ -802,7 +796,8 @@ def measure(requests: Iterable[str], queries: Iterable[str], *,
 
 
 # Bump when learn_place_aliases changes what it learns: cached files of another version are ignored.
-ALIASES_VERSION = 1
+# 2: folding is geoql.nl.text.fold (kana keep their marks).
+ALIASES_VERSION = 2
 
 
 @lru_cache(maxsize=4)

@@ -63,8 +63,12 @@ class Token:
     number: bool
 
 
+_fold = lru_cache(maxsize=1 << 16)(fold)  # requests repeat their words: fold each once
+
+
 def tokens(text: str) -> list[Token]:
     """The tokens of ``text`` (NFKC-normalised by the caller when spans matter)."""
+    fold = _fold
     out: list[Token] = []
     for m in _TOKEN.finditer(text):
         word, start = m.group(), m.start()
@@ -146,7 +150,11 @@ class Matcher:
         """Non-overlapping ``(start, end, payload)`` matches, left to right (token indexes)."""
         out = []
         i = 0
+        by_first, prefixed = self._by_first, self._prefixed
         while i < len(toks):
+            if not prefixed and toks[i].fold not in by_first:
+                i += 1
+                continue
             hit = self.match_at(toks, i, taken)
             if hit:
                 out.append((i, hit[0], hit[1]))
@@ -183,3 +191,59 @@ def script_is_spaceless(text: str) -> bool:
 
 def is_latin(text: str) -> bool:
     return all(script_of(ch) in ("Latin", "Common") for ch in text)
+
+
+# ------------------------------------------------------------------ every language at once
+# What geoql.eval.faithfulness asks: does a request support a constant of a query? It
+# reads the words of every table, since a request's language is not known there.
+
+
+@lru_cache(maxsize=1)
+def output_words() -> dict[str, tuple[str, ...]]:
+    """Output kind (``count``, ``geom``, ``center``, ``csv``, ``meta``) -> every cue word
+    that asks for it or supports it, in every language (``output`` and ``output_support``)."""
+    out: dict[str, list[str]] = {}
+    for t in all_tables().values():
+        for section in ("output", "output_support"):
+            for kind, words in t[section].items():
+                out.setdefault(kind, []).extend(words)
+    return {kind: tuple(dict.fromkeys(words)) for kind, words in out.items()}
+
+
+@lru_cache(maxsize=1)
+def month_names() -> dict[str, int]:
+    """Folded month name (any language, any listed form) -> month number."""
+    out: dict[str, int] = {}
+    for t in all_tables().values():
+        for i, forms in enumerate(t["months"]):
+            for form in forms:
+                out.setdefault(fold(form), i + 1)
+    return out
+
+
+@lru_cache(maxsize=1)
+def time_unit_words() -> dict[str, str]:
+    """Folded word of a time unit (any language) -> ``minute``, ``hour``, ``day``, ``week``,
+    ``month`` or ``year``."""
+    out: dict[str, str] = {}
+    for t in all_tables().values():
+        for unit, words in t["time"]["units"].items():
+            for w in words:
+                out.setdefault(fold(w), unit)
+    return out
+
+
+@lru_cache(maxsize=1)
+def one_words() -> tuple[str, ...]:
+    """Words that mean one unit before a time unit ("a", "last", "letzte", "上", "지난")."""
+    return tuple(dict.fromkeys(w for t in all_tables().values() for w in t["time"]["one"]))
+
+
+@lru_cache(maxsize=1)
+def distance_unit_words() -> dict[str, tuple[str, ...]]:
+    """Distance unit (``m``, ``km``, ``mi``, ``ft``) -> its words in every language."""
+    out: dict[str, list[str]] = {}
+    for t in all_tables().values():
+        for unit, words in t["units"].items():
+            out.setdefault(unit, []).extend(words)
+    return {unit: tuple(dict.fromkeys(words)) for unit, words in out.items()}

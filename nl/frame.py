@@ -378,6 +378,15 @@ class _Reader:
     def span(self, i: int, j: int) -> str:
         return self.text[self.toks[i].start:self.toks[j - 1].end].strip()
 
+    def find(self, matcher: Matcher, skip_taken: bool, end_only: bool = False) -> list[tuple[int, int, object]]:
+        """The matcher's cues in the request; in Korean only those that start a word (a
+        stem: "노드와") or end one (a particle: "7725447이"): a syllable is a token, and
+        "수" inside "호수는" is no cue."""
+        hits = matcher.find(self.toks, self.taken if skip_taken else None)
+        if self.lex.post_word_end:
+            hits = [h for h in hits if self._word_end(h[1]) or (not end_only and self._word_end(h[0]))]
+        return hits
+
     def take(self, i: int, j: int) -> None:
         for k in range(max(i, 0), min(j, self.n)):
             self.taken[k] = True
@@ -495,7 +504,7 @@ class _Reader:
             if add(t.start, toks[y].text, month, toks[day].text if day is not None else 1):
                 self.take(min(i, y, day if day is not None else i), max(i, y, day if day is not None else i) + 1)
         # "since 2020", "seit 2020", "2020年以来": a year after (or before) a since-cue
-        for s, e, _ in self.lex.since.find(toks):
+        for s, e, _ in self.find(self.lex.since, False):
             for k in (e, e + 1, s - 1, s - 2):
                 if 0 <= k < self.n and toks[k].number and _YEAR.match(toks[k].text) and not self.taken[k]:
                     add(toks[k].start, toks[k].text)
@@ -503,7 +512,7 @@ class _Reader:
                     self.take(s, e)
                     break
         starts = {pos for pos, _ in found}
-        for s, e, _ in self.lex.since.find(toks, self.taken):
+        for s, e, _ in self.find(self.lex.since, True):
             if e < self.n and toks[e].start in starts:  # "since November 1, 2018"
                 self.take(s, e)
         found.sort()
@@ -511,7 +520,7 @@ class _Reader:
 
     def periods(self) -> None:
         lex, toks, f = self.lex, self.toks, self.frame
-        for s, e, _ in lex.last.find(toks, self.taken):
+        for s, e, _ in self.find(lex.last, True):
             k = e
             count = 1.0
             if s > 0 and toks[s - 1].number and not self.taken[s - 1]:  # "les 3 derniers jours"
@@ -530,7 +539,7 @@ class _Reader:
                     n = int(count) if count == int(count) else count
                     f.periods.append(f"{n} {unit}{'s' if n != 1 else ''}")
                     self.take(s, hit[0])
-        for s, e, period in lex.relative.find(toks, self.taken):
+        for s, e, period in self.find(lex.relative, True):
             f.periods.append(period)
             self.take(s, e)
         f.periods = list(dict.fromkeys(f.periods))
@@ -590,7 +599,7 @@ class _Reader:
         lex, toks, f = self.lex, self.toks, self.frame
         cue_at: list[tuple[str, int, int] | None] = [None] * self.n
         for matcher, prefix in ((lex.ids, "id:"), (lex.types, ""), (lex.users, "")):
-            for s, e, kind in matcher.find(toks):
+            for s, e, kind in self.find(matcher, False):
                 for k in range(s, e):
                     if cue_at[k] is None:
                         cue_at[k] = (prefix + kind if prefix else (kind if matcher is lex.types else "user"), s, e)
@@ -629,7 +638,7 @@ class _Reader:
                 j += 1
             last_end = j
         # a user name after a user cue: the next token (names with spaces come quoted)
-        for s, e, _ in lex.users.find(toks):
+        for s, e, _ in self.find(lex.users, False):
             if e < self.n and not self.taken[e] and not toks[e].number:
                 nxt = toks[e]
                 if nxt.fold in lex.stop_words or nxt.fold in _LIST_WORDS or nxt.spaceless \
@@ -686,18 +695,18 @@ class _Reader:
         return word
 
     def view(self) -> None:
-        for s, e, _ in self.lex.view.find(self.toks, self.taken):
+        for s, e, _ in self.find(self.lex.view, True):
             self.frame.in_view = True
             self.take(s, e)
 
     def outputs(self) -> None:
-        for s, e, kind in self.lex.output.find(self.toks, self.taken):
+        for s, e, kind in self.find(self.lex.output, True):
             self.frame.output.add(kind)
             self.take(s, e)
 
     def types(self) -> None:
         # read past other steps: "ways with the IDs 1, 2" names ways as ids do
-        for s, e, kind in self.lex.types.find(self.toks):
+        for s, e, kind in self.find(self.lex.types, False):
             self.frame.types.add(kind)
             self.take(s, e)
 
@@ -761,7 +770,7 @@ class _Reader:
         # a request written all in lower case ("cafes in heidelberg") names places in lower case too
         lowercase = not any(t.upper for t in toks)
         found: list[tuple[int, int]] = []
-        for s, e, _ in lex.preps.find(toks, self.taken):
+        for s, e, _ in self.find(lex.preps, True):
             if self.gap(s).endswith("-") or (e < self.n and self.gap(e).startswith("-")):
                 continue  # "in-patient", "Rhein-in-..." : part of a word
             k = e
@@ -824,7 +833,7 @@ class _Reader:
             if _BREAK.search(self.gap(k)):
                 starts.add(k)
         after_prep = set()
-        for s, e, _ in lex.preps.find(toks, self.taken):
+        for s, e, _ in self.find(lex.preps, True):
             starts.add(e)
             after_prep.add(e)
         later: list[int] = []
@@ -913,13 +922,11 @@ class _Reader:
     def content(self) -> None:
         lex, toks, f = self.lex, self.toks, self.frame
         is_stop = [False] * self.n
-        for s, e, _ in lex.stop.find(toks, self.taken):
-            if lex.post_word_end and not self._word_end(e):
-                continue  # a Korean particle ends a word: "이" in "7725447이", not in "이름"
+        for s, e, _ in self.find(lex.stop, True, end_only=True):  # "이" in "7725447이", not in "이름"
             for k in range(s, e):
                 is_stop[k] = True
         neg = [False] * self.n
-        for s, e, _ in lex.neg_before.find(toks, self.taken):
+        for s, e, _ in self.find(lex.neg_before, True):
             for k in range(s, e):
                 is_stop[k] = True
             k = e
@@ -931,7 +938,7 @@ class _Reader:
                 neg[k] = True
                 k += 1
         after_neg = [False] * self.n
-        for s, e, _ in lex.neg_after.find(toks, self.taken):
+        for s, e, _ in self.find(lex.neg_after, True):
             for k in range(s, e):
                 is_stop[k] = True
                 after_neg[k] = True
@@ -964,7 +971,7 @@ class _Reader:
 
     def _word_end(self, e: int) -> bool:
         """Token ``e`` starts a new word (or the text ends there)."""
-        return e >= self.n or bool(self.gap(e)) or self.toks[e].spaceless != self.toks[e - 1].spaceless
+        return e <= 0 or e >= self.n or bool(self.gap(e)) or self.toks[e].spaceless != self.toks[e - 1].spaceless
 
     def _neg_follows(self, j: int, after_neg, is_stop) -> bool:
         """A negation after its phrase ("名前のない", "이름 없는"), past particles."""

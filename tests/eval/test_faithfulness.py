@@ -188,6 +188,40 @@ def test_names_users_and_output_cues_in_three_languages():
     assert _found("primary roads", geom) == {("output", "geom")}
 
 
+
+# The cue words come from geoql.nl's tables (nl/cues/<lang>.json), every language at once.
+@pytest.mark.parametrize("nl", [
+    "¿Cuántas farmacias hay?", "Quante farmacie ci sono?", "Quantas farmácias existem?", "Сколько аптек?",
+    "有多少家药店？", "有幾多間藥房？", "薬局は何件ありますか？", "약국이 몇 개 있습니까?",
+])
+def test_count_cues_in_every_language(nl):
+    count = '[out:csv(::count)];nwr[amenity=pharmacy];out count;'
+    assert unsupported_constants(nl, count) == [], nl
+
+
+@pytest.mark.parametrize("nl, period", [
+    ("Магазины, измененные за последнюю неделю", "1 week"), ("先週編集された店", "1 week"),
+    ("过去3天内修改过的商店", "3 days"), ("지난 3일 동안 수정된 상점", "3 days"),
+    ("tiendas modificadas en los últimos 3 días", "3 days"),
+])
+def test_periods_in_every_language(nl, period):
+    assert unsupported_constants(nl, f'nwr(newer:"{{{{date:{period}}}}}");out;') == [], nl
+
+
+@pytest.mark.parametrize("nl, date", [
+    ("Какие узлы были отредактированы 11 февраля 2019 года?", "2019-02-11"),
+    ("¿Qué nodos fueron editados el 11 de febrero de 2019?", "2019-02-11"),
+])
+def test_month_names_in_every_language(nl, date):
+    assert unsupported_constants(nl, f'node(changed:"{date}T00:00:00Z","{date}T23:59:59Z");out;') == [], nl
+
+
+@pytest.mark.parametrize("nl", ["почтовые ящики в радиусе 5 км от Катманду", "距离学校5公里以内的公园",
+                                "学校から5キロメートル以内の公園", "학교에서 5킬로미터 이내의 공원"])
+def test_distance_units_in_every_language(nl):
+    found = unsupported_constants(nl, "nwr(around:5000,27.7,85.3);out;")
+    assert [c.where for c in found] == ["around coords", "around coords"], nl  # 5 km is 5000 m
+
 def test_regex_names_give_their_words():
     query = 'nwr["name"~"^(Aldi|Lidl)$"];out;'
     assert _found("Aldi or Lidl", query) == set()
