@@ -1,22 +1,30 @@
-"""``geoql eval``: score a prediction file with the official OverpassNL metrics."""
+"""``geoql eval``: score a prediction file with the official OverpassNL metrics.
+
+    geoql eval --pred runs/dev.pred --split dev
+    geoql eval --pred runs/de.pred --gold ../shared/osmnl/dev.de.query --requests ../shared/osmnl/dev.de.nl
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from geoql.eval.report import EvalConfig, evaluate, help_of
+from geoql.eval.report import EvalConfig, EvalInputError, evaluate, help_of
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "eval",
         help="score predictions (EM, chrF, KVS, TreeS, OQS; optionally EX)",
-        description="Score a prediction file against an OverpassNL split with the official metrics, "
-        "for all examples and the hard subset, with a failure analysis.",
+        description="Score a prediction file against an OverpassNL split (or any gold file in its format, "
+        "--gold) with the official metrics, for all examples and the hard subset, with a failure analysis.",
     )
     parser.add_argument("--pred", required=True, metavar="FILE", help=help_of("pred"))
-    parser.add_argument("--split", default="dev", choices=("dev", "test"), help=help_of("split"))
+    parser.add_argument("--split", choices=("dev", "test"), help=help_of("split") + " (default: dev)")
     parser.add_argument("--data-dir", metavar="DIR", help=help_of("data_dir"))
+    parser.add_argument("--gold", metavar="FILE", help=help_of("gold"))
+    parser.add_argument("--requests", metavar="FILE", help=help_of("requests"))
+    parser.add_argument("--bbox", metavar="FILE", help=help_of("bbox"))
+    parser.add_argument("--unsupported", action="store_true", help=help_of("unsupported"))
     parser.add_argument("--json", dest="json_out", metavar="OUT", help=help_of("json_out"))
     parser.add_argument("--per-example", dest="per_example_out", metavar="OUT.jsonl", help=help_of("per_example_out"))
     parser.add_argument("--compare", metavar="OTHER_PRED", help=help_of("compare"))
@@ -28,10 +36,16 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.gold and args.split:
+        raise EvalInputError("--split and --gold both name the gold queries: give one of them")
     config = EvalConfig(
         pred=args.pred,
-        split=args.split,
+        split=args.split or "dev",
         data_dir=args.data_dir,
+        gold=args.gold,
+        requests=args.requests,
+        bbox=args.bbox,
+        unsupported=args.unsupported,
         json_out=args.json_out,
         per_example_out=args.per_example_out,
         compare=args.compare,

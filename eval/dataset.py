@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from geoql.core.errors import GeoqlError
+from geoql.core.errors import GeoqlError, UserError
 from geoql.core.files import replace_dir
 from geoql.core.paths import user_dir
 
@@ -57,6 +57,10 @@ FIX_HINT = (
 
 class DatasetError(GeoqlError):
     """The dataset directory is missing, incomplete or corrupt (one-line message)."""
+
+
+class ExampleFilesError(DatasetError, UserError):
+    """A gold / request / bbox file given by the user is missing, empty, not UTF-8 or of another length."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,55 @@ def load_split(split: str, data_dir: str | os.PathLike | None = None) -> list[Ex
         raise DatasetError(f"unknown split {split!r}; choose one of {', '.join(SPLIT_SIZES)}")
     path = resolve_data_dir(data_dir)
     return list(_load_split_cached(str(path.resolve()), split))
+
+
+def read_example_lines(path: str | os.PathLike, option: str) -> list[str]:
+    """The lines of one user-given file in the dataset's format (one example a line, UTF-8).
+
+    ``option`` names the flag the path came from, for the error message.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        what = "is a directory" if p.is_dir() else "does not exist"
+        raise ExampleFilesError(f"{p} {what}; pass an existing file to {option}")
+    try:
+        lines = _read_lines(p)
+    except DatasetError:
+        raise ExampleFilesError(f"{p} is not UTF-8 text; {option} wants a UTF-8 file, one example a line") from None
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    while lines and not lines[-1].strip():
+        lines.pop()  # blank lines at the end are not examples
+    if not lines:
+        raise ExampleFilesError(f"{p} is empty; {option} wants one example a line")
+    return lines
+
+
+def load_examples(gold: str | os.PathLike, requests: str | os.PathLike | None = None,
+                  bbox: str | os.PathLike | None = None, *, name: str | None = None,
+                  options: tuple[str, str, str] = ("--gold", "--requests", "--bbox")) -> list[Example]:
+    """Examples from a gold query file and, optionally, its request and bbox files.
+
+    Any triple in the dataset's format works (``dataset.dev.{query,nl,bbox}``, OsmNL's
+    ``dev.de.{query,nl,bbox}``): line ``i`` of each file is example ``i``. Missing
+    requests or boxes are ``""``. ``name`` (default: the gold file's name without
+    ``.query``) becomes :attr:`Example.split`; ``options`` name the three files in messages.
+    """
+    gold_option, requests_option, bbox_option = options
+    golds = read_example_lines(gold, gold_option)
+    columns = {}
+    for option, path in ((requests_option, requests), (bbox_option, bbox)):
+        if path is None:
+            continue
+        lines = read_example_lines(path, option)
+        if len(lines) != len(golds):
+            raise ExampleFilesError(
+                f"{path} has {len(lines)} lines but {gold} has {len(golds)}; "
+                f"{option} and {gold_option} must be files of the same examples, line i with line i")
+        columns[option] = lines
+    label = name or Path(gold).name.removesuffix(".query")
+    nls = columns.get(requests_option, [""] * len(golds))
+    boxes = columns.get(bbox_option, [""] * len(golds))
+    return [Example(label, i, nl, q, b) for i, (nl, q, b) in enumerate(zip(nls, golds, boxes))]
 
 
 def hard_subset(examples: list[Example]) -> list[int]:

@@ -1,9 +1,11 @@
 """Batch evaluation of a prediction file, and the failure analysis behind it.
 
 ``evaluate(EvalConfig(...))`` is what ``geoql eval`` runs: it reads the
-predictions, scores them with :mod:`geoql.eval.metrics`, aggregates over all examples
-and the hard subset, and analyses where the score is lost (parse failures, KVS
-buckets, counterfactual ceilings and, against a second system, the churn).
+predictions, scores them with :mod:`geoql.eval.metrics` against an OverpassNL split or
+any gold file (``--gold``), aggregates over all examples and the hard subset, and
+analyses where the score is lost (parse failures, KVS buckets, counterfactual ceilings,
+optionally the constants the requests do not support and, against a second system,
+the churn).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
-from geoql.core.errors import GeoqlError
+from geoql.core.errors import UserError
 from geoql.core.files import check_writable_dir, write_atomic
-from geoql.eval.dataset import DatasetError, hard_subset, load_split
+from geoql.eval.dataset import DatasetError, Example, hard_subset, load_examples, load_split
 from geoql.eval.execution import evaluate_execution
+from geoql.eval.faithfulness import CORE_KINDS, RateReport, measure, train_place_aliases
 from geoql.eval.metrics import Scorer, Scores, aggregate, get_scorer
 from geoql.osm.overpass import OverpassError
 
@@ -28,7 +31,7 @@ CATASTROPHIC_OQS = 0.10
 METRIC_COLUMNS = (("em", "EM"), ("chrf", "chrF"), ("kvs", "KVS"), ("tree", "TreeS"), ("oqs", "OQS"))
 
 
-class EvalInputError(GeoqlError, ValueError):
+class EvalInputError(UserError, ValueError):
     """A prediction file or an option is unusable (one-line message naming the fix)."""
 
 
@@ -37,6 +40,14 @@ class EvalConfig:
     pred: str = field(metadata={"help": "predictions: one query per line (official format) or JSONL with a 'query' field"})
     split: str = field(default="dev", metadata={"help": "the split the predictions are for (dev or test)"})
     data_dir: str | None = field(default=None, metadata={"help": "OverpassNL directory (default: $GEOQL_DATA_DIR, else a downloaded copy)"})
+    gold: str | None = field(default=None, metadata={
+        "help": "score against this gold file (one query per line, e.g. an OsmNL dev.de.query) instead of a split"})
+    requests: str | None = field(default=None, metadata={
+        "help": "with --gold: the requests, line i for gold line i (e.g. dev.de.nl); needed by --unsupported"})
+    bbox: str | None = field(default=None, metadata={
+        "help": "with --gold: the boxes (south,west,north,east a line, e.g. dev.de.bbox); needed by --execution"})
+    unsupported: bool = field(default=False, metadata={
+        "help": "also count the predictions with a place, name, id, user or date their request does not support"})
     json_out: str | None = field(default=None, metadata={"help": "write the corpus figures (percent) to this JSON file"})
     per_example_out: str | None = field(default=None, metadata={"help": "write per-example scores to this JSONL file"})
     compare: str | None = field(default=None, metadata={"help": "a second prediction file (the 'before' system) to compute the churn against"})
@@ -48,6 +59,14 @@ class EvalConfig:
     def __post_init__(self):
         if self.split not in ("dev", "test"):
             raise EvalInputError(f"split must be dev or test, got {self.split!r}; pass --split dev or --split test")
+        if self.gold is None:
+            for option, value in (("--requests", self.requests), ("--bbox", self.bbox)):
+                if value:
+                    raise EvalInputError(f"{option} goes with --gold FILE (a split has its own); add --gold or drop {option}")
+        elif self.unsupported and not self.requests:
+            raise EvalInputError("--unsupported compares each query with its request: add --requests FILE")
+        elif self.execution and not self.bbox:
+            raise EvalInputError("--execution with --gold runs each query in its box: add --bbox FILE")
         for option, value in (("--pred", self.pred), ("--compare", self.compare)):
             if value and not Path(value).is_file():
                 raise EvalInputError(f"prediction file {value} does not exist; pass an existing file to {option}")
@@ -72,12 +91,13 @@ def help_of(name: str) -> str:
 
 # -- predictions ---------------------------------------------------------------
 
-def read_predictions(path: str | os.PathLike, expected: int | None = None) -> list[str]:
+def read_predictions(path: str | os.PathLike, expected: int | None = None, *, against: str = "the split") -> list[str]:
     """Read a prediction file: one query per line, or JSONL rows with a ``query`` field.
 
     Lines are stripped like the official evaluation does.  JSONL is recognised
     by the ``.jsonl`` suffix or by a first line that is a JSON object with a
     ``query`` field; rows that all carry an ``index`` are put in index order.
+    ``against`` names what ``expected`` counts, for the error message.
     """
     p = Path(path)
     if not p.is_file():
@@ -99,7 +119,7 @@ def read_predictions(path: str | os.PathLike, expected: int | None = None) -> li
         queries = [line.strip() for line in lines]
     if expected is not None and len(queries) != expected:
         raise EvalInputError(
-            f"{p} has {len(queries)} predictions but the split has {expected} examples; "
+            f"{p} has {len(queries)} predictions but {against} has {expected} examples; "
             "write exactly one query per line (empty line for no answer), in dataset order"
         )
     return queries
@@ -330,19 +350,65 @@ class EvalResult:
     text: str  # what the command prints
 
 
+def load_gold(config: EvalConfig) -> tuple[list[Example], str]:
+    """The examples ``config`` scores against, and how to name them: a split or ``--gold`` files."""
+    if config.gold:
+        return load_examples(config.gold, config.requests, config.bbox), f"the gold file {config.gold}"
+    return load_split(config.split, config.data_dir), f"the {config.split} split"
+
+
+def unsupported_rates(requests: Sequence[str], preds: Sequence[str], golds: Sequence[str] | None = None, *,
+                      data_dir: str | None = None, aliases=None) -> dict:
+    """Shares (percent) of queries with a place, name, id, user or date (``CORE_KINDS``) that
+    their request does not support: ``pred`` and, given ``golds``, ``gold``.
+
+    Other spellings of places learned from the OverpassNL train split (``data_dir``, else
+    ``$GEOQL_DATA_DIR``) count as support, as in ``Compilation.unsupported``.
+    """
+    if aliases is None:
+        aliases = train_place_aliases(data_dir)
+    reports = {"pred": measure(requests, preds, aliases=aliases)}
+    if golds is not None:
+        reports["gold"] = measure(requests, golds, aliases=aliases)
+    result = {name: _rate(r) for name, r in reports.items()}
+    result["aliases"] = len(aliases)
+    result["examples"] = [
+        {"line": line, "request": nl, "values": values}
+        for kind in CORE_KINDS for line, nl, values in reports["pred"].examples.get(kind, [])[:2]
+    ]
+    return result
+
+
+def _rate(report: RateReport) -> dict:
+    return {"core": report.share(report.any_core) * 100, "any": report.share(report.any_kind) * 100,
+            "by_kind": {k: report.share(report.by_kind[k]) * 100 for k in CORE_KINDS}, "n": report.total}
+
+
+def format_unsupported(rates: dict) -> str:
+    """The ``--unsupported`` lines of the report."""
+    pred = rates["pred"]
+    line = f"  unsupported constants ({'/'.join(CORE_KINDS)}): {pred['core']:.1f}% of the predictions"
+    if "gold" in rates:
+        line += f", {rates['gold']['core']:.1f}% of the gold queries"
+    lines = [line, "    by kind: " + ", ".join(f"{k} {v:.1f}%" for k, v in pred["by_kind"].items())]
+    for row in rates["examples"][:5]:
+        lines.append(f"    line {row['line']}: {', '.join(row['values'])[:60]} <- {row['request'][:70]}")
+    return "\n".join(lines)
+
+
 def evaluate(config: EvalConfig, scorer: Scorer | None = None) -> EvalResult:
-    """Score ``config.pred`` on ``config.split``, write the requested files, return the report."""
+    """Score ``config.pred`` on ``config.split`` (or ``config.gold``), write the requested files, return the report."""
     scorer = scorer or get_scorer()
-    examples = load_split(config.split, config.data_dir)
+    examples, against = load_gold(config)
     golds = [e.query.strip() for e in examples]
-    preds = read_predictions(config.pred, expected=len(examples))
+    preds = read_predictions(config.pred, expected=len(examples), against=against)
     # read the second file now: a bad --compare file should fail before any scoring
-    other = read_predictions(config.compare, expected=len(examples)) if config.compare else None
+    other = read_predictions(config.compare, expected=len(examples), against=against) if config.compare else None
     with _collector_paused():
         scores = scorer.score_many(preds, golds, progress=config.progress)
         before = scorer.score_many(other, golds, progress=config.progress) if other is not None else None
     try:
-        hard = hard_subset(examples)
+        hard = None if config.gold else hard_subset(examples)
     except DatasetError:
         hard = None  # no difficulty file in this copy: report all examples only
 
@@ -351,7 +417,8 @@ def evaluate(config: EvalConfig, scorer: Scorer | None = None) -> EvalResult:
     if hard is not None:
         figures["hard"] = subset(scores, hard)
         rows["hard"] = figures["hard"]
-    sections = [f"{config.split}: {len(preds)} predictions from {config.pred}", format_table(rows)]
+    title = f"{config.gold} (gold)" if config.gold else config.split
+    sections = [f"{title}: {len(preds)} predictions from {config.pred}", format_table(rows)]
 
     if before is not None:
         other_rows = {"all": aggregate(before)}
@@ -360,12 +427,17 @@ def evaluate(config: EvalConfig, scorer: Scorer | None = None) -> EvalResult:
         sections.append(f"--compare {config.compare}\n" + format_table(other_rows))
 
     failures = parse_failures(preds, scorer)
-    sections.append(format_analysis(scores, failures))
+    analysis = format_analysis(scores, failures)
     figures["analysis"] = {
         "kvs_buckets": kvs_buckets(scores),
         "ceilings": ceilings(scores),
         "parse_failures": {k: v for k, v in failures.items() if k != "messages"},
     }
+    if config.unsupported:
+        rates = unsupported_rates([e.nl for e in examples], preds, golds, data_dir=config.data_dir)
+        analysis += "\n" + format_unsupported(rates)
+        figures["analysis"]["unsupported"] = rates
+    sections.append(analysis)
     if before is not None:
         c = churn(before, scores)
         sections.append(format_churn(c))
@@ -383,7 +455,7 @@ def evaluate(config: EvalConfig, scorer: Scorer | None = None) -> EvalResult:
         rows_out = []
         for i, (pred, gold, s) in enumerate(zip(preds, golds, scores)):
             features = scorer.features(pred)
-            row = {"index": i, "pred": pred, "gold": gold, **s.as_dict(), "hard": i in hard_set,
+            row = {"index": i, "nl": examples[i].nl, "pred": pred, "gold": gold, **s.as_dict(), "hard": i in hard_set,
                    "xml_ok": features.xml_ok, "converter_errors": list(features.errors[:3])}
             row["em"] = int(row["em"])
             if i < len(per_ex) and isinstance(per_ex[i], dict):

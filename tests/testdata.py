@@ -25,6 +25,16 @@ def data_dir() -> Path:
     return path
 
 
+def osmnl_dir() -> Path:
+    """The OsmNL dev files (``dev.<lang>.{nl,query,bbox}``): ``$GEOQL_OSMNL_DIR``, else ``osmnl``
+    next to the OverpassNL copy (CI has ``../shared/osmnl``). Missing, the tests that need it fail."""
+    configured = os.environ.get("GEOQL_OSMNL_DIR")
+    path = Path(configured) if configured else data_dir().parent / "osmnl"
+    if not (path / "dev.en.nl").is_file():
+        pytest.fail(f"OsmNL dev files not found at {path}: set GEOQL_OSMNL_DIR", pytrace=False)
+    return path
+
+
 @lru_cache(maxsize=None)
 def reference_rows(name: str) -> tuple[dict, ...]:
     with open(data_dir() / "reference" / name, encoding="utf-8") as f:

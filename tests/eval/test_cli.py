@@ -11,7 +11,7 @@ import pytest
 from geoql.app.cli import main
 from geoql.eval.metrics import Scorer
 from geoql.eval.report import EvalConfig, evaluate, read_predictions
-from testdata import reference_rows
+from testdata import osmnl_dir, reference_rows
 
 KNN_ROWS = reference_rows("knn_dev.official_scores.jsonl")
 
@@ -228,3 +228,142 @@ def test_unreachable_overpass_is_a_clear_error(capsys, tmp_path, bbox_only_data)
         "--overpass-url", f"http://127.0.0.1:{port}/api/interpreter", "--cache-dir", tmp_path / "cache", "--no-progress",
     )
     assert rc == 2 and "execution stopped" in err and err.count("\n") == 1
+
+
+# -- any gold file: --gold / --requests / --bbox ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def osmnl():
+    return osmnl_dir()
+
+
+def test_gold_file_scores_like_the_split(capsys, tmp_path, knn_pred, overpassnl_dir):
+    """The dev split's own query file as --gold gives the split's figures (without the hard subset)."""
+    split_json, gold_json = tmp_path / "split.json", tmp_path / "gold.json"
+    assert _eval(capsys, "--pred", knn_pred, "--data-dir", overpassnl_dir, "--json", split_json, "--no-progress")[0] == 0
+    rc, out, err = _eval(capsys, "--pred", knn_pred, "--gold", overpassnl_dir / "dataset.dev.query",
+                         "--requests", overpassnl_dir / "dataset.dev.nl", "--json", gold_json, "--no-progress")
+    assert rc == 0, err
+    split, gold = json.loads(split_json.read_text()), json.loads(gold_json.read_text())
+    assert {k: gold[k] for k in ("oqs", "kvs", "tree", "chrf", "em", "n")} == {k: split[k] for k in ("oqs", "kvs", "tree", "chrf", "em", "n")}
+    assert gold["analysis"] == split["analysis"] and "hard" not in gold
+    assert "dataset.dev.query (gold): 1000 predictions" in out and "KVS buckets" in out and "hard " not in out
+
+
+def test_osmnl_language_with_its_failure_analysis_and_unsupported_constants(capsys, tmp_path, overpassnl_dir, osmnl):
+    """OverpassNL's dev gold scored against the German OsmNL files: the command's full report."""
+    out_json, out_rows = tmp_path / "de.json", tmp_path / "de.jsonl"
+    rc, out, err = _eval(capsys, "--pred", overpassnl_dir / "dataset.dev.query", "--gold", osmnl / "dev.de.query",
+                         "--requests", osmnl / "dev.de.nl", "--unsupported", "--data-dir", overpassnl_dir,
+                         "--json", out_json, "--per-example", out_rows, "--no-progress")
+    assert rc == 0, err
+    figures = json.loads(out_json.read_text())
+    golds = (osmnl / "dev.de.query").read_text(encoding="utf-8").splitlines()
+    preds = (overpassnl_dir / "dataset.dev.query").read_text(encoding="utf-8").splitlines()
+    from geoql.eval.metrics import corpus
+
+    expected = corpus([p.strip() for p in preds], [g.strip() for g in golds])
+    for key in ("oqs", "kvs", "tree", "chrf", "em"):
+        assert figures[key] == pytest.approx(expected[key], abs=1e-9)
+    # about 267 of the 1,000 OsmNL gold queries are OverpassNL's own (the directory's README)
+    assert 26.0 <= figures["em"] <= 27.0
+    rates = figures["analysis"]["unsupported"]
+    assert 0 < rates["pred"]["core"] < 100 and 0 < rates["gold"]["core"] < 100 and rates["aliases"] > 0
+    assert "unsupported constants (place/name/id/user/date)" in out and "of the gold queries" in out
+    rows = [json.loads(line) for line in out_rows.read_text(encoding="utf-8").splitlines()]
+    assert rows[6]["nl"] == (osmnl / "dev.de.nl").read_text(encoding="utf-8").splitlines()[6]
+    assert not any(r["hard"] for r in rows)
+
+
+def test_a_prediction_identical_to_the_gold_is_as_faithful_as_the_gold(tmp_path, osmnl):
+    result = evaluate(EvalConfig(pred=str(osmnl / "dev.fr.query"), gold=str(osmnl / "dev.fr.query"),
+                                 requests=str(osmnl / "dev.fr.nl"), unsupported=True, progress=False))
+    assert result.figures["oqs"] == 100.0 and result.figures["em"] == 100.0
+    rates = result.figures["analysis"]["unsupported"]
+    assert rates["pred"] == rates["gold"]
+
+
+def _lines(path, n=None):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines if n is None else lines[:n]
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("which", ["gold", "requests", "bbox"])
+def test_gold_files_of_other_lengths(capsys, tmp_path, osmnl, which):
+    files = {"gold": osmnl / "dev.ko.query", "requests": osmnl / "dev.ko.nl", "bbox": osmnl / "dev.ko.bbox"}
+    if which != "gold":
+        files[which] = _write(tmp_path / f"short.{which}", _lines(files[which], 999))
+    pred = osmnl / "dev.ko.query"
+    if which == "gold":  # the predictions are the other file
+        pred = _write(tmp_path / "short.pred", _lines(pred, 999))
+    rc, _, err = _eval(capsys, "--pred", pred, "--gold", files["gold"], "--requests", files["requests"],
+                       "--bbox", files["bbox"])
+    assert rc == 2 and err.count("\n") == 1, err
+    if which == "gold":
+        assert "has 999 predictions but the gold file" in err and "has 1000 examples" in err
+    else:
+        assert f"short.{which} has 999 lines but" in err and "has 1000" in err and "line i with line i" in err
+
+
+@pytest.mark.parametrize("option", ["--gold", "--requests", "--bbox"])
+@pytest.mark.parametrize("problem, message", [
+    ("missing", "does not exist; pass an existing file to"),
+    ("directory", "is a directory; pass an existing file to"),
+    ("empty", "is empty;"),
+    ("blank", "is empty;"),
+    ("latin1", "is not UTF-8 text;"),
+])
+def test_unusable_gold_files(capsys, tmp_path, osmnl, option, problem, message):
+    files = {"--gold": osmnl / "dev.ja.query", "--requests": osmnl / "dev.ja.nl", "--bbox": osmnl / "dev.ja.bbox"}
+    bad = tmp_path / "bad"
+    if problem == "directory":
+        bad.mkdir()
+    elif problem == "empty":
+        bad.write_bytes(b"")
+    elif problem == "blank":
+        bad.write_bytes(b"\n\n")
+    elif problem == "latin1":
+        bad.write_bytes("Café in Zürich\n".encode("latin-1"))
+    files[option] = bad
+    argv = ["--pred", osmnl / "dev.ja.query"]
+    for name, path in files.items():
+        argv += [name, path]
+    rc, _, err = _eval(capsys, *argv)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert message in err and str(bad) in err
+    if problem != "directory" and problem != "missing":
+        assert option in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--split", "dev", "--gold", "G"], "--split and --gold both name the gold queries"),
+    (["--requests", "R"], "--requests goes with --gold FILE"),
+    (["--bbox", "B"], "--bbox goes with --gold FILE"),
+    (["--gold", "G", "--unsupported"], "add --requests FILE"),
+    (["--gold", "G", "--execution"], "add --bbox FILE"),
+])
+def test_gold_option_mistakes(capsys, knn_pred, argv, message):
+    rc, _, err = _eval(capsys, "--pred", knn_pred, *argv)
+    assert rc == 2 and message in err and err.count("\n") == 1
+
+
+def test_execution_against_a_gold_file_with_its_boxes(capsys, tmp_path):
+    from fakes.servers import FakeOverpass, json_reply
+
+    gold = _write(tmp_path / "g.query", [GOLD] * 4)
+    boxes = _write(tmp_path / "g.bbox", ["49.40,8.68,49.42,8.71"] * 4)
+    preds = _write(tmp_path / "p.pred", [GOLD, OTHER, GOLD, GOLD])
+    out_json = tmp_path / "r.json"
+    with FakeOverpass() as server:
+        server.add('"cafe"', json_reply("heidelberg_cafes.json"))
+        rc, out, err = _eval(capsys, "--pred", preds, "--gold", gold, "--bbox", boxes, "--execution",
+                             "--overpass-url", server.url, "--cache-dir", tmp_path / "cache", "--json", out_json,
+                             "--no-progress")
+    assert rc == 0, err
+    assert "EX 75.00" in out
+    assert json.loads(out_json.read_text())["execution"]["n"] == 4

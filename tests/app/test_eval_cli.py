@@ -1,0 +1,247 @@
+"""``geoql eval-languages`` end to end: the real dispatcher, the OsmNL dev files, the OverpassNL dev
+gold, and the CPU default (a small trained model) for the compiling runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from geoql.app.cli import main
+from geoql.app.eval_cli import LanguagesConfig, run_languages
+from geoql.eval.metrics import corpus
+from testdata import osmnl_dir
+
+LANGS = ("en", "de", "fr", "ru", "zh", "yue", "ja", "ko")
+
+
+@pytest.fixture(scope="module")
+def osmnl():
+    return osmnl_dir()
+
+
+def _run(capsys, *argv):
+    rc = main(["eval-languages", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _lines(path, n=None):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines if n is None else lines[:n]
+
+
+def _write(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_osmnl(tmp_path, osmnl, overpassnl_dir):
+    """The first 8 lines of two OsmNL languages and of the OverpassNL dev gold (real data, cut short)."""
+    base = tmp_path / "osmnl"
+    for lang in ("de", "ja"):
+        for kind in ("nl", "query"):
+            _write(base / f"dev.{lang}.{kind}", _lines(osmnl / f"dev.{lang}.{kind}", 8))
+    ref = _write(tmp_path / "ref.query", _lines(overpassnl_dir / "dataset.dev.query", 8))
+    return base, ref
+
+
+@pytest.fixture
+def cpu_args(small_cpu_model_dir):
+    return ["-o", f"model_dir={small_cpu_model_dir}", "--no-progress"]
+
+
+# -- scoring files you have (--pred-dir) ------------------------------------------------------
+
+def test_every_language_against_both_golds(capsys, tmp_path, osmnl, overpassnl_dir):
+    """Each language's own gold as its predictions: 100 against itself, and against the OverpassNL
+    dev gold exactly what the metrics give for the two files."""
+    preds = tmp_path / "preds"
+    for lang in LANGS:
+        _write(preds / f"dev.{lang}.pred", _lines(osmnl / f"dev.{lang}.query"))
+    out_json = tmp_path / "t.json"
+    rc, out, err = _run(capsys, "--osmnl-dir", osmnl, "--pred-dir", preds, "--json", out_json,
+                        "--data-dir", overpassnl_dir)
+    assert rc == 0, err
+    figures = json.loads(out_json.read_text(encoding="utf-8"))
+    assert list(figures["languages"]) == list(LANGS)
+    ref = [q.strip() for q in _lines(overpassnl_dir / "dataset.dev.query")]
+    for lang in ("en", "zh"):  # the gold is the same in every language
+        row = figures["languages"][lang]
+        assert row["n"] == 1000 and row["vs_own"]["oqs"] == 100.0 and row["vs_own"]["em"] == 100.0
+        expected = corpus([q.strip() for q in _lines(osmnl / f"dev.{lang}.query")], ref)
+        for key in ("oqs", "kvs", "tree", "chrf", "em"):
+            assert row["vs_ref"][key] == pytest.approx(expected[key], abs=1e-9)
+        assert row["unsupported"]["pred"] == row["unsupported"]["gold_own"]
+        assert 0 < row["unsupported"]["gold_ref"] < 100
+    assert figures["aliases"] > 0 and figures["backend"] is None
+    lines = out.splitlines()
+    assert "vs OverpassNL dev gold" in lines[1] and "own gold" in lines[1] and "unsupported" in lines[1]
+    rows = {line.split()[0]: line.split() for line in lines[3:3 + len(LANGS)]}
+    assert list(rows) == list(LANGS)
+    en = figures["languages"]["en"]
+    assert rows["en"][1:4] == ["1000", f"{en['vs_ref']['oqs']:.1f}", f"{en['vs_ref']['kvs']:.1f}"]
+    assert "geoql eval --gold" in out  # how to see one language's failure analysis
+
+
+def test_limit_scores_the_first_lines(tmp_path, osmnl, overpassnl_dir):
+    preds = tmp_path / "preds"
+    _write(preds / "dev.ru.pred", _lines(overpassnl_dir / "dataset.dev.query"))
+    figures, _ = run_languages(LanguagesConfig(osmnl_dir=str(osmnl), languages="ru", pred_dir=str(preds), limit=30,
+                                               progress=False))
+    row = figures["languages"]["ru"]
+    assert row["n"] == 30 and row["vs_ref"]["oqs"] == 100.0 and row["vs_ref"]["n"] == 30
+    expected = corpus([q.strip() for q in _lines(overpassnl_dir / "dataset.dev.query", 30)],
+                      [q.strip() for q in _lines(osmnl / "dev.ru.query", 30)])
+    assert row["vs_own"]["oqs"] == pytest.approx(expected["oqs"], abs=1e-9)
+
+
+# -- compiling: the CPU default, kept predictions ---------------------------------------------
+
+def test_compiles_keeps_and_resumes(capsys, tmp_path, small_osmnl, cpu_args):
+    base, ref = small_osmnl
+    out_dir = tmp_path / "runs"
+    argv = ["--osmnl-dir", base, "--gold-ref", ref, "--out-dir", out_dir, *cpu_args]
+    # the first language alone, as if a run over both had stopped after it
+    rc, out, err = _run(capsys, *argv, "--languages", "de", "--limit", "3")
+    assert rc == 0, err
+    assert "compiled 3 requests now, 0 kept" in out
+    de = _lines(out_dir / "dev.de.pred")
+    assert len(de) == 3 and all(de)
+    stamp = json.loads((out_dir / "stamp.json").read_text(encoding="utf-8"))
+    assert stamp["requests"]["de"]["n"] == 3
+    # both languages, more lines: de resumes after its 3, ja starts
+    out_json = tmp_path / "t.json"
+    rc, out, err = _run(capsys, *argv, "--languages", "de,ja", "--limit", "5", "--json", out_json)
+    assert rc == 0, err
+    assert "compiled 7 requests now, 3 kept from before" in out
+    assert _lines(out_dir / "dev.de.pred")[:3] == de and len(_lines(out_dir / "dev.ja.pred")) == 5
+    figures = json.loads(out_json.read_text(encoding="utf-8"))
+    assert figures["backend"] == "cpu" and figures["limit"] == 5
+    assert figures["languages"]["de"]["kept"] == 3 and figures["languages"]["ja"]["compiled"] == 5
+    assert all(0 <= figures["languages"][lang]["vs_ref"]["oqs"] <= 100 for lang in ("de", "ja"))
+    # the same run again compiles nothing and prints the same table
+    rc, again, _ = _run(capsys, *argv, "--languages", "de,ja", "--limit", "5")
+    assert "compiled 0 requests now, 10 kept from before" in again
+    assert again.splitlines()[3:5] == out.splitlines()[3:5]
+    # --fresh compiles again (the CPU default is deterministic: the same queries)
+    rc, fresh, _ = _run(capsys, *argv, "--languages", "de", "--limit", "3", "--fresh")
+    assert rc == 0 and "compiled 3 requests now, 0 kept" in fresh
+    assert _lines(out_dir / "dev.de.pred") == de
+
+
+def test_predictions_of_changed_requests_are_not_trusted(capsys, tmp_path, small_osmnl, cpu_args):
+    base, ref = small_osmnl
+    out_dir = tmp_path / "runs"
+    argv = ["--osmnl-dir", base, "--gold-ref", ref, "--out-dir", out_dir, "--languages", "de", "--limit", "2", *cpu_args]
+    assert _run(capsys, *argv)[0] == 0
+    nls = _lines(base / "dev.de.nl")
+    nls[1] = "Cafés in Bonn"
+    _write(base / "dev.de.nl", nls)
+    rc, out, _ = _run(capsys, *argv)
+    assert rc == 0 and "compiled 2 requests now, 0 kept" in out
+
+
+def test_a_folder_of_another_setup_is_refused(capsys, tmp_path, small_osmnl, cpu_args):
+    base, ref = small_osmnl
+    out_dir = tmp_path / "runs"
+    argv = ["--osmnl-dir", base, "--gold-ref", ref, "--out-dir", out_dir, "--languages", "de", "--limit", "2", *cpu_args]
+    assert _run(capsys, *argv)[0] == 0
+    rc, _, err = _run(capsys, *argv, "-o", "k=3")  # another backend option: other predictions
+    assert rc == 2 and "holds predictions of another backend" in err and "--fresh" in err and err.count("\n") == 1
+    assert _run(capsys, *argv, "-o", "k=3", "--fresh")[0] == 0
+    # .pred files that this command did not write
+    foreign = tmp_path / "mine"
+    _write(foreign / "dev.de.pred", ["node;out;"] * 8)
+    argv[argv.index(out_dir)] = foreign
+    rc, _, err = _run(capsys, *argv)
+    assert rc == 2 and f"--pred-dir {foreign}" in err
+
+
+def test_a_backend_that_cannot_answer_is_one_error(capsys, tmp_path, small_osmnl):
+    """No model: an evaluation does not train one on the way, it says what is missing."""
+    base, ref = small_osmnl
+    missing = tmp_path / "no-model"
+    rc, _, err = _run(capsys, "--osmnl-dir", base, "--gold-ref", ref, "--out-dir", tmp_path / "runs",
+                      "--languages", "de", "-o", f"model_dir={missing}", "--no-progress")
+    assert rc == 2 and "the cpu backend gives no query" in err and err.count("\n") == 1
+    assert not missing.exists()
+
+
+# -- mistakes ---------------------------------------------------------------------------------
+
+def test_input_mistakes(capsys, tmp_path, small_osmnl, osmnl):
+    base, ref = small_osmnl
+    rc, _, err = _run(capsys, "--osmnl-dir", tmp_path / "nope", "--pred-dir", tmp_path)
+    assert rc == 2 and "pass --osmnl-dir DIR" in err
+    rc, _, err = _run(capsys, "--osmnl-dir", base, "--gold-ref", ref, "--languages", "de,xx", "--pred-dir", tmp_path)
+    assert rc == 2 and "has no dev.xx.nl and dev.xx.query; choose --languages from de,ja" in err
+    # line i of every language is line i of the reference gold
+    rc, _, err = _run(capsys, "--osmnl-dir", osmnl, "--gold-ref", ref, "--languages", "en", "--pred-dir", tmp_path)
+    assert rc == 2 and "has 1000 lines but the reference gold has 8" in err and err.count("\n") == 1
+    rc, _, err = _run(capsys, "--osmnl-dir", base, "--gold-ref", tmp_path / "gone.query", "--pred-dir", tmp_path)
+    assert rc == 2 and "pass an existing file to --gold-ref" in err
+    (base / "dev.ja.nl").write_bytes("Cafés\n".encode("latin-1") * 8)
+    rc, _, err = _run(capsys, "--osmnl-dir", base, "--gold-ref", ref, "--languages", "ja", "--pred-dir", tmp_path)
+    assert rc == 2 and "dev.ja.nl is not UTF-8 text" in err
+    _write(base / "dev.ja.query", [])
+    rc, _, err = _run(capsys, "--osmnl-dir", base, "--gold-ref", ref, "--languages", "ja", "--pred-dir", tmp_path)
+    assert rc == 2 and "dev.ja.query is empty" in err
+    _write(base / "dev.de.query", _lines(base / "dev.de.query", 7))
+    rc, _, err = _run(capsys, "--osmnl-dir", base, "--gold-ref", ref, "--languages", "de", "--pred-dir", tmp_path)
+    assert rc == 2 and "dev.de.nl has 8 lines but" in err and "has 7" in err
+
+
+def test_prediction_folder_mistakes(capsys, tmp_path, small_osmnl):
+    base, ref = small_osmnl
+    preds = tmp_path / "preds"
+    _write(preds / "dev.de.pred", ["node;out;"] * 8)
+    argv = ["--osmnl-dir", base, "--gold-ref", ref, "--pred-dir", preds]
+    rc, _, err = _run(capsys, *argv, "--languages", "de,ja")
+    assert rc == 2 and "dev.ja.pred does not exist" in err
+    _write(preds / "dev.ja.pred", ["node;out;"] * 7)
+    rc, _, err = _run(capsys, *argv, "--languages", "de,ja")
+    assert rc == 2 and "has 7 predictions but dev.ja.nl has 8 examples" in err
+    rc, _, err = _run(capsys, *argv, "--languages", "ja", "--limit", "8")
+    assert rc == 2 and "fewer than --limit 8" in err
+    (preds / "dev.ja.pred").write_bytes(b"\xffnode;out;\n" * 8)
+    rc, _, err = _run(capsys, *argv, "--languages", "ja")
+    assert rc == 2 and "not UTF-8" in err
+    rc, _, err = _run(capsys, *argv, "--languages", "de", "--backend", "cpu")
+    assert rc == 2 and "compiles nothing" in err
+    rc, _, err = _run(capsys, *argv, "--languages", "de", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "compiles nothing" in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--languages", "de,,ja"], "codes separated by commas"),
+    (["--languages", "de,de"], "names a language twice"),
+    (["--option", "novalue"], "KEY=VALUE"),
+])
+def test_option_mistakes(capsys, tmp_path, small_osmnl, extra, message):
+    base, ref = small_osmnl
+    rc, _, err = _run(capsys, "--osmnl-dir", base, "--gold-ref", ref, "--out-dir", tmp_path / "o", *extra)
+    assert rc == 2 and message in err and err.count("\n") == 1
+
+
+def test_unwritable_outputs_are_said_before_any_work(capsys, tmp_path, small_osmnl):
+    base, ref = small_osmnl
+    (tmp_path / "file").write_text("a user's file")
+    argv = ["--osmnl-dir", base, "--gold-ref", ref, "--languages", "de"]
+    rc, _, err = _run(capsys, *argv, "--out-dir", tmp_path / "file")
+    assert rc == 2 and "is a file; give a directory to --out-dir" in err
+    rc, _, err = _run(capsys, *argv, "--out-dir", tmp_path / "file" / "sub")
+    assert rc == 2 and "--out-dir:" in err and "not a directory" in err
+    rc, _, err = _run(capsys, *argv, "--out-dir", tmp_path / "o", "--json", tmp_path)
+    assert rc == 2 and "is a directory; give a file name for --json" in err
+    rc, _, err = _run(capsys, *argv, "--out-dir", tmp_path / "o", "--json", tmp_path / "file" / "t.json")
+    assert rc == 2 and "--json:" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "osmnl", "ref.query"]
+
+
+def test_listed_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "eval-languages" in capsys.readouterr().out
