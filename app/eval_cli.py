@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -35,9 +34,9 @@ from geoql.core.errors import ConfigError, UserError
 from geoql.core.files import check_writable_dir, write_atomic
 from geoql.core.paths import user_dir
 from geoql.eval.dataset import Example, load_examples, load_split, read_example_lines
+from geoql.eval.faithfulness import measure, train_place_aliases
 from geoql.eval.metrics import Scorer, aggregate, get_scorer
 from geoql.eval.report import METRIC_COLUMNS, read_predictions
-from geoql.eval.faithfulness import train_place_aliases, measure
 from geoql.retrieval import default_index_dir
 
 LANGUAGES = ("en", "de", "fr", "ru", "zh", "yue", "ja", "ko")
