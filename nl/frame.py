@@ -226,6 +226,7 @@ class _Lexicon:
     of_after: Matcher
     of_before: Matcher
     of_start: Matcher
+    compare: Matcher
     units: Matcher
     output: Matcher
     neg_before: Matcher
@@ -240,6 +241,8 @@ class _Lexicon:
     post_priority: bool
     post_word_end: bool
     strong: Matcher
+    weak_at_start: bool
+    strip_after: tuple
     links: Matcher
     lead: Matcher
     suffixes: tuple
@@ -300,6 +303,7 @@ def _lexicon(lang: str) -> _Lexicon:
         of_after=Matcher(cues(lambda t: t["around"]["of_after"])),
         of_before=Matcher(own["around"]["of_before"]),
         of_start=Matcher(own["around"]["of_start"]),
+        compare=Matcher(own["around"].get("compare", [])),
         units=Matcher(payload(lambda t: t["units"])),
         output=Matcher(payload(lambda t: t["output"])),
         neg_before=Matcher(own["negation"]["before"]),
@@ -315,6 +319,8 @@ def _lexicon(lang: str) -> _Lexicon:
         post_word_end=bool(place.get("word_end")),
         strong=Matcher(place.get("strong", [])),
         links=Matcher(place.get("links", [])),
+        weak_at_start=bool(place.get("weak_at_start")),
+        strip_after=tuple(place.get("strip_after", [])),
         lead=Matcher(place.get("lead", [])),
         suffixes=tuple(place.get("suffixes", [])),
         name_chars=frozenset(place.get("name_chars", "")),
@@ -560,9 +566,14 @@ class _Reader:
             after = lex.around_after.match_at(toks, end, self.taken) if end < self.n else None
             marker = next((s for s in range(max(0, i - 3), i)
                            if (h := lex.of_before.match_at(toks, s, self.taken)) and h[0] == i), None)
-            if before is None and after is None and marker is None:
-                continue  # "shorter than 300 m": a length, not a distance from something
+            compared = None
+            if marker is None and before is None:
+                compared = self._compared(i)  # "距离水体超过10米": centre, comparison, distance
+                if compared is None and after is None:
+                    continue  # "shorter than 300 m": a length, not a distance from something
             s0, e0, of = (before if before is not None else i), end, None
+            if compared is not None:
+                s0, of = compared
             link = lex.of_after.match_at(toks, end, self.taken) if end < self.n else None
             if link:
                 j = k = link[0]
@@ -592,6 +603,25 @@ class _Reader:
             f.around = Around(radius, of)
             self.take(s0, e0)
             return
+
+    def _compared(self, i: int) -> tuple[int, str] | None:
+        """Chinese "距离X超过/不到 N 米": a comparison word just before the number and a
+        distance word ("距离", "离") earlier in the clause; (start, centre) or None."""
+        lex, toks = self.lex, self.toks
+        cmp_start = next((s for s in range(max(0, i - 3), i)
+                          if (h := lex.compare.match_at(toks, s, self.taken)) and h[0] == i), None)
+        if cmp_start is None:
+            return None
+        for q in range(cmp_start - 1, max(-1, cmp_start - 14), -1):
+            if self.taken[q] or _BREAK.search(self.gap(q + 1)):
+                return None
+            hit = lex.of_start.match_at(toks, q, self.taken)
+            if hit and hit[0] < cmp_start:
+                longer = lex.of_start.match_at(toks, q - 1, self.taken) if q else None
+                if longer and longer[0] >= hit[0]:  # "距离", not its "离"
+                    q = q - 1
+                return q, self.span(hit[0], cmp_start)
+        return None
 
     def identifiers(self) -> None:
         """Numbers that a type, id or user cue names: "way 1", "ways with the IDs 1, 2",
@@ -836,6 +866,9 @@ class _Reader:
         for s, e, _ in self.find(lex.preps, True):
             starts.add(e)
             after_prep.add(e)
+        # Korean: a word ending in a particle that is not a place's ends a name ("번호가 있는")
+        stop_ends = {e - 1 for s, e, _ in self.find(lex.stop, True, end_only=True)
+                     if not (lex.posts.match_at(toks, s) or (0, 0))[0] == e} if lex.spaced_words else set()
         later: list[int] = []
         queue = sorted(starts)
         while queue or later:
@@ -852,15 +885,15 @@ class _Reader:
             end = k
             while end < min(self.n, k + 16) and self._place_char(end) and not self.taken[end] \
                     and (end == k or not _BREAK.search(self.gap(end))) \
-                    and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧")):
-                end += 1
+                    and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧")) \
+                    and not (end > k and self.gap(end) and end - 1 in stop_ends):
+                end += 1  # (Korean: a word ending in a particle ends the name: "번호가 있는")
             found = None
             for p in range(k + 1, min(end + 1, self.n)):
                 hit = lex.posts.match_at(toks, p)
                 if not hit or p - k < 2 and script_of(toks[k].text[0]) == "Han":
                     continue
-                if lex.post_word_end and (p < self.n and self.gap(p).strip() or
-                                          hit[0] < self.n and not re.match(r"\s|$|[,.?!]", self.gap(hit[0]))):
+                if lex.post_word_end and (p < self.n and self.gap(p).strip() or not self._word_end(hit[0])):
                     continue  # a Korean particle ends a word: "독일에" is, "에너지" is not
                 if lex.post_priority and found is not None and hit[1] >= found[2]:
                     continue
@@ -872,8 +905,12 @@ class _Reader:
                 name = self.span(k, p).strip()
                 strong = lex.strong.match_at(toks, p) is not None
                 # a weak link ("的", "の", "의") needs a name-like run
-                if not (strong or self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)):
+                if not (strong or self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)
+                        or (k == 0 and lex.weak_at_start)):
                     continue
+                for tail in lex.strip_after:  # "라이테 지역의": the place is "라이테"
+                    if name.endswith(" " + tail):
+                        name = name[:-len(tail)].rstrip()
             else:
                 p, post_end = end, end
                 name = self.span(k, p).strip() if p > k else ""
@@ -925,6 +962,12 @@ class _Reader:
         for s, e, _ in self.find(lex.stop, True, end_only=True):  # "이" in "7725447이", not in "이름"
             for k in range(s, e):
                 is_stop[k] = True
+        for k in range(self.n - 1):  # "100 米", "3 km": a measure, not a thing asked for
+            if toks[k].number and not self.taken[k + 1]:
+                hit = lex.units.match_at(toks, k + 1, self.taken)
+                if hit:
+                    for j in range(k + 1, hit[0]):
+                        is_stop[j] = True
         neg = [False] * self.n
         for s, e, _ in self.find(lex.neg_before, True):
             for k in range(s, e):
@@ -996,7 +1039,8 @@ def _number(text: str) -> float:
 def _part_of_word(reader: _Reader, i: int) -> bool:
     """A number glued to letters ("A1", "U2") belongs to its phrase."""
     t = reader.toks[i]
-    return (i > 0 and reader.toks[i - 1].end == t.start and not reader.toks[i - 1].number) or \
+    return (i > 0 and reader.toks[i - 1].end == t.start and not reader.toks[i - 1].number
+            and not reader.toks[i - 1].spaceless) or \
         (i + 1 < reader.n and reader.toks[i + 1].start == t.end and not reader.toks[i + 1].spaceless)
 
 
