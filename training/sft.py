@@ -21,6 +21,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from geoql.app.models import resolve_model
 from geoql.core.files import atomic_dir, write_atomic
 from geoql.eval.dataset import DatasetError, resolve_data_dir
 from geoql.retrieval import IndexMissingError
@@ -103,10 +104,11 @@ def last_checkpoint(out: Path) -> str | None:
 
 
 def load_tokenizer(model: str):
+    """The tokenizer of ``model``: a directory, hub id, registered name or ``.gguf`` file."""
     from transformers import AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model)
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(model))
     except OSError as exc:
         raise ConfigError(
             f"cannot load the tokenizer of {model!r} ({str(exc).splitlines()[0]}); set model to a Hugging Face id "
@@ -132,7 +134,7 @@ def load_model(model: str, bf16: bool, attn_implementation: str | None = None, *
     kwargs = {"dtype": torch.bfloat16 if bf16 and not full_fine_tuning else torch.float32}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    return AutoModelForCausalLM.from_pretrained(model, **kwargs)
+    return AutoModelForCausalLM.from_pretrained(resolve_model(model), **kwargs)
 
 
 def peft_config(lora: LoraConfig):
@@ -160,7 +162,7 @@ def check_lora_targets(model, lora: LoraConfig) -> None:
 
         # Built on the meta device: module names without loading any weights.
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model))
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(resolve_model(model)))
     names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
     missing = [t for t in lora.target_modules if t not in names]
     if missing:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.models import resolve_model
+from geoql.core.errors import GeoqlError
 from geoql.app.tiny_model import train_tokenizer
 from overpassql.grammar import gbnf_grammar, lark_grammar, llguidance_grammar
 
@@ -177,7 +179,8 @@ class GrammarConstraint:
 
 
 class TransformersBackend(Backend):
-    """Options: ``model`` (directory or hub id; required), ``adapter`` (PEFT
+    """Options: ``model`` (directory, hub id, ``.gguf`` file or a registered name such as
+    ``smollm2-135m``: :mod:`geoql.app.models`; required), ``adapter`` (PEFT
     directory), ``device`` ("cpu", "cuda", "auto"), ``dtype`` ("auto",
     "float32", "bfloat16", "float16"), ``batch_size`` (requests per forward pass)."""
 
@@ -215,8 +218,11 @@ class TransformersBackend(Backend):
             if dtype is None:
                 raise BackendError(f"unknown dtype {self.dtype!r}: use auto, float32, bfloat16 or float16")
             try:
-                tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-                model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype)
+                path = resolve_model(self.model_path)
+                tokenizer = AutoTokenizer.from_pretrained(path)
+                model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            except GeoqlError as exc:
+                raise BackendError(str(exc)) from None
             except (OSError, ValueError) as exc:
                 raise BackendError(f"cannot load model {self.model_path!r}: {exc}".splitlines()[0]) from None
             if self.adapter:
