@@ -46,6 +46,8 @@ CHECKPOINT_EVERY = 64
 CODE_PACKAGES = ("overpassql", "geoql.core", "geoql.osm", "geoql.nl", "geoql.eval", "geoql.retrieval",
                  "geoql.index", "geoql.app")
 STAMP = "stamp.json"
+# The row of the OverpassNL dev requests themselves (--original), for the same backend.
+ORIGINAL = "orig"
 
 
 @dataclass
@@ -62,6 +64,8 @@ class LanguagesConfig:
     out_dir: str | None = field(default=None, metadata={
         "help": "where compiled predictions are kept (default: a user cache folder for this backend, model and code)"})
     compile_config: CompileConfig = field(default_factory=CompileConfig, metadata={"help": "backend and compile options"})
+    original: bool = field(default=False, metadata={
+        "help": f"add a first row '{ORIGINAL}': the OverpassNL dev requests themselves (of --data-dir)"})
     limit: int | None = field(default=None, metadata={"help": "only the first N requests of each language"})
     fresh: bool = field(default=False, metadata={"help": "compile again even where predictions are kept"})
     batch_size: int = field(default=16, metadata={"help": "requests per backend call"})
@@ -74,6 +78,8 @@ class LanguagesConfig:
         self.languages = tuple(self.languages)
         if not self.languages or not all(self.languages):
             raise ConfigError("--languages wants codes separated by commas, e.g. en,de,fr")
+        if ORIGINAL in self.languages:
+            raise ConfigError(f"'{ORIGINAL}' is the row of --original, not a language: pass --original instead")
         if len(set(self.languages)) != len(self.languages):
             raise ConfigError(f"--languages names a language twice ({','.join(self.languages)}); give each once")
         if self.limit is not None and int(self.limit) < 1:
@@ -106,11 +112,14 @@ def load_languages(config: LanguagesConfig) -> tuple[list[str], list[Language]]:
     base = Path(config.osmnl_dir).expanduser()
     if not base.is_dir():
         raise UserError(f"{base} is not a directory; pass --osmnl-dir DIR with {config.prefix}.<lang>.nl and .query files")
-    if config.gold_ref:
-        ref = read_example_lines(config.gold_ref, "--gold-ref")
-    else:
-        ref = [e.query for e in load_split("dev", config.data_dir)]
+    dev = load_split("dev", config.data_dir) if config.original or not config.gold_ref else None
+    ref = read_example_lines(config.gold_ref, "--gold-ref") if config.gold_ref else [e.query for e in dev]
     languages = []
+    if config.original:
+        if len(dev) != len(ref):
+            raise UserError(f"--original: the dev split has {len(dev)} requests but --gold-ref {len(ref)} lines; "
+                            "give the OverpassNL dev queries as --gold-ref, or drop --original")
+        languages.append(Language(ORIGINAL, dev, min(config.limit or len(dev), len(dev))))
     for code in config.languages:
         nl, gold = base / f"{config.prefix}.{code}.nl", base / f"{config.prefix}.{code}.query"
         if not nl.is_file() or not gold.is_file():
@@ -376,15 +385,14 @@ def run_languages(config: LanguagesConfig, scorer: Scorer | None = None) -> tupl
     what = f"predictions from {source}" if config.pred_dir else \
         f"backend {config.compile_config.backend}, predictions kept in {source}"
     text = "\n".join([
-        f"{config.osmnl_dir}: {len(languages)} languages, {what}",
+        f"{config.osmnl_dir}: {len(config.languages)} languages, {what}",
         format_languages(rows),
         f"unsupported %: queries with a place, name, id, user or date their request does not support "
         f"(pred: the predictions, gold: the OverpassNL dev gold, own: the language's gold; "
+        + (f"{ORIGINAL}: the OverpassNL dev requests themselves; " if config.original else "") +
         f"place spellings of {len(aliases)} places learned from the train split count as support)",
-        f"one language in detail: geoql eval --gold {Path(config.osmnl_dir) / (config.prefix + '.' + languages[0].code + '.query')} "
-        f"--requests {Path(config.osmnl_dir) / (config.prefix + '.' + languages[0].code + '.nl')} "
-        f"--pred {Path(source) / (config.prefix + '.' + languages[0].code + '.pred')} --unsupported",
-    ])
+        _detail_command(config, source, next((lang.code for lang in languages if lang.code != ORIGINAL), None)),
+    ]).rstrip("\n")
     compiled = sum(s["compiled"] for s in stats.values())
     if stats:
         text += f"\ncompiled {compiled} requests now, {sum(s['kept'] for s in stats.values())} kept from before"
@@ -393,6 +401,14 @@ def run_languages(config: LanguagesConfig, scorer: Scorer | None = None) -> tupl
     if config.json_out:
         write_atomic(Path(config.json_out).expanduser(), json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
     return figures, text
+
+
+def _detail_command(config: LanguagesConfig, source: str, code: str | None) -> str:
+    if code is None:
+        return ""
+    base, stem = Path(config.osmnl_dir), f"{config.prefix}.{code}"
+    return (f"one language in detail: geoql eval --gold {base / (stem + '.query')} --requests {base / (stem + '.nl')} "
+            f"--pred {Path(source) / (stem + '.pred')} --unsupported")
 
 
 # -- the command --------------------------------------------------------------------------
@@ -414,6 +430,7 @@ def register(subparsers) -> None:
     p.add_argument("--config", help="YAML file with compile options (see docs/compile.md)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="backend option, e.g. model_dir=DIR, model=./runs/sft, base_url=URL (repeatable)")
+    p.add_argument("--original", action="store_true", help=help_of("original"))
     p.add_argument("--limit", type=positive_int, help=help_of("limit"))
     p.add_argument("--fresh", action="store_true", help=help_of("fresh"))
     p.add_argument("--batch-size", type=positive_int, default=16, help=help_of("batch_size"))
@@ -445,7 +462,7 @@ def run(args) -> int:
     config = LanguagesConfig(
         osmnl_dir=args.osmnl_dir, languages=args.languages, prefix=args.prefix, gold_ref=args.gold_ref,
         data_dir=args.data_dir, pred_dir=args.pred_dir, out_dir=args.out_dir,
-        compile_config=compile_config_of(args), limit=args.limit, fresh=args.fresh, batch_size=args.batch_size,
+        compile_config=compile_config_of(args), original=args.original, limit=args.limit, fresh=args.fresh, batch_size=args.batch_size,
         json_out=args.json_out, progress=args.progress)
     _, text = run_languages(config)
     print(text)

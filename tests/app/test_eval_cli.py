@@ -98,6 +98,23 @@ def test_limit_scores_the_first_lines(tmp_path, osmnl, overpassnl_dir):
     assert row["vs_own"]["oqs"] == pytest.approx(expected["oqs"], abs=1e-9)
 
 
+def test_original_row_is_the_benchmark_itself(capsys, tmp_path, osmnl, overpassnl_dir):
+    """--original adds the OverpassNL dev requests: the reference knn predictions score their
+    official figures there (OQS 54.29)."""
+    preds = tmp_path / "preds"
+    (preds).mkdir()
+    (preds / "dev.orig.pred").write_bytes((overpassnl_dir / "reference" / "knn_dev.pred").read_bytes())
+    (preds / "dev.yue.pred").write_bytes((overpassnl_dir / "reference" / "knn_dev.pred").read_bytes())
+    figures, text = run_languages(LanguagesConfig(osmnl_dir=str(osmnl), languages="yue", pred_dir=str(preds),
+                                                  original=True, data_dir=str(overpassnl_dir), progress=False))
+    assert list(figures["languages"]) == ["orig", "yue"]
+    orig = figures["languages"]["orig"]
+    assert round(orig["vs_ref"]["oqs"], 2) == 54.29 and orig["vs_own"] == orig["vs_ref"]
+    assert orig["unsupported"]["gold_ref"] == orig["unsupported"]["gold_own"]
+    assert figures["languages"]["yue"]["vs_ref"] == orig["vs_ref"]  # the same queries against the same gold
+    assert "orig: the OverpassNL dev requests themselves" in text and "dev.yue.query" in text
+
+
 # -- compiling: the CPU default, kept predictions ---------------------------------------------
 
 def test_compiles_keeps_and_resumes(capsys, tmp_path, small_osmnl, cpu_args):
@@ -130,6 +147,20 @@ def test_compiles_keeps_and_resumes(capsys, tmp_path, small_osmnl, cpu_args):
     rc, fresh, _ = _run(capsys, *argv, "--languages", "de", "--limit", "3", "--fresh")
     assert rc == 0 and "compiled 3 requests now, 0 kept" in fresh
     assert _lines(out_dir / "dev.de.pred") == de
+
+
+def test_a_stop_between_the_predictions_and_the_stamp_keeps_what_the_stamp_vouches_for(capsys, tmp_path, small_osmnl, cpu_args):
+    base, ref = small_osmnl
+    out_dir = tmp_path / "runs"
+    argv = ["--osmnl-dir", base, "--gold-ref", ref, "--out-dir", out_dir, "--languages", "ja", *cpu_args]
+    assert _run(capsys, *argv, "--limit", "3")[0] == 0
+    first = _lines(out_dir / "dev.ja.pred")
+    # the next checkpoint's predictions were written, its stamp was not
+    _write(out_dir / "dev.ja.pred", first + ["node;out;", "way;out;"])
+    rc, out, _ = _run(capsys, *argv, "--limit", "6")
+    assert rc == 0 and "compiled 3 requests now, 3 kept from before" in out
+    lines = _lines(out_dir / "dev.ja.pred")
+    assert lines[:3] == first and len(lines) == 6 and "node;out;" not in lines
 
 
 def test_predictions_of_changed_requests_are_not_trusted(capsys, tmp_path, small_osmnl, cpu_args):
@@ -219,6 +250,7 @@ def test_prediction_folder_mistakes(capsys, tmp_path, small_osmnl):
     (["--languages", "de,,ja"], "codes separated by commas"),
     (["--languages", "de,de"], "names a language twice"),
     (["--option", "novalue"], "KEY=VALUE"),
+    (["--languages", "orig,de"], "pass --original instead"),
 ])
 def test_option_mistakes(capsys, tmp_path, small_osmnl, extra, message):
     base, ref = small_osmnl
