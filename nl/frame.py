@@ -160,8 +160,14 @@ def guess_language(text: str, toks: list[Token] | None = None) -> str:
     if kana and kana >= counts.get("Hangul", 0):
         if counts.get("Han", 0) + kana >= counts.get("Latin", 0) / 3 or not counts.get("Latin"):
             return "ja"
-    if main == "Latin" and counts.get("Han", 0) and counts["Han"] * 3 >= counts["Latin"]:
-        main = "Han"
+    if main == "Latin" and spaceless_letters >= 4 and (counts.get("Han", 0) * 3 >= counts["Latin"]
+                                                        or max(latin.values(), default=0) < 1.0):
+        # Latin names and tags in a CJK sentence ("名称包含 'DROSSELSANGWEG'"): the sentence decides
+        main = max((sc for sc in counts if sc in SPACELESS_SCRIPTS), key=counts.get)
+        if main in ("Hiragana", "Katakana"):
+            return "ja"
+        if main == "Hangul":
+            return "ko"
     if main == "Han":
         return "yue" if any(m in text for m in _yue_markers()) else "zh"
     if main == "Cyrillic":
@@ -243,6 +249,7 @@ class _Lexicon:
     strong: Matcher
     weak_at_start: bool
     strip_after: tuple
+    soft_starts: bool
     links: Matcher
     lead: Matcher
     suffixes: tuple
@@ -253,6 +260,7 @@ class _Lexicon:
     particles: frozenset
     not_places: frozenset
     place_and: frozenset
+    trailing: frozenset
     months: dict
     time_units: Matcher
     last: Matcher
@@ -321,6 +329,7 @@ def _lexicon(lang: str) -> _Lexicon:
         links=Matcher(place.get("links", [])),
         weak_at_start=bool(place.get("weak_at_start")),
         strip_after=tuple(place.get("strip_after", [])),
+        soft_starts=bool(place.get("soft_starts")),
         lead=Matcher(place.get("lead", [])),
         suffixes=tuple(place.get("suffixes", [])),
         name_chars=frozenset(place.get("name_chars", "")),
@@ -331,6 +340,7 @@ def _lexicon(lang: str) -> _Lexicon:
         particles=frozenset(fold(w) for t in both for w in t["place"]["particles"]),
         not_places=frozenset(fold(w) for t in both for w in t["place"]["not_places"]),
         place_and=frozenset(fold(w) for w in place["and"]),
+        trailing=frozenset(fold(w) for w in place.get("trailing", [])),
         months=months,
         time_units=Matcher(payload(lambda t: t["time"]["units"])),
         last=Matcher(cues(lambda t: t["time"]["last"])),
@@ -787,6 +797,10 @@ class _Reader:
                 j += 2
                 continue
             break
+        if j > k:  # "в Винницкой области", "в Ивано-Франковском городском совете"
+            for _ in range(2):
+                if j < self.n and toks[j].fold in lex.trailing and not _BREAK.search(self.gap(j)):
+                    j += 1
         if j == k and lowercase_ok:
             while j < self.n and j - k < 3 and not self.taken[j] and not toks[j].number \
                     and toks[j].fold not in lex.stop_words and toks[j].fold not in lex.not_places \
@@ -859,9 +873,13 @@ class _Reader:
         such as 省/県/도, or mostly transliteration characters)."""
         lex, toks, f = self.lex, self.toks, self.frame
         starts = {0}
+        soft = set()  # after a date or a cue: only a strong postposition makes a place there
         for k in range(1, self.n):
             if _BREAK.search(self.gap(k)):
                 starts.add(k)
+            elif lex.soft_starts and self.taken[k - 1] and not self.taken[k]:
+                soft.add(k)
+        starts |= soft
         after_prep = set()
         for s, e, _ in self.find(lex.preps, True):
             starts.add(e)
@@ -885,37 +903,13 @@ class _Reader:
             end = k
             while end < min(self.n, k + 16) and self._place_char(end) and not self.taken[end] \
                     and (end == k or not _BREAK.search(self.gap(end))) \
-                    and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧")) \
+                    and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧", "=")) \
                     and not (end > k and self.gap(end) and end - 1 in stop_ends):
                 end += 1  # (Korean: a word ending in a particle ends the name: "번호가 있는")
-            found = None
-            for p in range(k + 1, min(end + 1, self.n)):
-                hit = lex.posts.match_at(toks, p)
-                if not hit or p - k < 2 and script_of(toks[k].text[0]) == "Han":
-                    continue
-                if lex.post_word_end and (p < self.n and self.gap(p).strip() or not self._word_end(hit[0])):
-                    continue  # a Korean particle ends a word: "독일에" is, "에너지" is not
-                if lex.post_priority and found is not None and hit[1] >= found[2]:
-                    continue
-                found = (p, hit[0], hit[1])
-                if not lex.post_priority:
-                    break
-            if found is not None:
-                p, post_end, rank = found
-                name = self.span(k, p).strip()
-                strong = lex.strong.match_at(toks, p) is not None
-                # a weak link ("的", "の", "의") needs a name-like run
-                if not (strong or self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)
-                        or (k == 0 and lex.weak_at_start)):
-                    continue
-                for tail in lex.strip_after:  # "라이테 지역의": the place is "라이테"
-                    if name.endswith(" " + tail):
-                        name = name[:-len(tail)].rstrip()
-            else:
-                p, post_end = end, end
-                name = self.span(k, p).strip() if p > k else ""
-                if not self._looks_like_place(name, 1.0, min_len=3):
-                    continue
+            chosen = self._place_end(k, end, after_prep, strong_only=k in soft and k not in after_prep)
+            if chosen is None:
+                continue
+            p, post_end, name, found = chosen
             if fold(name) in lex.not_places or len(name) < 2 or any(ch.isdigit() for ch in name):
                 continue
             names = [name]
@@ -926,10 +920,42 @@ class _Reader:
                     names = parts
             f.places.extend(names)
             self.take(k, p)
-            self.take(p, post_end)
-            if found is not None and lex.links.match_at(toks, p) and post_end < self.n \
+            if not lex.neg_before.match_at(toks, p):  # "蒙鲁日没有...": the negation stays
+                self.take(p, post_end)
+            if found and lex.links.match_at(toks, p) and post_end < self.n \
                     and not _BREAK.search(self.gap(post_end)):
                 later.append(post_end)  # "ベルギーのデンデルモンデ行政区内で": a second place
+
+    def _place_end(self, k: int, end: int, after_prep: set, strong_only: bool = False) -> tuple | None:
+        """Where the place opening at token ``k`` ends (a run of name letters up to
+        ``end``): the first postposition whose rule accepts it (a strong one; a weak
+        link after a name-like run), else the run's end when the run looks like a name.
+        ``(end, end of the postposition, name, postposition found)`` or None."""
+        lex, toks = self.lex, self.toks
+        hits = []
+        for p in range(k + 1, min(end + 1, self.n)):
+            hit = lex.posts.match_at(toks, p)
+            if not hit or p - k < 2 and script_of(toks[k].text[0]) == "Han":
+                continue
+            if lex.links.match_at(toks, p) and lex.neg_after.match_at(toks, p):
+                continue  # "トイレのない": a thing without something, not a place
+            if lex.post_word_end and (p < self.n and self.gap(p).strip() or not self._word_end(hit[0])):
+                continue  # a Korean particle ends a word: "독일에" is, "에너지" is not
+            hits.append((hit[1] if lex.post_priority else 0, p, hit[0]))
+        for _, p, post_end in sorted(hits):
+            name = self.span(k, p).strip()
+            strong = lex.strong.match_at(toks, p) is not None
+            # a weak link ("的", "の", "의", "里") needs a name-like run
+            if strong or not strong_only and (self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)
+                                              or (k == 0 and lex.weak_at_start)):
+                for tail in lex.strip_after:  # "라이테 지역의": the place is "라이테"
+                    if name.endswith(" " + tail):
+                        name = name[:-len(tail)].rstrip()
+                return p, post_end, name, True
+        name = self.span(k, end).strip() if end > k else ""
+        if not strong_only and self._looks_like_place(name, 1.0, min_len=3):
+            return end, end, name, False
+        return None
 
     def _looks_like_place(self, name: str, share: float = 0.6, min_len: int = 2) -> bool:
         """A place suffix (省, 県, 도...), or at least ``share`` of the letters are
@@ -943,7 +969,8 @@ class _Reader:
         if len(letters) >= min_len and lex.name_chars \
                 and sum(ch in lex.name_chars for ch in letters) >= share * len(letters):
             return True
-        return lex.lang == "ja" and all(script_of(ch) == "Katakana" or ch in "ー・=" for ch in letters)
+        # Japanese writes foreign names in katakana (and many loanwords: only with a postposition)
+        return lex.lang == "ja" and min_len < 3 and all(script_of(ch) == "Katakana" or ch in "ー・=" for ch in letters)
 
     def _place_char(self, k: int) -> bool:
         t = self.toks[k]
