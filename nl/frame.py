@@ -29,7 +29,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from geoql.nl.cues import LANGUAGES, Matcher, Token, table, tokens
+from geoql.nl.cues import LANGUAGES, Matcher, Token, all_tables, table, tokens
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, main_script, script_of, scripts
 
 # Long input is read up to here: requests are a sentence or two; a pasted page must
@@ -250,6 +250,7 @@ class _Lexicon:
     weak_at_start: bool
     strip_after: tuple
     soft_starts: bool
+    user_first: bool
     links: Matcher
     lead: Matcher
     suffixes: tuple
@@ -330,6 +331,7 @@ def _lexicon(lang: str) -> _Lexicon:
         weak_at_start=bool(place.get("weak_at_start")),
         strip_after=tuple(place.get("strip_after", [])),
         soft_starts=bool(place.get("soft_starts")),
+        user_first=bool(own["language"].get("user_first")),
         lead=Matcher(place.get("lead", [])),
         suffixes=tuple(place.get("suffixes", [])),
         name_chars=frozenset(place.get("name_chars", "")),
@@ -340,7 +342,8 @@ def _lexicon(lang: str) -> _Lexicon:
         particles=frozenset(fold(w) for t in both for w in t["place"]["particles"]),
         not_places=frozenset(fold(w) for t in both for w in t["place"]["not_places"]),
         place_and=frozenset(fold(w) for w in place["and"]),
-        trailing=frozenset(fold(w) for w in place.get("trailing", [])),
+        # "bus stops in Сахалинская область": a name's trailing nouns in any language
+        trailing=frozenset(fold(w) for t in all_tables().values() for w in t["place"].get("trailing", [])),
         months=months,
         time_units=Matcher(payload(lambda t: t["time"]["units"])),
         last=Matcher(cues(lambda t: t["time"]["last"])),
@@ -437,10 +440,11 @@ class _Reader:
                 continue
             i, j = self.tokens_in(m.start(), m.end())
             f.quoted.append(inner)
-            before = self._cue_before(lex.users, i, 3)
-            if before is not None:
-                f.users.append(inner)
-                self.take(before, j)
+            before = self._cue_before(lex.users, i, 0 if lex.user_first else 3)
+            after = lex.users.match_at(self.toks, j) if lex.user_first and j < self.n else None
+            if before is not None or after:
+                f.users.append(inner)  # "by user 'HK2002'", "'rowers2' 사용자가"
+                self.take(before if before is not None else i, after[0] if after else j)
                 continue
             cue_start = self._cue_before(lex.names, i, 3)
             cue_after = self._cue_after(lex.names, j, 3)
@@ -455,7 +459,7 @@ class _Reader:
 
     def _cue_before(self, matcher: Matcher, i: int, window: int) -> int | None:
         """Start of a cue ending at most ``window`` tokens before token ``i``."""
-        for s in range(i - 1, max(-1, i - window - 3), -1):
+        for s in range(i - 1, max(-1, i - window - 8), -1):  # cues are up to ~8 tokens long
             hit = matcher.match_at(self.toks, s)
             if hit and i - window <= hit[0] <= i:
                 return s
@@ -688,6 +692,17 @@ class _Reader:
                 if raw:
                     f.users.append(raw)
                     self.take(s, e + 1)
+        if lex.user_first:  # "RichRico 사용자가", "DaveF 사용자의"
+            for s, e, _ in self.find(lex.users, False):
+                if s > 0 and not self.taken[s - 1] and not toks[s - 1].spaceless and not toks[s - 1].number:
+                    k = s - 1
+                    while k > 0 and not self.taken[k - 1] and not toks[k - 1].spaceless \
+                            and not re.search(r"[\s,;:、，()]", self.gap(k)):
+                        k -= 1
+                    raw = self.text[toks[k].start:toks[s - 1].end]
+                    if re.search(r"[A-Z0-9_]", raw):
+                        f.users.append(raw)
+                        self.take(k, e)
         f.ids = list(dict.fromkeys(f.ids))
         f.uids = list(dict.fromkeys(f.uids))
         f.area_ids = list(dict.fromkeys(f.area_ids))
@@ -730,7 +745,9 @@ class _Reader:
         if not m:
             return None
         word = m.group()
-        if not re.search(r"[A-Z0-9_]", word[1:]) and not word[:1].isupper():
+        if script_of(word[0]) == "Latin":  # "DaveF가": the particle is not part of the name
+            word = re.sub(r"[^\x00-\u024f]+$", "", word).strip("'’\"")
+        if not word or not re.search(r"[A-Z0-9_]", word[1:]) and not word[:1].isupper():
             return None  # a lower-case word after "user" is a verb or noun, not a name
         return word
 

@@ -113,3 +113,17 @@ def test_guess_language_of_latin_requests():
     assert guess_language("Welche Restaurants gibt es in der Stadt?") == "de"
     assert guess_language("Quels sont les restaurants dans la ville ?") == "fr"
     assert guess_language("What restaurants are in the city?") == "en"
+
+
+def test_two_places_in_chinese_and_a_long_mixed_request():
+    assert read_frame("成都和重庆有哪些博物馆？").places == ["成都", "重庆"]
+    long = ("cafés in Paris 成都の博物館 Москва " * 400)[:10000]
+    frame = read_frame(long)
+    assert frame.nl == long and frame.language in ("en", "ja", "fr")
+
+
+def test_a_latin_request_naming_a_place_in_another_script_keeps_its_language():
+    frame = read_frame("bus stops in Сахалинская область")
+    assert frame.language == "en" and frame.place == "Сахалинская область"
+    frame = read_frame("区域 3600062518 中有哪些道路的名称包含 'DROSSELSANGWEG'、'ERNSTSTRAßE'、'FINKENSCHLAGWEG'")
+    assert frame.language == "zh" and frame.area_ids == [3600062518]
