@@ -659,6 +659,8 @@ class _Reader:
                 found = self._entity(cue_at, i, -1)
             if found is None and not lex.spaced:
                 found = self._entity(cue_at, i, +1)
+                if found is None:
+                    found = self._list_then_entity(cue_at, i)
             if found is None:
                 last_kind = None
                 continue
@@ -707,6 +709,25 @@ class _Reader:
         f.uids = list(dict.fromkeys(f.uids))
         f.area_ids = list(dict.fromkeys(f.area_ids))
         f.users = list(dict.fromkeys(f.users))
+
+    def _list_then_entity(self, cue_at, i: int) -> tuple[str, int] | None:
+        """"ID 为 264199819、2045820592 和 577258918 的节点": after an id cue, a list of
+        numbers whose kind comes after the last one."""
+        toks = self.toks
+        if not any(c is not None and c[0] == "id:id" for c in cue_at[max(0, i - 3):i]):
+            return None
+        last = i
+        k = i + 1
+        while k < self.n:
+            if toks[k].number and not _HARD_BREAK.search(self.gap(k)):
+                last = k
+                k += 1
+            elif toks[k].fold in _LIST_WORDS and k + 1 < self.n and (toks[k + 1].number or toks[k + 1].fold in _LIST_WORDS):
+                k += 1  # "和", "同埋", "或者"
+            else:
+                break
+        found = self._entity(cue_at, last, +1)
+        return (found[0], i) if found else None
 
     def _entity(self, cue_at, i: int, step: int) -> tuple[str, int] | None:
         """The kind named by the cues next to number ``i`` (before it, ``step=-1``, or
@@ -1094,7 +1115,7 @@ _ID_FILLERS = frozenset({"with", "the", "id", "ids", "of", "following", "given",
                          "identifiant", "identifiants", "identifier", "identifiers", "kennung", "к", "为", "為", "是",
                          "係", "가", "이", "는", "인", "號", "号", "번", "が", "は"})
 _ID_FILLERS_CJK = frozenset({"的", "の", "嘅", "인", "번", "号", "號", "이", "가", "는", "으", "로", "번의"})
-_LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與",
+_LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與", "埋", "者",
                          "与", "及", "同", "、", "と", "및", "또는", "과", "와"})
 # "within 20 m of the coordinates 49.79, 5.52": the centre is Frame.coords, not a thing
 _COORD_STEMS = ("coordinat", "coordonn", "coordenad", "koordinat", "координат", "坐标", "座標", "좌표")
