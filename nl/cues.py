@@ -128,6 +128,8 @@ class Matcher:
 
     def match_at(self, toks: Sequence[Token], i: int, taken: Sequence[bool] | None = None):
         """``(end, payload)`` of the longest cue starting at token ``i``, else ``None``."""
+        if not 0 <= i < len(toks):
+            return None
         first = toks[i].fold
         for seq, prefix, payload in self._by_first.get(first, ()):
             n = len(seq)

@@ -423,9 +423,9 @@ class _Reader:
         self.coordinates()
         self.dates()
         self.periods()
+        self.view()  # before distances: "현재 화면에서 X로부터 100미터" has the view first
         self.identifiers()
         self.distances()
-        self.view()
         self.outputs()
         self.types()
         self.place()
@@ -939,7 +939,7 @@ class _Reader:
             if k >= self.n or self.taken[k] or not self._place_char(k):
                 continue
             end = k
-            while end < min(self.n, k + 16) and self._place_char(end) and not self.taken[end] \
+            while end < min(self.n, k + 40) and self._place_char(end) and not self.taken[end] \
                     and (end == k or not _BREAK.search(self.gap(end))) \
                     and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧", "=")) \
                     and not (end > k and self.gap(end) and end - 1 in stop_ends):
@@ -982,6 +982,8 @@ class _Reader:
             hits.append((hit[1] if lex.post_priority else 0, p, hit[0]))
         for _, p, post_end in sorted(hits):
             name = self.span(k, p).strip()
+            if fold(name) in lex.not_places or any(ch.isdigit() for ch in name):
+                continue
             strong = lex.strong.match_at(toks, p) is not None
             # a weak link ("的", "の", "의", "里") needs a name-like run
             if strong or not strong_only and (self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)
@@ -1129,5 +1131,5 @@ def read_frame(nl: str) -> Frame:
         nl = "" if nl is None else str(nl)
     try:
         return _Reader(nl).read()
-    except (ValueError, IndexError, KeyError) as e:  # a reading fault must not sink the caller
-        return Frame(nl=nl, language="und", script=main_script(nl[:MAX_CHARS]), what=[], quoted=[repr(e)][:0])
+    except (ValueError, IndexError, KeyError):  # a reading fault must not sink the caller's request
+        return Frame(nl=nl, language="und", script=main_script(nl[:MAX_CHARS]))

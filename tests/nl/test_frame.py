@@ -127,3 +127,20 @@ def test_a_latin_request_naming_a_place_in_another_script_keeps_its_language():
     assert frame.language == "en" and frame.place == "Сахалинская область"
     frame = read_frame("区域 3600062518 中有哪些道路的名称包含 'DROSSELSANGWEG'、'ERNSTSTRAßE'、'FINKENSCHLAGWEG'")
     assert frame.language == "zh" and frame.area_ids == [3600062518]
+
+
+def test_real_requests_in_every_language_read_without_a_fault():
+    """The first 300 OsmNL dev requests of each language (and OverpassNL's) go through
+    the reader itself: read_frame's fallback for a fault must never be what answers."""
+    from geoql.nl.frame import _Reader
+    from testdata import data_dir
+
+    root = Path(data_dir())
+    files = [root / "dataset.dev.nl"] + sorted((root.parent / "osmnl").glob("dev.*.nl"))
+    files = [p for p in files if p.is_file()]
+    if not files:
+        pytest.skip("no dev requests found beside $GEOQL_DATA_DIR")
+    for path in files:
+        for nl in path.read_text(encoding="utf-8").splitlines()[:300]:
+            frame = _Reader(nl).read()
+            assert frame.language != "und", (path.name, nl)
