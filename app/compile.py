@@ -17,10 +17,12 @@ import unicodedata
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
+from geoql.app import confidence as confidence_mod
 from geoql.app.backends import DEFAULT_BACKEND, backend_class, get_backend
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 from geoql.app.config import CompileConfig
 from geoql.app.decoding import Candidate, choose, make_candidates
+from geoql.app.run import RunResult, run_query
 from geoql.core.errors import ConfigError
 from geoql.eval.faithfulness import Constant, train_place_aliases, unsupported_constants
 from geoql.retrieval import TagRetriever, build_prompt, prompt_context
@@ -47,6 +49,46 @@ class Compilation:
     # Constants of ``query`` (places, names, ids, users, dates, numbers, output format)
     # that the request does not support: geoql.eval.faithfulness.Constant, whatever the backend.
     unsupported: list[Constant] = field(default_factory=list)
+    # How sure the answer is (geoql.app.confidence): the expected OQS (0..1; the CPU default,
+    # calibrated on OverpassNL dev), the samples' MBR agreement (a language model with n > 1),
+    # or None (a single sample; no query).
+    confidence: float | None = None
+    # The request's content words that no part of the query covers (folded, in request order).
+    uncovered: list[str] = field(default_factory=list)
+    # Similarity of the nearest training request (the CPU default's TF-IDF cosine; None for
+    # other backends) and whether it is below the threshold chosen on dev.
+    nearest: float | None = None
+    far: bool | None = None
+    # The request does not look like one about places or map features at all.
+    off_topic: bool = False
+    # The CPU default's confidence is below the warning threshold chosen on dev.
+    low_confidence: bool = False
+    # One sentence per doubt (off topic, low confidence, uncovered words, far): shown by the CLI and the demo.
+    doubts: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """One line for a status bar: "Compiled." only when nothing is in doubt."""
+        if not self.query:
+            return "Not compiled: " + ("; ".join(self.errors) or "no query")
+        if self.off_topic:
+            return "Not a request about places: the query is a guess. Name what to find and where, e.g. 'cafes in Bonn'."
+        sure = "" if self.confidence is None else f" (confidence {self.confidence:.2f})"
+        if not self.valid:
+            return f"Compiled, but the query does not parse{sure}."
+        if self.low_confidence:
+            return f"Compiled, low confidence{sure}: check the query before relying on it."
+        if self.uncovered or self.far:
+            return f"Compiled{sure}, with doubts: " + "; ".join(d for d in self.doubts if not d.startswith("low confidence")) + "."
+        return f"Compiled{sure}."
+
+    def run(self, **options) -> RunResult:
+        """Run ``query`` on Overpass: ``geoql.app.run.run_query`` (``bbox=``, ``endpoint=``,
+        ``client=``, ``on_wait=``...), with the demo's and ``geoql run``'s messages; never raises."""
+        if not self.query:
+            return RunResult("", str(options.get("endpoint") or ""), kind="syntax",
+                             message="There is no query to run: " + ("; ".join(self.errors) or "nothing was compiled") + ".")
+        return run_query(self.query, **options)
 
     def as_dict(self) -> dict:
         def plain(x):
@@ -58,7 +100,9 @@ class Compilation:
                 "candidates": [c.as_dict() for c in self.candidates],
                 "tags": [plain(t) for t in self.tags], "examples": [plain(e) for e in self.examples],
                 "backend": self.backend, "timings": dict(self.timings), "warnings": list(self.warnings),
-                "unsupported": [plain(c) for c in self.unsupported]}
+                "unsupported": [plain(c) for c in self.unsupported], "confidence": self.confidence,
+                "uncovered": list(self.uncovered), "nearest": self.nearest, "far": self.far,
+                "off_topic": self.off_topic, "low_confidence": self.low_confidence, "doubts": list(self.doubts), "status": self.status}
 
 
 def _split_options(options: dict) -> tuple[dict, dict]:
@@ -182,7 +226,36 @@ class Compiler:
             t0 = time.perf_counter()
             comp.unsupported = unsupported_constants(comp.nl, comp.query, aliases=aliases)
             comp.timings["faithfulness_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            try:
+                self._assess(comp, aliases)
+            except Exception as exc:  # the query stands without its confidence
+                comp.warnings.append(f"no confidence for this answer: {type(exc).__name__}: {exc}")
+            comp.timings["confidence_s"] = time.perf_counter() - t0
         return comp
+
+    def _assess(self, comp: Compilation, aliases: dict) -> None:
+        """Confidence, uncovered words, distance and topicality (``geoql.app.confidence``)."""
+        backend = self._backend
+        cpu = backend is not None and backend.name == "cpu"
+        lexicon = model_dir = None
+        if cpu:
+            model = getattr(backend, "model", None)  # loaded by generate
+            lexicon = getattr(model, "lexicon", None)
+            model_dir = getattr(backend, "model_dir", None)
+            if model_dir is None:
+                # Loaded already by the CPU backend; a top-level import would load the CPU
+                # model's code for every backend.
+                from geoql.app.cpu.model import default_model_dir
+
+                model_dir = default_model_dir()
+        found = confidence_mod.assess(comp.nl, comp.query, hits=comp.tags, examples=comp.examples,
+                                      unsupported=comp.unsupported, candidates=comp.candidates, cpu=cpu,
+                                      lexicon=lexicon, aliases=aliases,
+                                      calibrator=confidence_mod.load_calibrator(model_dir))
+        comp.confidence, comp.uncovered, comp.nearest = found.confidence, found.uncovered, found.nearest
+        comp.far, comp.off_topic, comp.doubts = found.far, found.off_topic, found.warnings
+        comp.low_confidence = found.low_confidence
 
     # ---------------------------------------------------------------- compile
     def compile(self, nl: str, **options) -> Compilation:

@@ -7,6 +7,12 @@ A split run writes ``FILE.pred.tmp`` line by line and renames it to
 ``FILE.pred`` when the split is complete, so an interrupted run leaves no
 file that looks finished; running the same command again resumes after the
 last complete line.
+
+A single request prints its query alone on stdout; when the answer is in doubt (the
+request is not about places, or its confidence is under the threshold chosen on dev:
+``geoql.app.confidence``), one line ``geoql compile: warning: ...`` goes to stderr.
+``--json`` prints everything, with ``confidence``, ``uncovered``, ``nearest``, ``far``,
+``off_topic``, ``doubts`` and ``status``.
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ def register(subparsers) -> None:
     p.add_argument("--jsonl", help="also write one JSON object per example (candidates, errors, timings)")
     p.add_argument("--limit", type=positive_int, help="only the first N examples of the split")
     p.add_argument("--batch-size", type=int, default=16, help="requests per backend call")
-    p.add_argument("--json", action="store_true", help="print the full result as JSON (single request)")
+    p.add_argument("--json", action="store_true",
+                   help="print the full result as JSON (single request; with confidence, uncovered, nearest, far, off_topic)")
     p.set_defaults(handler=run)
 
 
@@ -88,7 +95,18 @@ def run(args) -> int:
     print(comp.query)
     for message in comp.errors:
         print(f"geoql compile: warning: {message}", file=sys.stderr)
+    doubt = doubt_line(comp)
+    if doubt:
+        print(f"geoql compile: warning: {doubt}", file=sys.stderr)
     return 0
+
+
+def doubt_line(comp) -> str:
+    """One line for stderr when the answer is in doubt (off topic, or a confidence under the
+    threshold chosen on dev), with the uncovered words and the distance; "" otherwise."""
+    if not (comp.off_topic or comp.low_confidence):
+        return ""
+    return "; ".join(comp.doubts)
 
 
 def _complete_lines(path: Path) -> list[str]:

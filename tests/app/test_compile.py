@@ -32,6 +32,9 @@ def test_cpu_default_compiles_the_issue_example(cpu_model_dir):
     # the CPU default's answer is checked like any other: Vienna is the request's own place
     assert "faithfulness_s" in comp.timings
     assert not [c for c in comp.unsupported if c.kind == "place"], comp.unsupported
+    # how sure it is (geoql.app.confidence; its own tests: tests/app/test_confidence.py)
+    assert 0 <= comp.confidence <= 1 and not comp.off_topic and comp.status.startswith("Compiled")
+    assert comp.nearest == pytest.approx(comp.examples[0].score, abs=1e-4) and comp.timings["confidence_s"] >= 0
 
 
 @pytest.mark.parametrize("nl, expect", [
@@ -73,6 +76,9 @@ def test_tiny_model_with_grammar_and_mbr(tiny_model_dir):
     if len(comp.candidates) > 1:
         assert all(c.score is not None for c in comp.candidates)
     assert comp.query in [c.query for c in comp.candidates]
+    assert 0 <= comp.confidence <= 1  # a language model's confidence: the samples' MBR agreement
+    assert comp.nearest is None and comp.far is None  # the TF-IDF distance is the CPU default's
+    assert compiler.compile("cafes in Bonn", n=1).confidence is None  # one sample: nothing to agree on
     batch = compiler.compile_batch(["cafes", "", "bus stops"], n=1)
     assert [bool(c.valid) for c in batch] == [True, False, True]
 

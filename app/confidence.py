@@ -1,0 +1,566 @@
+"""How sure a compilation is, in numbers a person can act on.
+
+:func:`assess` reads what ``compile()`` already has (the query, the tag hits, the
+nearest training requests, ``Compilation.unsupported``) and adds:
+
+* ``uncovered``: the request's content words that no part of the query accounts for
+  (no tag key or value, place, name, number or construct of the query, no tag hit the
+  query uses, no word the CPU default's lexicon ties to one of the query's tags);
+* ``nearest`` / ``far``: the similarity of the nearest training request (the CPU
+  default's character n-gram TF-IDF cosine) and whether it is below the threshold
+  chosen on dev;
+* ``off_topic``: the request does not look like one about places at all (no tag hit
+  above a threshold, no place, no word the lexicon knows);
+* ``confidence``: for the CPU default, the expected OQS of the answer (0..1) from a
+  logistic model over these signals, fitted on half of OverpassNL dev and checked on
+  the other half (``scripts/confidence_table.py``; the fit, its data and its
+  thresholds are stored in ``confidence_cpu.json`` next to this module, or in a
+  ``confidence.json`` in the CPU model's folder, which takes precedence). For a
+  language-model backend sampling ``n > 1`` candidates it is the minimum-Bayes-risk
+  agreement of the chosen one (expected OQS against the other samples; not
+  calibrated), and ``None`` for a single greedy answer.
+
+Nothing here reads the CPU model's insides: the signals are the ones ``compile()``
+returns, so a retrained selector keeps its calibration meaning.
+
+>>> content_words("Show me all benches within 100 m of a playground in Zürich")
+['benches', '100', 'playground', 'zurich']
+>>> uncovered_words("benches within 100 m of a playground in Zurich",
+...     '{{geocodeArea:"Zurich"}}->.a;nwr["leisure"="playground"](area.a);out;')
+['benches', '100']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from geoql.core.errors import ConfigError
+from geoql.core.files import write_atomic
+from geoql.eval.faithfulness import CORE_KINDS, Constant, query_constants
+from geoql.nl.cues import all_tables as cue_tables
+from geoql.nl.text import fold, spaceless
+
+CALIBRATOR_FILE = "confidence_cpu.json"  # packaged with this module
+MODEL_CALIBRATOR_FILE = "confidence.json"  # optional, in a CPU model's folder
+WORDS_FILE = "confidence_words.json"
+CALIBRATOR_VERSION = 1
+
+# Numbers whole ("50.86", not "50" and "86"; a comma separates: "1000,50.93"), letters apart from digits ("1km" -> "1", "km").
+_WORD = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+")
+_TAG = re.compile(r'\[\s*!?\s*"?([^"\]=!~]+?)"?\s*(?:(=|!=|~|!~)\s*"?([^"\]]*?)"?)?\s*(?:,\s*i)?\s*\]')
+# Which constructs a query has: the words of ``constructs`` in confidence_words.json it covers.
+_CONSTRUCTS = {
+    "around": re.compile(r"\baround\b"),
+    "count": re.compile(r"\bcount\b"),
+    "view": re.compile(r"bbox|\(\s*-?\d+(?:\.\d+)?\s*,\s*-?\d+(?:\.\d+)?\s*,\s*-?\d+(?:\.\d+)?\s*,"),
+    "area": re.compile(r"\barea\b|geocodeArea|nominatimArea|\bpivot\b|\bis_in\b"),
+    "node": re.compile(r"\b(?:node|nwr|nw|nr)\b"),
+    "way": re.compile(r"\b(?:way|nwr|nw|wr)\b"),
+    "relation": re.compile(r"\b(?:relation|rel|nwr|nr|wr)\b"),
+    "time": re.compile(r"\bnewer\b|\bchanged\b|\{\{\s*date|\bdate\s*:"),
+    "user": re.compile(r"\buser\b|\buid\b|user_touched"),
+    "meta": re.compile(r"\bmeta\b|\battribs\b"),
+    "geom": re.compile(r"\bgeom\b|\bbb\b"),
+    "center": re.compile(r"\bcenter\b"),
+    "csv": re.compile(r"out\s*:\s*csv"),
+    "name": re.compile(r"\bname\b"),
+    "skel": re.compile(r"\bskel\b|\bids\b"),
+    "negation": re.compile(r"!=|!~|\[\s*!"),
+    "ids": re.compile(r"\(\s*(?:id\s*:\s*)?\d{3,}|\bref\b"),
+}
+# A lexicon entry P(tag | word) at least this high ties the word to the tag.
+LEXICON_TIE = 0.2
+
+
+# ------------------------------------------------------------------ words
+
+@lru_cache(maxsize=256)
+def _constants(query: str) -> tuple[Constant, ...]:
+    return tuple(query_constants(query))
+
+
+@lru_cache(maxsize=1)
+def _words_table() -> dict:
+    return json.loads(resources.files("geoql.app").joinpath(WORDS_FILE).read_text(encoding="utf-8"))
+
+
+def stopwords(lang: str = "en") -> frozenset[str]:
+    """Function and request-frame words no query needs to cover (folded)."""
+    return _stopwords(lang)
+
+
+def _flat(value) -> Iterable[str]:
+    """Every word of a cue entry: a phrase, a list of them, or a dict of lists."""
+    if isinstance(value, str):
+        yield from _WORD.findall(fold(value))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _flat(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flat(v)
+
+
+@lru_cache(maxsize=1)
+def _cue_words() -> dict[str, frozenset[str]]:
+    """Words of geoql.nl's cue tables, every language together (no language guess per request:
+    a word is a function word or a construct's word in any of them)."""
+    sections = {
+        "stop": (("stop",), ("markers",), ("place", "prepositions"), ("place", "postpositions"), ("place", "articles"),
+                 ("place", "particles"), ("negation", "scope_end")),
+        "node": (("types", "node"),), "way": (("types", "way"),), "relation": (("types", "relation"),),
+        "view": (("view",),), "user": (("users",), ("ids", "uid")), "ids": (("ids", "id"),),
+        "name": (("names",),), "around": (("units",), ("around",)), "negation": (("negation", "before"), ("negation", "after")),
+        "area": (("ids", "area"), ("place", "nouns")),
+    }
+    out: dict[str, set[str]] = {name: set() for name in sections}
+    for table in cue_tables().values():
+        for name, paths in sections.items():
+            for path in paths:
+                value = table
+                for part in path:
+                    value = value.get(part, {}) if isinstance(value, Mapping) else {}
+                out[name].update(_flat(value))
+    return {name: frozenset(words) for name, words in out.items()}
+
+
+@lru_cache(maxsize=16)
+def _stopwords(lang: str) -> frozenset[str]:
+    table = _words_table()["stop"]
+    content = {fold(w) for w in _words_table()["content"]}
+    return (frozenset(fold(w) for w in table.get(lang, table["en"])) | _cue_words()["stop"]) - content
+
+
+@lru_cache(maxsize=1)
+def _construct_words() -> dict[str, frozenset[str]]:
+    own = {name: frozenset(fold(w) for w in words) for name, words in _words_table()["constructs"].items()}
+    cues = _cue_words()
+    return {name: own.get(name, frozenset()) | cues.get(name, frozenset()) for name in set(own) | set(cues) - {"stop"}}
+
+
+def content_words(nl: str, lang: str = "en") -> list[str]:
+    """The request's folded words a query should account for, in order, each once.
+
+    Function words go, and so do words of scripts written without spaces (no segmenter
+    here: they can be neither listed nor checked word by word).
+    """
+    stop = stopwords(lang)
+    out: dict[str, None] = {}
+    for w in _WORD.findall(fold(nl if isinstance(nl, str) else "")):
+        if w in stop or any(spaceless(ch) for ch in w) or (len(w) == 1 and not _number(w)):
+            continue
+        out[w] = None
+    return list(out)
+
+
+def _stem(word: str) -> str:
+    """A crude English plural stem: "cities" -> "city", "benches" -> "bench", "pubs" -> "pub"."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """One letter wrong, missing, extra or two swapped ("corssing"/"crossing", "Brazil"/"Brasil")."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) <= 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = sorted((a, b), key=len)
+    i = 0
+    while i < len(short) and short[i] == long_[i]:
+        i += 1
+    return short[i:] == long_[i + 1:]
+
+
+def _number(text: str) -> bool:
+    return text[:1].isdigit()
+
+
+def _alike(word: str, token: str) -> bool:
+    """Two folded words that are forms of one another ("restaurants"/"restaurant"), or a number
+    and its rounding ("50.937468375" / "50.9374")."""
+    if word == token:
+        return True
+    if _number(word) or _number(token):
+        return _number(word) and _number(token) and "." in word + token and (
+            word.startswith(token) or token.startswith(word))
+    if len(word) < 3 or len(token) < 3:
+        return False
+    if _stem(word) == _stem(token):
+        return True
+    short, long_ = sorted((word, token), key=len)
+    if long_.startswith(short) and len(long_) - len(short) <= 3 and len(short) >= 4:
+        return True
+    common = 0
+    for a, b in zip(word, token):
+        if a != b:
+            break
+        common += 1
+    if common >= 6 and common >= len(short) - 2:
+        return True
+    return len(short) >= 5 and _one_edit(_stem(word), _stem(token))
+
+
+def query_tags(query: str) -> set[str]:
+    """``key=value`` of a query's equality filters and every filtered ``key``.
+
+    >>> sorted(query_tags('node["amenity"="cafe"]["wifi"](area.a);way[!"name"];'))
+    ['amenity', 'amenity=cafe', 'name', 'wifi']
+    """
+    out = set()
+    for key, op, value in _TAG.findall(query or ""):
+        key = key.strip()
+        if not key or (not op and key.startswith(("out:", "timeout", "maxsize", "bbox", "date", "diff", "adiff"))):
+            continue
+        out.add(key)
+        if op == "=" and value:
+            out.add(f"{key}={value}")
+    return out
+
+
+def _tokens(text: str) -> set[str]:
+    return set(_WORD.findall(fold(text)))
+
+
+def _hit_fields(hit: Any) -> tuple[str, str, str, str, float]:
+    """(tag, key, name, why, score) of a ``TagHit`` or its ``as_dict`` form."""
+    get = hit.get if isinstance(hit, Mapping) else (lambda name, default=None: getattr(hit, name, default))
+    return (str(get("tag", "") or ""), str(get("key", "") or ""), str(get("name", "") or ""),
+            str(get("why", "") or ""), float(get("score", 0.0) or 0.0))
+
+
+def _hit_in_query(tag: str, key: str, tags: set[str]) -> bool:
+    return tag in tags or (tag.endswith("=*") and key in tags)
+
+
+def coverage_tokens(query: str, *, hits: Iterable[Any] = (), aliases: Mapping[str, Iterable[str]] | None = None
+                    ) -> tuple[set[str], set[str]]:
+    """(tokens, construct words): what the query's text, the names of the hits it uses and the
+    other spellings of its places put in words."""
+    tokens = _tokens(query)
+    tags = query_tags(query)
+    for hit in hits:
+        tag, key, name, why, _ = _hit_fields(hit)
+        if _hit_in_query(tag, key, tags):
+            tokens |= _tokens(name)
+            # A preset's own name or term explains the word; "similar request: ..." explains nothing.
+            if why and "request" not in why:
+                tokens |= _tokens(why.split(":", 1)[-1])
+    if aliases:
+        for c in _constants(query):
+            if c.kind == "place":
+                for spelling in aliases.get(c.value, ()):
+                    tokens |= _tokens(spelling)
+    constructs = _construct_words()
+    covered = set()
+    for name, pattern in _CONSTRUCTS.items():
+        if pattern.search(query or ""):
+            covered |= constructs.get(name, frozenset())
+    return tokens, covered
+
+
+def uncovered_words(nl: str, query: str, *, hits: Iterable[Any] = (), lexicon: Any = None,
+                    aliases: Mapping[str, Iterable[str]] | None = None, lang: str = "en") -> list[str]:
+    """The request's content words that no part of ``query`` covers (see the module's docstring).
+
+    ``lexicon``: the CPU default's ``TagLexicon`` (its ``word_tag``: word -> tag -> P(tag | word)).
+    """
+    if not query:
+        return content_words(nl, lang)
+    tokens, constructs = coverage_tokens(query, hits=hits, aliases=aliases)
+    tags = query_tags(query)
+    word_tag = getattr(lexicon, "word_tag", None) or {}
+    numbers = {t for t in tokens if _number(t)}
+    out = []
+    for w in content_words(nl, lang):
+        if w in constructs or w in tokens:
+            continue
+        if _number(w):
+            # "1 km" is a radius of 1000
+            if _km(w) in numbers or any(_alike(w, t) for t in numbers):
+                continue
+            out.append(w)
+            continue
+        if any(_alike(w, t) for t in tokens if not _number(t)):
+            continue
+        tied = {**word_tag.get(w, {}), **word_tag.get(_stem(w), {})}
+        if any(p >= LEXICON_TIE and t in tags for t, p in tied.items()):
+            continue
+        out.append(w)
+    return out
+
+
+def _km(number: str) -> str:
+    try:
+        metres = float(number.replace(",", ".")) * 1000
+    except ValueError:
+        return ""
+    return str(int(metres)) if metres == int(metres) else str(metres)
+
+
+def lexicon_strength(nl: str, lexicon: Any, lang: str = "en") -> float:
+    """The strongest tie ``P(tag | word)`` of a content word (not a number) of the request in the lexicon."""
+    word_tag = getattr(lexicon, "word_tag", None) or {}
+    return max((max((word_tag.get(w) or word_tag.get(_stem(w)) or {"": 0.0}).values())
+                for w in content_words(nl, lang) if not _number(w)), default=0.0)
+
+
+@lru_cache(maxsize=16)
+def _topic_words(lang: str) -> frozenset[str]:
+    table = _words_table()["topic"]
+    cues = _cue_words()
+    # A cue phrase's function words ("in" of "in the current view") say nothing of the topic.
+    phrases = frozenset().union(*(cues[name] for name in ("node", "way", "relation", "view", "user", "ids", "area")))
+    return frozenset(fold(w) for w in table.get(lang, table["en"])) | (phrases - _stopwords(lang))
+
+
+def has_topic_word(nl: str, lang: str = "en") -> bool:
+    """The request names something of OpenStreetMap data without a tag (nodes, a user, the map view, a city).
+
+    >>> has_topic_word("Ways and nodes changed by uid:10019212"), has_topic_word("tell me a joke")
+    (True, False)
+    """
+    words = _topic_words(lang)
+    return any(w in words or _stem(w) in words for w in _WORD.findall(fold(nl if isinstance(nl, str) else "")))
+
+
+# ------------------------------------------------------------------ signals
+
+FEATURES = ("nearest", "nearest_mean", "agreement", "hit_used", "hit_unused", "hit_max", "unsupported_core",
+            "unsupported_other", "uncovered", "uncovered_share", "words", "query_length", "place")
+# Without a tag index (a CPU model trained with --tag-hints off) the hit signals do not exist.
+HIT_FEATURES = ("hit_used", "hit_unused", "hit_max")
+
+
+def _example_fields(ex: Any) -> tuple[str, float]:
+    if isinstance(ex, Mapping):
+        return str(ex.get("query", "") or ""), float(ex.get("score", 0.0) or 0.0)
+    return str(getattr(ex, "query", "") or ""), float(getattr(ex, "score", 0.0) or 0.0)
+
+
+def signals(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
+            unsupported: Sequence[Any] = (), uncovered: Sequence[str] = (), lang: str = "en") -> dict[str, float]:
+    """The numbers the confidence is computed from (all cheap: no model is asked again)."""
+    tags = {t for t in query_tags(query) if "=" in t}
+    sims = [s for _, s in map(_example_fields, examples)]
+    # How much of the neighbours' similarity mass asks for the chosen query's tags.
+    weight = agree = 0.0
+    for ex_query, sim in map(_example_fields, examples[:10]):
+        ex_tags = {t for t in query_tags(ex_query) if "=" in t}
+        union = tags | ex_tags
+        agree += sim * (len(tags & ex_tags) / len(union) if union else 1.0)
+        weight += sim
+    used = unused = top = 0.0
+    for hit in hits:
+        tag, key, _, _, score = _hit_fields(hit)
+        if tag.endswith("=*"):
+            continue
+        top = max(top, score)
+        if _hit_in_query(tag, key, tags):
+            used = max(used, score)
+        else:
+            unused = max(unused, score)
+    kinds = [getattr(c, "kind", None) or (c.get("kind") if isinstance(c, Mapping) else None) for c in unsupported]
+    words = content_words(nl, lang)
+    bad_places = {getattr(c, "value", None) or (c.get("value") if isinstance(c, Mapping) else None)
+                  for c in unsupported if (getattr(c, "kind", None) or (c.get("kind") if isinstance(c, Mapping) else None)) == "place"}
+    place = any(c.kind == "place" and c.value not in bad_places for c in _constants(query)) if query else False
+    return {
+        "nearest": sims[0] if sims else 0.0,
+        "nearest_mean": sum(sims[:5]) / len(sims[:5]) if sims else 0.0,
+        "agreement": agree / weight if weight else 0.0,
+        "hit_used": used,
+        "hit_unused": unused,
+        "hit_max": top,
+        "unsupported_core": float(min(3, sum(k in CORE_KINDS for k in kinds))),
+        "unsupported_other": float(min(3, sum(k not in CORE_KINDS for k in kinds))),
+        "uncovered": float(min(5, len(uncovered))),
+        "uncovered_share": len(uncovered) / len(words) if words else 1.0,
+        "words": float(min(15, len(words))),
+        "query_length": math.log1p(len(query or "")),
+        "place": float(place),
+    }
+
+
+# ------------------------------------------------------------------ the calibrator
+
+@dataclass
+class Calibrator:
+    """A logistic model ``P = sigmoid(b + sum w_i (x_i - mean_i) / scale_i)`` read as the expected OQS,
+    one per setting (``hits``: the model uses the tag index; ``nohits``: it does not), plus the
+    thresholds chosen on dev and where they came from."""
+
+    models: dict[str, dict] = field(default_factory=dict)  # setting -> {features, mean, scale, weights, bias}
+    warn_below: float = 0.0  # confidence under which compile() warns
+    far_below: float = 0.0  # nearest-training-request similarity under which a request is "far"
+    off_topic_hit: float = 0.0  # best tag hit under which (and no place, no known word) a request is off topic
+    off_topic_lexicon: float = 0.0  # strongest lexicon tie under which (and ...) a request is off topic
+    provenance: dict = field(default_factory=dict)
+
+    def predict(self, values: Mapping[str, float], setting: str) -> float | None:
+        model = self.models.get(setting) or self.models.get("nohits")
+        if not model:
+            return None
+        z = float(model["bias"])
+        for name, mean, scale, weight in zip(model["features"], model["mean"], model["scale"], model["weights"]):
+            z += weight * (float(values.get(name, 0.0)) - mean) / (scale or 1.0)
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+    def to_json(self) -> dict:
+        return {"version": CALIBRATOR_VERSION, "models": self.models, "warn_below": self.warn_below,
+                "far_below": self.far_below, "off_topic_hit": self.off_topic_hit,
+                "off_topic_lexicon": self.off_topic_lexicon, "provenance": self.provenance}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "Calibrator":
+        if data.get("version") != CALIBRATOR_VERSION:
+            raise ConfigError(f"confidence calibrator version {data.get('version')!r} is not {CALIBRATOR_VERSION}: "
+                              "refit it with scripts/confidence_table.py --write")
+        return cls(models=dict(data["models"]), warn_below=float(data["warn_below"]),
+                   far_below=float(data["far_below"]), off_topic_hit=float(data["off_topic_hit"]),
+                   off_topic_lexicon=float(data.get("off_topic_lexicon", 0.0)),
+                   provenance=dict(data.get("provenance", {})))
+
+    def save(self, path: Path) -> Path:
+        write_atomic(Path(path), (json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n").encode())
+        return Path(path)
+
+
+def packaged_calibrator_path() -> Path:
+    return Path(str(resources.files("geoql.app").joinpath(CALIBRATOR_FILE)))
+
+
+@lru_cache(maxsize=8)
+def _read_calibrator(path: str, mtime_ns: int) -> Calibrator:
+    return Calibrator.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def load_calibrator(model_dir: str | Path | None = None) -> Calibrator:
+    """The CPU model folder's ``confidence.json`` when there is one, else the packaged fit.
+
+    An unreadable file gives an empty calibrator (no confidence) rather than an error:
+    the query itself does not depend on it.
+    """
+    candidates = [Path(model_dir) / MODEL_CALIBRATOR_FILE] if model_dir else []
+    candidates.append(packaged_calibrator_path())
+    for path in candidates:
+        try:
+            return _read_calibrator(str(path), path.stat().st_mtime_ns)
+        except (OSError, ValueError, KeyError, TypeError, ConfigError):
+            continue
+    return Calibrator()
+
+
+# ------------------------------------------------------------------ assessing a compilation
+
+@dataclass
+class Assessment:
+    """What :func:`assess` found (copied onto the ``Compilation``)."""
+
+    confidence: float | None
+    uncovered: list[str]
+    nearest: float | None
+    far: bool | None
+    off_topic: bool
+    low_confidence: bool
+    signals: dict[str, float]
+    warnings: list[str]
+
+
+def grounded_hit(nl: str, hits: Iterable[Any], lang: str = "en") -> float:
+    """The best score of a controlled tag hit with evidence in the request: a hit found only
+    through a similar training request counts when that request shares a word with this one
+    ("hello" finds ``type=route`` through "Highways and routes ..." by embedding alone)."""
+    words = content_words(nl, lang)
+    best = 0.0
+    for hit in hits:
+        tag, _, _, why, score = _hit_fields(hit)
+        if tag.endswith("=*") or score <= best:
+            continue
+        if "similar request" in why:
+            other = content_words(why.split(":", 1)[-1], lang)
+            if not any(_alike(w, o) for w in words for o in other):
+                continue
+        best = score
+    return best
+
+
+def is_off_topic(nl: str, values: Mapping[str, float], lexicon: Any, calibrator: Calibrator, *,
+                 hits: Sequence[Any] = (), lang: str = "en") -> bool:
+    """Not a request about places: no letters or digits at all, or no place, no word of
+    OpenStreetMap data, no tag hit with evidence in the request (:func:`grounded_hit`) at
+    ``off_topic_hit`` or above and no word the lexicon ties to a tag at ``off_topic_lexicon``
+    or above (thresholds chosen on dev)."""
+    if not any(ch.isalnum() for ch in (nl or "")):
+        return True
+    if values.get("place", 0.0) > 0 or has_topic_word(nl, lang):
+        return False
+    has_hits = bool(hits)
+    if has_hits and grounded_hit(nl, hits, lang) >= calibrator.off_topic_hit:
+        return False
+    if lexicon is None:
+        return has_hits  # nothing else to judge by: only the hits can say "off topic"
+    return lexicon_strength(nl, lexicon, lang) < calibrator.off_topic_lexicon
+
+
+def mbr_agreement(candidates: Sequence[Any], chosen_query: str) -> float | None:
+    """The chosen candidate's MBR score among ``n > 1`` samples (1.0 when they all agree), else None."""
+    if sum(getattr(c, "count", 1) for c in candidates) <= 1:
+        return None
+    for c in candidates:
+        if c.query == chosen_query:
+            return 1.0 if c.score is None else max(0.0, min(1.0, float(c.score)))
+    return None
+
+
+def assess(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
+           unsupported: Sequence[Any] = (), candidates: Sequence[Any] = (), cpu: bool = False,
+           lexicon: Any = None, aliases: Mapping[str, Iterable[str]] | None = None,
+           calibrator: Calibrator | None = None, lang: str = "en") -> Assessment:
+    """Confidence, uncovered words, distance to the training data and topicality of one answer.
+
+    ``cpu``: the answer is the CPU default's (its ``examples`` are TF-IDF neighbours, the
+    calibrator applies); otherwise the confidence is the samples' agreement (or None).
+    """
+    calibrator = calibrator or load_calibrator()
+    uncovered = uncovered_words(nl, query, hits=hits, lexicon=lexicon, aliases=aliases, lang=lang)
+    values = signals(nl, query, hits=hits, examples=examples, unsupported=unsupported, uncovered=uncovered, lang=lang)
+    has_hits = bool(hits)
+    if cpu:
+        confidence = calibrator.predict(values, "hits" if has_hits else "nohits")
+        nearest = values["nearest"] if examples else None
+        far = None if nearest is None or not calibrator.far_below else nearest < calibrator.far_below
+    else:
+        confidence = mbr_agreement(candidates, query)
+        nearest = far = None
+    words = content_words(nl, lang)
+    off_topic = is_off_topic(nl, values, lexicon, calibrator, hits=hits, lang=lang)
+    low = bool(cpu and confidence is not None and confidence < calibrator.warn_below)
+    warnings = []
+    if off_topic:
+        warnings.append("this does not look like a request about places or map features: "
+                        "the query below is a guess; name what to find and where, e.g. 'cafes in Bonn'")
+    else:
+        if low:
+            warnings.append(f"low confidence ({confidence:.2f}): check the query before relying on it")
+        if uncovered and len(uncovered) < max(2, len(words)):
+            warnings.append("not covered by the query: " + ", ".join(uncovered))
+        if far:
+            warnings.append(f"no training request is close (nearest similarity {nearest:.2f}): the query may be off")
+    return Assessment(confidence=None if confidence is None else round(confidence, 4), uncovered=uncovered,
+                      nearest=None if nearest is None else round(nearest, 4), far=far, off_topic=off_topic,
+                      low_confidence=low, signals=values, warnings=warnings)
