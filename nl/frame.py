@@ -774,6 +774,8 @@ class _Reader:
 
     def view(self) -> None:
         for s, e, _ in self.find(self.lex.view, True):
+            if e < self.n and self.toks[e].number and not _BREAK.search(self.gap(e)):
+                continue  # "dans la zone 3600114938", "in the bounding box 51.0,-1.0,...": not the view
             self.frame.in_view = True
             self.take(s, e)
 
