@@ -62,7 +62,7 @@ class Frame:
     around: Around | None = None
     bbox: tuple[float, float, float, float] | None = None
     coords: tuple[float, float] | None = None
-    area_ids: list[int] = field(default_factory=list)
+    area_ids: list[int] = field(default_factory=list)  # Overpass area ids (3600000000 + a relation id)
     ids: list[tuple[str, int]] = field(default_factory=list)
     types: set[str] = field(default_factory=set)
     output: set[str] = field(default_factory=set)
@@ -668,8 +668,9 @@ class _Reader:
             n = int(t.text)
             if kind == "user":
                 f.uids.append(n)
-            elif kind == "area" or (kind == "relation" and n > 3600000000):
-                f.area_ids.append(n)
+            elif kind == "area" or (kind == "relation" and (n > 3600000000 or self._as_area(i))):
+                # Overpass area ids: "area 1800899" and "relation 62422 as an area" are relations
+                f.area_ids.append(n if n >= 2400000000 else 3600000000 + n)
             elif kind in ("node", "way", "relation"):
                 f.ids.append((kind, n))
             elif kind != "changeset":
@@ -709,6 +710,14 @@ class _Reader:
         f.uids = list(dict.fromkeys(f.uids))
         f.area_ids = list(dict.fromkeys(f.area_ids))
         f.users = list(dict.fromkeys(f.users))
+
+    def _as_area(self, i: int) -> bool:
+        """"relation 62422 as an area": an area cue right after the number."""
+        j = i + 1
+        while j < self.n and j - i <= 3 and self.toks[j].fold in ("as", "an", "a", "als", "comme", "como"):
+            j += 1
+        hit = self.lex.ids.match_at(self.toks, j) if j > i + 1 else None
+        return bool(hit and hit[1] == "area")
 
     def _list_then_entity(self, cue_at, i: int) -> tuple[str, int] | None:
         """"ID 为 264199819、2045820592 和 577258918 的节点": after an id cue, a list of
