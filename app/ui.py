@@ -85,6 +85,8 @@ class DemoConfig:
     check_services: bool = field(default=True, metadata={
         "help": "at start, ask the dataset host and the npm registry whether they answer when the "
                 "first start needs them (a banner says so when not)"})
+    dataset_url: str = field(default=RELEASE_BASE_URL, metadata={"help": "where a missing OverpassNL copy is downloaded from"})
+    registry_url: str = field(default=NPM_REGISTRY, metadata={"help": "the npm registry the tag index is built from"})
 
     def __post_init__(self) -> None:
         try:
@@ -226,7 +228,8 @@ def _format_problems(query: str, problems) -> str:
     """The syntax errors under the query box, each with its line and a caret at its column."""
     if not problems:
         return ""
-    return "**Syntax error — this query will not be sent:**\n```\n" + mark_problems(query, problems) + "\n```"
+    # The first error is the one to fix: the parser's later ones mostly follow from it.
+    return "**Syntax error — this query will not be sent:**\n```\n" + mark_problems(query, problems, limit=1) + "\n```"
 
 
 def _turbo_html(query: str) -> str:
@@ -300,7 +303,7 @@ class Step:
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
         left = self.left_s
         rest = f", about {_clock(left)} left" if left is not None else ""
-        return f"- ⏳ {self.name}: {amount}{share}, {_clock(self.elapsed_s)} so far{rest}"
+        return f"- ▸ {self.name}: {amount}{share}, {_clock(self.elapsed_s)} so far{rest}"
 
 
 class Preparation:
@@ -388,7 +391,7 @@ class Preparation:
         since = _clock(time.monotonic() - (self.started or time.monotonic()))
         lines = [f"**Getting ready ({since}):** on its first start on a machine the CPU default builds its tag "
                  "index and trains its model (a few minutes, once). The buttons work when it is done."]
-        lines += [s.line() for s in self.steps()] or ["- ⏳ loading the compiler"]
+        lines += [s.line() for s in self.steps()] or ["- ▸ loading the compiler"]
         return "\n".join(lines)
 
 
@@ -481,18 +484,22 @@ class DemoService:
         if (Path(model_dir) / MODEL_FILE).is_file():
             return []
         found = []
+        cfg = self.config
         try:
             resolve_data_dir(backend.data_dir, download=False)
         except DatasetError as exc:
-            if not (self.config.check_services and _answers(RELEASE_BASE_URL)):
-                found.append(f"The CPU model is not trained yet and it cannot be: {exc} The download host "
-                             f"({RELEASE_BASE_URL.split('/')[2]}) does not answer either. Compiling will fail "
-                             "until the dataset is there.")
+            host = cfg.dataset_url.split("/")[2] if "//" in cfg.dataset_url else cfg.dataset_url
+            if not cfg.check_services:
+                found.append(f"The CPU model is not trained yet, and the dataset it is trained from is not here: {exc} "
+                             f"The first request will try to download it from {host}.")
+            elif not _answers(cfg.dataset_url):
+                found.append(f"The CPU model is not trained yet, and it cannot be: {exc} The download host ({host}) "
+                             "does not answer either. Compiling will fail until the dataset is there.")
         try:
             load_manifest(backend.index_dir)
         except IndexMissingError:
-            if self.config.check_services and not _answers(NPM_REGISTRY):
-                found.append(f"The tag index is not built yet and the npm registry ({NPM_REGISTRY}) does not "
+            if cfg.check_services and not _answers(cfg.registry_url):
+                found.append(f"The tag index is not built yet and the npm registry ({cfg.registry_url}) does not "
                              "answer, so it cannot be: the CPU default will train without tag hints (weaker tags). "
                              "Build it later with `geoql index build`.")
         return found
@@ -669,7 +676,7 @@ def build_app(service: DemoService):
             while not heard.empty():
                 message = heard.get_nowait()
             update = [gr.skip()] * n_outputs
-            update[status_at] = "⏳ " + message
+            update[status_at] = "↻ " + message
             yield tuple(update)
         worker.join()
         yield finish(box["view"])
@@ -763,7 +770,8 @@ def build_app(service: DemoService):
         with gr.Row():
             rows = gr.Dataframe(headers=TABLE_HEADERS, label="Elements (untagged nodes of ways and members of "
                                 "relations are folded into them)", interactive=False, wrap=True, elem_id="elements")
-        download = gr.File(label="Download (GeoJSON, or CSV for a count)", elem_id="download")
+        download = gr.File(label="Download (GeoJSON, or CSV for a count)", elem_id="download", height=90,
+                           interactive=False)
         with gr.Accordion("Candidate tags and few-shot examples used", open=False):
             with gr.Row():
                 tags = gr.Markdown()

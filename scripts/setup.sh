@@ -27,4 +27,13 @@ for name, folder in tomllib.loads(pathlib.Path("pyproject.toml").read_text())["t
         if not link.exists() and not link.is_symlink():
             link.symlink_to(os.path.relpath(folder, link.parent), target_is_directory=True)
 PY
+# --dev: the browser test drives the demo in Debian's headless Chromium and its driver.
+if [[ "${1:-}" == "--dev" ]] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+  if [[ "$(id -u)" == "0" ]] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+      || echo "setup: could not install chromium and chromium-driver with apt-get; tests/app/test_ui_browser.py will fail" >&2
+  else
+    echo "setup: the browser test needs Chromium: run 'sudo apt-get install chromium chromium-driver'" >&2
+  fi
+fi
 echo "GeoQL installed in .venv/ (extras: ${extras})"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
@@ -221,3 +223,73 @@ def test_build_app_does_not_need_a_server(fake_overpass, fake_nominatim, tmp_pat
     assert {"compile", "run", "compile_and_run"} <= names
     ids = {c.get("props", {}).get("elem_id") for c in demo.config["components"]}
     assert {"explanation", "unsupported"} <= ids
+
+
+# ---------------------------------------------------------------- readiness
+
+
+def test_preparation_shows_each_step_with_progress_and_time_left():
+    from tqdm import tqdm
+
+    from geoql.app.ui import Preparation
+
+    halfway, go_on, seen = threading.Event(), threading.Event(), threading.Event()
+
+    def work():
+        with tqdm(total=4, desc="index build", unit="step") as bar:
+            bar.update(4)
+            seen.wait(30)  # steps are sampled twice a second: a real one lasts minutes
+        with tqdm(total=100, desc="scoring candidates", unit="req") as bar:
+            bar.update(40)
+            halfway.set()
+            go_on.wait(30)
+            bar.update(60)
+
+    prep = Preparation(work, poll_s=0.05)
+    assert prep.state == "idle" and not prep.ready
+    prep.start()
+
+    def until(words):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and words not in prep.markdown():
+            time.sleep(0.05)
+        return prep.markdown()
+
+    assert "- ▸ index build: 4/4 step (100 %)" in until("index build: 4/4")
+    seen.set()
+    assert halfway.wait(30)
+    shown = until("scoring candidates: 40/100")
+    assert shown.startswith("**Getting ready (") and "- ✓ index build: done (4/4 step" in shown
+    assert "- ▸ scoring candidates: 40/100 req (40 %)" in shown and "left" in shown
+    go_on.set()
+    assert prep.wait(30) and prep.state == "ready" and prep.markdown() == ""
+    assert all(step.done for step in prep.steps())
+
+
+def test_a_failed_preparation_says_why():
+    from geoql.app.ui import Preparation
+
+    def work():
+        raise BackendError("cannot train the CPU model: no OverpassNL copy found")
+
+    prep = Preparation(work)
+    assert prep.wait(30) and prep.state == "failed" and prep.ready
+    assert prep.markdown() == "**The compiler could not be prepared:** cannot train the CPU model: no OverpassNL copy found"
+
+
+def test_missing_dataset_and_registry_are_a_banner_on_load(tmp_path, fake_overpass, fake_nominatim):
+    from geoql.app import Compiler
+    from geoql.app.backends.cpu import CpuBackend
+    from geoql.app.ui import DemoService
+
+    closed = f"http://127.0.0.1:{free_port()}/"
+    backend = CpuBackend(tmp_path / "no-model", data_dir=tmp_path / "no-data", index_dir=tmp_path / "no-index")
+    config = DemoConfig(overpass_url=fake_overpass.url, nominatim_url=fake_nominatim.url, cache_dir=str(tmp_path),
+                        dataset_url=closed + "OverpassNL", registry_url=closed)
+    notices = DemoService(config, compiler=Compiler(backend)).notices()
+    assert len(notices) == 2
+    assert notices[0].startswith("The CPU model is not trained yet, and it cannot be:") and "does not answer" in notices[0]
+    assert str(tmp_path / "no-data") in notices[0]
+    assert "npm registry" in notices[1] and "without tag hints" in notices[1]
+    # A lookup backend has nothing to prepare: no banner.
+    assert make_service(fake_overpass, fake_nominatim, tmp_path).notices() == []
