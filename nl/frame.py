@@ -251,6 +251,7 @@ class _Lexicon:
     strip_after: tuple
     soft_starts: bool
     user_first: bool
+    lowercase_end: bool
     links: Matcher
     lead: Matcher
     suffixes: tuple
@@ -332,6 +333,7 @@ def _lexicon(lang: str) -> _Lexicon:
         strip_after=tuple(place.get("strip_after", [])),
         soft_starts=bool(place.get("soft_starts")),
         user_first=bool(own["language"].get("user_first")),
+        lowercase_end=bool(place.get("lowercase_end")),
         lead=Matcher(place.get("lead", [])),
         suffixes=tuple(place.get("suffixes", [])),
         name_chars=frozenset(place.get("name_chars", "")),
@@ -428,6 +430,7 @@ class _Reader:
         self.distances()
         self.outputs()
         self.types()
+        self.unquoted_names()
         self.place()
         self.content()
         return self.frame
@@ -799,6 +802,23 @@ class _Reader:
             self.frame.types.add(kind)
             self.take(s, e)
 
+    def unquoted_names(self) -> None:
+        """"toy shops named Bart Smit", "addresses called Leutersdorf": a name-cased run
+        right after a name cue, in scripts with case."""
+        if not self.lex.spaced:
+            return
+        for s, e, _ in self.find(self.lex.names, True):
+            if e < self.n and self._is_name_token(e) and not self.toks[e].spaceless \
+                    and not _BREAK.search(self.gap(e)) and self.toks[e].fold not in self.lex.not_places:
+                j = self._name_run(e, False)
+                if j <= e:
+                    continue
+                # "areas with the name Essen", "area with name Szeged": the area's name is a place
+                area = any((h := self.lex.ids.match_at(self.toks, k)) and h[1] == "area" for k in range(max(0, s - 4), s))
+                (self.frame.places if area else self.frame.names).append(self.span(e, j))
+                self.take(s, j)
+        self.frame.names = list(dict.fromkeys(self.frame.names))
+
     # -- place
     def place(self) -> None:
         if self.lex.spaced:
@@ -875,7 +895,13 @@ class _Reader:
             if noun and noun[0] < self.n and self._is_name_token(noun[0]):
                 k = noun[0]
             weak = lex.weak_preps.match_at(toks, s)
-            j = self._name_run(k, lowercase and not (weak and weak[0] == e))
+            strong = not (weak and weak[0] == e)
+            j = self._name_run(k, lowercase and strong)
+            if j == k and strong and lex.lowercase_end and k < self.n and not toks[k].upper and not self.taken[k]:
+                # "Count of trees in paraguay": a lower-case word that ends the request
+                end = self._name_run(k, True)
+                if end > k and end - k <= 2 and not self.text[toks[end - 1].end:].strip(" ?.!"):
+                    j = end
             if j > k:
                 found.append((s, k, j))
         if not found and lex.lang != "de":
