@@ -289,6 +289,7 @@ class Step:
     elapsed_s: float = 0.0
     rate: float | None = None
     done: bool = False
+    detail: str = ""  # the bar's postfix: what it works on now ("id-tagging-schema")
 
     @property
     def left_s(self) -> float | None:
@@ -303,7 +304,8 @@ class Step:
         share = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
         left = self.left_s
         rest = f", about {_clock(left)} left" if left is not None else ""
-        return f"- ▸ {self.name}: {amount}{share}, {_clock(self.elapsed_s)} so far{rest}"
+        now = f" — {self.detail}" if self.detail else ""
+        return f"- {self.name}: {amount}{share}{now}, {_clock(self.elapsed_s)} so far{rest}"
 
 
 class Preparation:
@@ -369,6 +371,7 @@ class Preparation:
                 step = self._steps.setdefault(name, Step(name))
                 step.n, step.total, step.unit = info.get("n", 0), info.get("total"), info.get("unit", "it")
                 step.elapsed_s, step.rate, step.done = info.get("elapsed", 0.0), info.get("rate"), False
+                step.detail = str(info.get("postfix") or "").strip(", ")
                 if step.rate is None and step.elapsed_s and step.n:
                     step.rate = step.n / step.elapsed_s
         with self._lock:
@@ -391,7 +394,7 @@ class Preparation:
         since = _clock(time.monotonic() - (self.started or time.monotonic()))
         lines = [f"**Getting ready ({since}):** on its first start on a machine the CPU default builds its tag "
                  "index and trains its model (a few minutes, once). The buttons work when it is done."]
-        lines += [s.line() for s in self.steps()] or ["- ▸ loading the compiler"]
+        lines += [s.line() for s in self.steps()] or ["- loading the compiler"]
         return "\n".join(lines)
 
 

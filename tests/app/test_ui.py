@@ -240,6 +240,7 @@ def test_preparation_shows_each_step_with_progress_and_time_left():
             bar.update(4)
             seen.wait(30)  # steps are sampled twice a second: a real one lasts minutes
         with tqdm(total=100, desc="scoring candidates", unit="req") as bar:
+            bar.set_postfix_str("train split")
             bar.update(40)
             halfway.set()
             go_on.wait(30)
@@ -255,12 +256,12 @@ def test_preparation_shows_each_step_with_progress_and_time_left():
             time.sleep(0.05)
         return prep.markdown()
 
-    assert "- ▸ index build: 4/4 step (100 %)" in until("index build: 4/4")
+    assert "- index build: 4/4 step (100 %)" in until("index build: 4/4")
     seen.set()
     assert halfway.wait(30)
     shown = until("scoring candidates: 40/100")
     assert shown.startswith("**Getting ready (") and "- ✓ index build: done (4/4 step" in shown
-    assert "- ▸ scoring candidates: 40/100 req (40 %)" in shown and "left" in shown
+    assert "- scoring candidates: 40/100 req (40 %) — train split, " in shown and "left" in shown
     go_on.set()
     assert prep.wait(30) and prep.state == "ready" and prep.markdown() == ""
     assert all(step.done for step in prep.steps())
