@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from geoql.app.backends import DEFAULT_BACKEND, backend_class
 from geoql.core.errors import UserError
@@ -41,10 +42,19 @@ def _ui(args: argparse.Namespace) -> int:
     config = DemoConfig(**options)  # a bad flag value is a ConfigError: one line from the dispatcher
     backend_class(config.backend or DEFAULT_BACKEND)  # an unknown name fails now, not on the first request
     service = DemoService(config)
-    if not args.no_warm_up:
-        service.warm_up_in_background()
     try:
-        launch(service, host=args.host, port=args.port)
+        demo = launch(service, host=args.host, port=args.port, block=False)
     except OSError as exc:
         raise UserError(f"cannot serve on {args.host}:{args.port} ({exc}): pass another --port") from None
+    # The address first, on a line of its own; the preparation's progress bars come after it
+    # (they share the terminal, and the page shows the same steps).
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    print(f"GeoQL demo: http://{shown}:{args.port}/ (Ctrl+C stops it)", flush=True)
+    if not args.no_warm_up:
+        print("geoql ui: preparing the compiler in the background; the page shows its progress", file=sys.stderr, flush=True)
+        service.warm_up_in_background()
+    try:
+        demo.block_thread()
+    finally:
+        demo.close()
     return 0

@@ -56,3 +56,19 @@ def test_geoql_ui_serves_the_page(fake_overpass, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_geoql_ui_prints_its_address_on_a_line_of_its_own(fake_overpass, tmp_path):
+    port = free_port()
+    env = dict(os.environ, GEOQL_CACHE_DIR=str(tmp_path), GRADIO_ANALYTICS_ENABLED="False")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "geoql", "ui", "--port", str(port), "--no-warm-up", "--overpass-url", fake_overpass.url],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line == f"GeoQL demo: http://127.0.0.1:{port}/ (Ctrl+C stops it)\n"
+        assert requests.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
