@@ -364,12 +364,17 @@ def _lexicon(lang: str) -> _Lexicon:
 _QUOTES = re.compile(r"\"([^\"]{1,120})\"|“([^”]{1,120})”|„([^“”\"]{1,120})[“”\"]|«\s?([^»]{1,120}?)\s?»|"
                      r"「([^」]{1,120})」|『([^』]{1,120})』|‘([^’]{1,120})’|(?<![A-Za-z0-9])'([^']{1,120})'(?![A-Za-z0-9])")
 _TAGLIKE = re.compile(r"[a-z0-9_:.\-]+(?:=[^\s]*)?")
-_DECIMAL = r"[-−]?\d{1,3}\.\d+"
+# A decimal number standing alone: "01.06.2018" is a date, not the point (1.0, 6.2018)
+_DECIMAL = r"(?<![\d.])[-−]?\d{1,3}\.\d+(?![\d.]*\d)"
+_SEP = r"\s*[,，;/]\s*|\s+"
 _BBOX = re.compile(rf"({_DECIMAL})\s*[,，;]\s*({_DECIMAL})\s*[,，;]\s*({_DECIMAL})\s*[,，;]\s*({_DECIMAL})")
-_COORDS = re.compile(rf"({_DECIMAL})\s*[,，;/]?\s*({_DECIMAL})")
+_COORDS = re.compile(rf"({_DECIMAL})(?:{_SEP})({_DECIMAL})")
 _ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ]\d{1,2}:\d{2}(?::\d{2})?Z?)?(?!\d)")
 _DMY = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})[./](\d{4})(?!\d)")
 _CJK_DATE = re.compile(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日일号號])?")
+_CJK_RANGE_END = re.compile(r"\s*(?:から|至|到|~|〜|-|–|－|부터|에서)\s*(?:(\d{1,2})\s*[月월])?\s*(\d{1,2})\s*[日일号號]")
+_DATE_ARTICLES = frozenset({"le", "the", "dem", "den", "der", "el", "il", "lo", "l"})
+_RANGE_WORDS = frozenset({"and", "to", "und", "bis", "et", "au", "y", "al", "a", "e", "и", "по", "до"})
 _YEAR = re.compile(r"^(1[89]\d\d|20\d\d)$")
 _BREAK = re.compile(r"[,;:?!.()\[\]{}，。；：？！、（）「」『』\"“”„«»]")
 _HARD_BREAK = re.compile(r"[;?!.()\[\]{}。；？！（）]")
@@ -482,12 +487,19 @@ class _Reader:
                 f.bbox = (s, w, n, e)
                 self.take(*self.tokens_in(m.start(), m.end()))
                 return
+        points = []
         for m in _COORDS.finditer(self.text):
             lat, lon = (float(g.replace("−", "-")) for g in m.groups())
             if abs(lat) <= 90 and abs(lon) <= 180:
-                f.coords = (lat, lon)
+                points.append((lat, lon))
                 self.take(*self.tokens_in(m.start(), m.end()))
-                return
+                if len(points) == 2:
+                    break
+        if len(points) == 2:  # "within the coordinates A, B and C, D": two corners of a box
+            (a, b), (c, d) = points
+            f.bbox = (min(a, c), min(b, d), max(a, c), max(b, d))
+        elif points:
+            f.coords = points[0]
 
     def dates(self) -> None:
         f, toks = self.frame, self.toks
@@ -508,12 +520,17 @@ class _Reader:
                     continue
                 if add(m.start(), g[order[0]], g[order[1]], g[order[2]]):
                     self.take(i, j)
+                    if rx is _CJK_DATE and g[2]:  # "2017年11月16日から17日", "2018年9月14日至9月16日"
+                        r = _CJK_RANGE_END.match(self.text, m.end())
+                        if r and add(r.start(2), g[0], r.group(1) or g[1], r.group(2)):
+                            self.take(*self.tokens_in(r.start(), r.end()))
         months = self.lex.months
         for i, t in enumerate(toks):
             month = months.get(t.fold)
             if month is None or self.taken[i] or t.number:
                 continue
-            window = range(max(0, i - 3), min(self.n, i + 4))
+            window = list(range(max(0, i - 3), min(self.n, i + 4))) + list(range(i + 4, min(self.n, i + 8)))
+            # (farther ahead: "between November 16 and November 17, 2017")
             years = [k for k in window if toks[k].number and _YEAR.match(toks[k].text) and not self.taken[k]]
             if not years:
                 continue
@@ -525,11 +542,25 @@ class _Reader:
                     day = k
                     break
             if add(t.start, toks[y].text, month, toks[day].text if day is not None else 1):
-                self.take(min(i, y, day if day is not None else i), max(i, y, day if day is not None else i) + 1)
+                near = [i] + ([day] if day is not None else []) + ([y] if abs(y - i) <= 3 else [])
+                self.take(min(near), max(near) + 1)  # a far year stays for the next date of a range
+                # "zwischen dem 10. und 11. Mai 2018", "between 14 and 16 September 2018"
+                if day is not None and day < i:
+                    k = day - 1
+                    while k > 0 and toks[k].fold in _DATE_ARTICLES:
+                        k -= 1
+                    if k > 0 and toks[k].fold in _RANGE_WORDS:
+                        k -= 1
+                        while k > 0 and toks[k].fold in _DATE_ARTICLES:
+                            k -= 1
+                        if toks[k].number and toks[k].text.isdigit() and not self.taken[k] \
+                                and add(toks[k].start, toks[y].text, month, toks[k].text):
+                            self.take(k, day)  # "entre le 16 et le 17 novembre 2017"
         # "since 2020", "seit 2020", "2020年以来": a year after (or before) a since-cue
         for s, e, _ in self.find(self.lex.since, False):
             for k in (e, e + 1, s - 1, s - 2):
-                if 0 <= k < self.n and toks[k].number and _YEAR.match(toks[k].text) and not self.taken[k]:
+                if 0 <= k < self.n and toks[k].number and _YEAR.match(toks[k].text) and not self.taken[k] \
+                        and not (k + 1 < self.n and self.lex.units.match_at(toks, k + 1)):  # "2000メートルから"
                     add(toks[k].start, toks[k].text)
                     self.take(k, k + 1)
                     self.take(s, e)
