@@ -997,8 +997,10 @@ class _Reader:
         queue = sorted(starts)
         while queue or later:
             k = later.pop(0) if later else queue.pop(0)
+            was_soft = k in soft
             while k < self.n and not self.taken[k]:  # "请列出", "显示", "在" at the clause start
-                hit = lex.lead.match_at(toks, k, self.taken) or lex.preps.match_at(toks, k, self.taken)
+                hit = lex.lead.match_at(toks, k, self.taken) or lex.preps.match_at(toks, k, self.taken) \
+                    or (was_soft and lex.stop.match_at(toks, k, self.taken))  # "2017年…日の間にフランスで"
                 if not hit:
                     break
                 if lex.preps.match_at(toks, k, self.taken):
@@ -1012,7 +1014,7 @@ class _Reader:
                     and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧", "=")) \
                     and not (end > k and self.gap(end) and end - 1 in stop_ends):
                 end += 1  # (Korean: a word ending in a particle ends the name: "번호가 있는")
-            chosen = self._place_end(k, end, after_prep, strong_only=k in soft and k not in after_prep)
+            chosen = self._place_end(k, end, after_prep, strong_only=was_soft and k not in after_prep)
             if chosen is None:
                 continue
             p, post_end, name, found = chosen
