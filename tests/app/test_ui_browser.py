@@ -3,8 +3,9 @@
 The first start (the preparation shown step by step, the buttons saying why they wait), a
 request the compiler doubts (the warning), the explanation, an edited query with a syntax
 error (marked, and the loopback Overpass gets nothing), then runs against the loopback
-Overpass (map, table, count, downloads named after the request) and the map's view as
-``{{bbox}}``.
+Overpass (map, table, count, downloads named after the request), the map's view as
+``{{bbox}}``, and a custom server URL that does not answer (the retry's countdown, then
+what happened).
 
 Chromium and chromedriver come from Debian (``scripts/setup.sh --dev`` installs them when
 it runs as root). The screenshots are saved under ``tests/artifacts/`` (git-ignored), one
@@ -103,7 +104,8 @@ def test_walk_through_in_headless_chromium(tmp_path, small_index_dir):
     overpass.default = json_reply("heidelberg_cafes.json")
     overpass.add("out count", json_reply("count.json"))
     backend = SlowStartBackend({dev.nl: dev.query, DOUBTED: DOUBTED_QUERY})
-    service = make_service(overpass, nominatim, tmp_path / "cache", backend=backend, index_dir=small_index_dir)
+    service = make_service(overpass, nominatim, tmp_path / "cache", backend=backend, index_dir=small_index_dir,
+                           max_retries=2, backoff_s=1.5)
     service.warm_up_in_background()  # what `geoql ui` does at start
     port = free_port()
     demo = launch(service, port=port, block=False)
@@ -211,6 +213,16 @@ def test_walk_through_in_headless_chromium(tmp_path, small_index_dir):
         assert view in overpass.queries()[-1] and overpass.queries()[-1].endswith("out count;")
         downloads(f"geoql-{slug(dev.nl)}.csv")
         _shoot(driver, "ui_5_count")
+
+        # 7. Another server, typed as a URL, that does not answer: the retry counts down, then says so.
+        nobody = f"http://127.0.0.1:{free_port()}/api/interpreter"
+        type_into("#endpoint input", nobody + "\n")
+        driver.find_element(By.CSS_SELECTOR, "#query textarea").click()
+        driver.find_element(By.CSS_SELECTOR, "#run").click()
+        shows("#status", f"No server answered at {nobody}; trying again in")
+        _shoot(driver, "ui_6_retry_countdown")
+        shows("#status", f"No server answered at {nobody} (connection refused). Tried 3 times over")
+        assert "Server said" not in text_of("#status") and "press" not in text_of("#status")
     except Exception:
         _shoot(driver, "ui_failure")  # what the page showed when the walk stopped
         (ARTIFACTS / "ui_failure.html").write_text(driver.page_source, encoding="utf-8")

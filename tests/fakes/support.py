@@ -38,12 +38,13 @@ class LookupBackend(Backend):
         return [self.table[request.nl]]
 
 
-def make_service(overpass, nominatim, tmp_path, backend=None, index_dir=None):
-    """A DemoService on the loopback servers with a real Compiler around ``backend``."""
+def make_service(overpass, nominatim, tmp_path, backend=None, index_dir=None, **config):
+    """A DemoService on the loopback servers with a real Compiler around ``backend``;
+    ``config``: more DemoConfig fields."""
     from geoql.app import Compiler
     from geoql.app.ui import DemoConfig, DemoService
 
-    config = DemoConfig(overpass_url=overpass.url, nominatim_url=nominatim.url, cache_dir=str(tmp_path))
+    config = DemoConfig(overpass_url=overpass.url, nominatim_url=nominatim.url, cache_dir=str(tmp_path), **config)
     backend = backend or LookupBackend({e.nl: e.query for e in dev_requests()})
     options = {"index_dir": str(index_dir)} if index_dir else {"k_tags": 0, "k_examples": 0}
     return DemoService(config, compiler=Compiler(backend, **options))
