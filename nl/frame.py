@@ -1045,8 +1045,8 @@ class _Reader:
             hit = lex.posts.match_at(toks, p)
             if not hit or p - k < 2 and script_of(toks[k].text[0]) == "Han":
                 continue
-            if lex.links.match_at(toks, p) and lex.neg_after.match_at(toks, p):
-                continue  # "トイレのない": a thing without something, not a place
+            if lex.neg_after.match_at(toks, p):
+                continue  # "トイレのない", "ラウンドアバウトではない": a thing negated, not a place
             if lex.post_word_end and (p < self.n and self.gap(p).strip() or not self._word_end(hit[0])):
                 continue  # a Korean particle ends a word: "독일에" is, "에너지" is not
             hits.append((hit[1] if lex.post_priority else 0, p, hit[0]))
