@@ -34,13 +34,24 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Commands whose one module is all a call of them needs: `geoql compile "..."` then imports
+# that module only, not every package's CLI (their imports were ~0.1 s of a cold compile).
+# tests/app/test_cli.py checks that each really is registered by that module alone.
+COMMAND_OWNERS = {
+    "compile": "geoql.app.compile_cli",
+    "ui": "geoql.app.ui_cli",
+    "run": "geoql.app.run_cli",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``geoql`` parser; with ``command`` (a key of :data:`COMMAND_OWNERS`), only that command's."""
     parser = argparse.ArgumentParser(
         prog="geoql",
         description="Natural language to OverpassQL for OpenStreetMap.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in (COMMAND_OWNERS[command],) if command in COMMAND_OWNERS else COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -53,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:

@@ -22,6 +22,18 @@ def test_every_command_is_registered(capsys):
         assert command in out
 
 
+def _commands(parser) -> dict:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+@pytest.mark.parametrize("command", sorted(app_cli.COMMAND_OWNERS))
+def test_a_command_with_an_owner_builds_only_its_own_parser(command):
+    """`geoql compile ...` imports one CLI module; its parser is the one the full parser has."""
+    full, own = _commands(app_cli.build_parser()), _commands(app_cli.build_parser(command))
+    assert set(own) == {command}
+    assert own[command].format_help() == full[command].format_help()
+
+
 def _parser_whose_handler_raises(exc):
     parser = argparse.ArgumentParser(prog="geoql")
     sub = parser.add_subparsers(dest="command")
@@ -30,7 +42,7 @@ def _parser_whose_handler_raises(exc):
         raise exc
 
     sub.add_parser("job").set_defaults(handler=handler)
-    return lambda: parser
+    return lambda command=None: parser
 
 
 @pytest.mark.parametrize(("exc", "code", "line"), [
