@@ -39,6 +39,7 @@ from geoql.app.run import (ENDPOINTS, endpoint_url, export, make_client, mark_pr
                            turbo_link)
 from geoql.core.errors import ConfigError
 from geoql.eval.dataset import RELEASE_BASE_URL, DatasetError, resolve_data_dir
+from geoql.nl.frame import guess_language
 from geoql.index.config import NPM_REGISTRY
 from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL, NominatimConfig
 from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S, OverpassConfig
@@ -65,6 +66,8 @@ DEFAULT_BBOX = "49.405,8.680,49.418,8.720"
 COMPILE_OUTPUTS = ("query", "tags", "examples", "info", "status", "explanation", "unsupported", "doubts", "turbo",
                    "query_errors")
 RUN_OUTPUTS = ("map", "table", "summary", "download", "status", "query_errors")
+# The languages overpassql.explain has phrase tables for (overpassql/explain.json).
+EXPLAINED_LANGUAGES = ("en", "de", "fr")
 
 
 @dataclass
@@ -544,7 +547,7 @@ class DemoService:
             _format_examples(getattr(compilation, "examples", None)),
             _format_info(compilation, elapsed),
             status,
-            self._explain(query, compiler),
+            self._explain(query, compiler, request),
             _format_unsupported(getattr(compilation, "unsupported", None)),
             _format_doubts(compilation),
             _turbo_html(shown),
@@ -552,22 +555,31 @@ class DemoService:
         )
 
     @staticmethod
-    def _explain(query: str, compiler) -> str:
+    def _explain(query: str, compiler, request: str = "") -> str:
+        """The query in words: in the request's language where ``overpassql.explain`` has
+        it (English below it then), else in English."""
         # The compiler's tag index names the tags; without one, explain() looks in the default place.
         index_dir = getattr(getattr(compiler, "config", None), "index_dir", None)
         try:
-            return explain(query, "en", index_dir=index_dir)
+            lang = guess_language(request) if request.strip() else "en"
+        except Exception:  # a guess that fails is English
+            lang = "en"
+        try:
+            english = explain(query, "en", index_dir=index_dir)
+            if lang not in EXPLAINED_LANGUAGES or lang == "en":
+                return english
+            return explain(query, lang, index_dir=index_dir) + "\n\n_In English:_ " + english
         except Exception:  # the explanation is a help, never a reason to lose the query
             log.exception("explain failed for %r", query)
             return ""
 
-    def check(self, query: str) -> tuple[str, str, str]:
+    def check(self, query: str, request: str = "") -> tuple[str, str, str]:
         """For the query as it is being edited: (syntax errors marked, explanation, turbo link)."""
         query = query or ""
         if not query.strip():
             return "", "", ""
         problems = syntax_problems(query)
-        words = "" if problems else self._explain(query, self._compiler)
+        words = "" if problems else self._explain(query, self._compiler, request or "")
         return _format_problems(query, problems), words, _turbo_html(query)
 
     def run(self, query: str, bbox: str | None = None, endpoint: str | None = None, request: str = "",
@@ -708,8 +720,8 @@ def build_app(service: DemoService):
         yield from counting_down(lambda on_wait: service.compile_and_run(request, bbox, endpoint, on_wait),
                                  both, n, COMPILE_OUTPUTS.index("status"))
 
-    def on_check(query):
-        errors, words, link = service.check(query)
+    def on_check(query, request):
+        errors, words, link = service.check(query, request)
         uses_box = "{{bbox}}" in (query or "") or "{{center}}" in (query or "")
         info = ("this query uses it" if uses_box else "not used by this query") if (query or "").strip() else None
         return errors, words, link, gr.update(info=info)
@@ -793,7 +805,7 @@ def build_app(service: DemoService):
         request.submit(on_compile_and_run, [request, bbox, endpoint], both_out, api_visibility="private")
         run_btn.click(on_run, [query, bbox, endpoint, request], run_out, api_name="run")
         go_btn.click(on_compile_and_run, [request, bbox, endpoint], both_out, api_name="compile_and_run")
-        query.change(on_check, [query], [query_errors, explanation, turbo, bbox], api_visibility="private",
+        query.change(on_check, [query, request], [query_errors, explanation, turbo, bbox], api_visibility="private",
                      show_progress="hidden")
         timer.tick(readiness, None, ready_out, api_visibility="private", show_progress="hidden")
         demo.load(readiness, None, ready_out, api_visibility="private", show_progress="hidden")

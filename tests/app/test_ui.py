@@ -294,3 +294,18 @@ def test_missing_dataset_and_registry_are_a_banner_on_load(tmp_path, fake_overpa
     assert "npm registry" in notices[1] and "without tag hints" in notices[1]
     # A lookup backend has nothing to prepare: no banner.
     assert make_service(fake_overpass, fake_nominatim, tmp_path).notices() == []
+
+
+@pytest.mark.parametrize("request_text, first_words", [
+    ("Sitzbänke im aktuellen Kartenausschnitt", "Knoten mit `amenity=bench`"),
+    ("bancs dans la vue actuelle", "Nœuds"),
+    ("benches in the current view", "Nodes tagged `amenity=bench`"),
+    ("現在の地図のベンチ", "Nodes tagged `amenity=bench`"),
+])
+def test_the_explanation_is_in_the_request_s_language_where_there_is_one(fake_overpass, fake_nominatim, tmp_path,
+                                                                         request_text, first_words):
+    backend = LookupBackend({request_text: 'node["amenity"="bench"]({{bbox}});out;'})
+    view = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend).compile(request_text)
+    assert view.explanation.startswith(first_words), view.explanation
+    english = "Nodes tagged `amenity=bench` inside the current map view"
+    assert english in view.explanation and view.explanation.count(english) == 1
