@@ -80,6 +80,8 @@ def _run(args: argparse.Namespace) -> int:
         if result.problems:
             print(mark_problems(query, result.problems), file=sys.stderr)
         _say(result.message)
+        if result.kind == "expansion" and args.bbox is None and "{{bbox}}" in result.message:
+            _say("give the map box with --bbox south,west,north,east, e.g. --bbox 47.36,8.53,47.38,8.56")
         return 1
     _say(result.message)
     _say(result.summary())

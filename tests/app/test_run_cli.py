@@ -54,3 +54,9 @@ def test_bad_arguments_are_one_line_errors(capsys, argv, words):
     assert main(["run", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("geoql run: error: ") and words in err and len(err.splitlines()) == 1
+
+
+def test_a_bbox_query_without_a_box_says_how_to_give_one(fake_overpass, fake_nominatim, tmp_path, capsys):
+    assert run(fake_overpass, fake_nominatim, tmp_path, "-q", 'nwr["amenity"="cafe"]({{bbox}});out;') == 1
+    err = capsys.readouterr().err
+    assert "--bbox south,west,north,east" in err and fake_overpass.queries() == []
