@@ -60,3 +60,18 @@ def test_a_bbox_query_without_a_box_says_how_to_give_one(fake_overpass, fake_nom
     assert run(fake_overpass, fake_nominatim, tmp_path, "-q", 'nwr["amenity"="cafe"]({{bbox}});out;') == 1
     err = capsys.readouterr().err
     assert "--bbox south,west,north,east" in err and fake_overpass.queries() == []
+
+
+def test_a_request_is_compiled_on_the_cpu_default_and_run(fake_overpass, fake_nominatim, tmp_path, capsys, monkeypatch,
+                                                          hinted_cpu_model_dir, small_index_dir):
+    monkeypatch.setenv("GEOQL_CPU_MODEL_DIR", str(hinted_cpu_model_dir))
+    monkeypatch.setenv("GEOQL_INDEX_DIR", str(small_index_dir))
+    monkeypatch.chdir(tmp_path)
+    fake_overpass.default = json_reply("heidelberg_cafes.json")
+    assert run(fake_overpass, fake_nominatim, tmp_path, "cafes in the current view", "--bbox", BOX) == 0
+    out, err = capsys.readouterr()
+    query = out.strip()
+    assert "cafe" in query and "{{bbox}}" in query  # the compiled query, as geoql compile prints it
+    assert f"geoql run: Ran on {fake_overpass.url}" in err
+    assert BOX in fake_overpass.queries()[-1]
+    assert (tmp_path / "geoql-cafes-in-the-current-view.geojson").is_file()
