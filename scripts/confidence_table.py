@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from geoql.app.confidence import (FEATURES, HIT_FEATURES, Calibrator, assess, content_words, grounded_hit,
-                                  has_topic_word, lexicon_strength, packaged_calibrator_path)
+from geoql.app.confidence import (FEATURES, HIT_FEATURES, Calibrator, assess, content_words,
+                                  packaged_calibrator_path, topic_evidence)
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.eval.dataset import load_split
 from geoql.eval.faithfulness import train_place_aliases
@@ -165,8 +165,7 @@ def main(argv=None) -> int:
                    cpu=True, lexicon=lexicon, aliases=aliases, calibrator=empty)
         recs.append({"nl": r["nl"], "oqs": scorer.oqs(r["query"], gold[r["index"]]), "half": half_of(gold[r["index"]]),
                      "signals": a.signals, "uncovered": a.uncovered, "words": len(content_words(r["nl"])),
-                     "topic": has_topic_word(r["nl"]), "lexicon": lexicon_strength(r["nl"], lexicon),
-                     "grounded": grounded_hit(r["nl"], r["tags"])})
+                     **dict(zip(("plain", "hit", "lexicon"), topic_evidence(r["nl"], a.signals, r["tags"], lexicon)))})
     oqs = np.array([r["oqs"] for r in recs])
     half = np.array([r["half"] for r in recs])
     A, B = half == "A", half == "B"
@@ -200,8 +199,8 @@ def main(argv=None) -> int:
     # Off topic: one threshold for both the best grounded tag hit and the strongest lexicon tie, the largest
     # (grid of 0.05) under which no half-A request without a place and without a word of OSM data
     # has both below it.
-    free = np.array([not r["signals"]["place"] and not r["topic"] for r in recs])
-    hit_max = np.array([r["grounded"] for r in recs])
+    free = np.array([not r["plain"] for r in recs])
+    hit_max = np.array([r["hit"] for r in recs])
     lex = np.array([r["lexicon"] for r in recs])
     best = 0.0
     for t in np.round(np.arange(0.05, 0.96, 0.05), 2):
@@ -211,8 +210,7 @@ def main(argv=None) -> int:
     # One grid step lower: half B showed a request just under the largest one (a margin, not a fit).
     calib.off_topic_hit = calib.off_topic_lexicon = round(max(0.05, best - 0.05), 2)
 
-    off = np.array([r["signals"]["place"] == 0 and not r["topic"] and r["grounded"] < calib.off_topic_hit
-                    and r["lexicon"] < calib.off_topic_lexicon for r in recs])
+    off = free & (hit_max < calib.off_topic_hit) & (lex < calib.off_topic_lexicon)
     fire = c < calib.warn_below
     far = nearest < calib.far_below
     report = {}

@@ -213,3 +213,32 @@ def test_a_hit_found_only_through_an_unrelated_similar_request_is_no_evidence():
     assert grounded_hit("bus routes in Graz", [route]) == 0.77
     named = {**route, "why": "name: Route"}
     assert grounded_hit("hello", [named]) == 0.77  # the index matched a name or term: its own evidence
+
+
+class _EmptyLexicon:
+    word_tag: dict = {}
+
+
+@pytest.mark.parametrize("nl, off", [
+    ("ドイツにある歴史的な城は？", False),  # geoql.nl reads the place ドイツ
+    ("Quelles sont les bibliothèques en Norvège ?", False),
+    ("現在の表示範囲にある駐輪場はどこですか？", False),  # the map view
+    ("Ways and nodes changed by uid:10019212", False),
+    ("hello", True), ("tell me a joke", True), ("lorem ipsum dolor sit amet", True), ("'; DROP TABLE --", True),
+])
+def test_off_topic_reads_the_request_in_its_own_language(nl, off):
+    from geoql.app.confidence import is_off_topic
+
+    assert is_off_topic(nl, {"place": 0.0}, _EmptyLexicon(), load_calibrator()) is off
+
+
+def test_requests_not_in_english_are_never_called_off_topic():
+    """Their hits are as weak as a greeting's: only the low confidence speaks for them."""
+    from geoql.app.confidence import is_off_topic
+
+    hit = {"tag": "highway=traffic_signals", "key": "highway", "name": "Traffic Signals", "score": 0.02, "why": ""}
+    values = {"place": 0.0, "hit_max": 0.02}
+    german = "Wo gibt es Ampeln mit akustischen Signalen für sehbehinderte Fußgänger?"
+    assert not is_off_topic(german, values, _EmptyLexicon(), load_calibrator(), hits=[hit])
+    assert is_off_topic("hello", values, _EmptyLexicon(), load_calibrator(), hits=[hit])
+    assert is_off_topic("🙂🙂🙂", values, _EmptyLexicon(), load_calibrator(), hits=[hit])  # no words in any language
