@@ -16,11 +16,14 @@ from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from geoql.core.errors import ConfigError
 from geoql.core.files import check_writable_dir, replace_dir, write_atomic
 from geoql.eval.dataset import load_split
 from geoql.retrieval import RetrievalConfig, TagRetriever
 from geoql.retrieval import artifacts as A
+from geoql.nl.text import fold
 from geoql.retrieval.embedding import encode, resolve_model
+from geoql.retrieval.lexicon import Lexicon
 from geoql.retrieval.ranker import fit_ranker, write_ranker
 from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
@@ -49,6 +52,22 @@ def tag_surfaces(doc: TagDocument) -> list[tuple[str, str]]:
     add("tag", f"{split_value(doc.key)} {value_words}".strip())
     for phrase in doc.phrases:
         add("phrase", phrase)
+    return out
+
+
+def lexicon_surfaces(doc: TagDocument) -> list[tuple[str, str]]:
+    """(language, text) names of a tag for the lexicon in every language: English names and terms
+    (language "en"), then each language's; a text already listed (folded) is not repeated."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    items = [("en", t) for t in doc.names + doc.terms]
+    for by_lang in (doc.names_by_lang, doc.terms_by_lang):
+        items.extend((lang, t) for lang in sorted(by_lang) for t in by_lang[lang])
+    for lang, text in items:
+        key = fold(" ".join(text.split()))
+        if key and key not in seen:
+            seen.add(key)
+            out.append((lang, text))
     return out
 
 
@@ -139,8 +158,9 @@ def build_index(config: IndexConfig) -> Path:
         _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
 
         steps.set_postfix_str(f"embedding {len(surfaces) + len(examples)} texts")
-        example_vecs = encode(config.embedding_model, [e.nl for e in examples], batch_size=config.batch_size, progress=config.progress)
-        surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs)
+        known = _reused_vectors(config)
+        example_vecs = _encode(config, [e.nl for e in examples], known)
+        surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs, known)
         _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
         _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
         steps.update()
@@ -148,9 +168,12 @@ def build_index(config: IndexConfig) -> Path:
         steps.set_postfix_str("BM25")
         _bm25(staging / A.TAGS_BM25, [tag_bm25_tokens(d) for d in docs])
         _bm25(staging / A.EXAMPLES_BM25, [tokenize(e.nl) or ["__empty__"] for e in examples])
+        lexicon = Lexicon.build([(i, lang, text) for i, d in enumerate(docs) for lang, text in lexicon_surfaces(d)],
+                                progress=config.progress)
+        lexicon.save(staging / A.TAG_LEXICON)
         steps.update()
 
-        manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started)
+        manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon)
         _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
             _fit_ranker(staging, config.progress)
@@ -175,13 +198,51 @@ def _fit_ranker(index_dir: Path, progress: bool) -> None:
         pass
 
 
-def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):
+def _reused_vectors(config: IndexConfig) -> dict:
+    """text -> vector from the index named by ``config.reuse_embeddings`` (same model), else {}."""
+    if config.reuse_embeddings is None:
+        return {}
+    other = config.reuse_embeddings
+    try:  # not load_manifest: an index of an older tokenizer still has good vectors
+        model = json.loads((other / A.MANIFEST).read_text(encoding="utf-8"))["embedding"]["model"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(f"{other} holds no readable index manifest; pass an index directory to --reuse-embeddings") from None
+    if model != config.embedding_model:
+        raise ConfigError(f"{other} was embedded with {model!r}, this build uses {config.embedding_model!r}; "
+                          "drop --reuse-embeddings or pass the same --model")
+    import faiss
+
+    known = {}
+    for rows, vectors in ((A.EXAMPLES_JSONL, A.EXAMPLES_FAISS), (A.TAG_SURFACES_JSONL, A.TAG_SURFACES_FAISS)):
+        texts = [r.get("nl", r.get("text")) for r in A.read_jsonl(other / rows)]
+        index = faiss.read_index(str(other / vectors))
+        if index.ntotal != len(texts):
+            raise ConfigError(f"{other}: {vectors} and {rows} disagree in size; rebuild it or drop --reuse-embeddings")
+        known.update(zip(texts, index.reconstruct_n(0, index.ntotal)))
+    return known
+
+
+def _encode(config: IndexConfig, texts: list[str], known: dict):
+    """Vectors of ``texts``: those of ``known`` as they are, the others embedded."""
+    import numpy as np
+
+    todo = sorted({t for t in texts if t not in known})
+    fresh = encode(config.embedding_model, todo, batch_size=config.batch_size, progress=config.progress) if todo or not known else None
+    fresh_of = {t: i for i, t in enumerate(todo)}
+    dim = fresh.shape[1] if fresh is not None else len(next(iter(known.values())))
+    out = np.empty((len(texts), dim), dtype="float32")
+    for j, text in enumerate(texts):
+        out[j] = known[text] if text in known else fresh[fresh_of[text]]
+    return out
+
+
+def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs, known: dict):
     """Embed the tag surfaces; training phrases reuse their example's vector (a third of the work)."""
     import numpy as np
 
     row_of = {e.nl: i for i, e in enumerate(examples)}
     todo = sorted({t for _, _, t in surfaces if t not in row_of})
-    fresh = encode(config.embedding_model, todo, batch_size=config.batch_size, progress=config.progress)
+    fresh = _encode(config, todo, known)
     fresh_of = {t: i for i, t in enumerate(todo)}
     out = np.empty((len(surfaces), example_vecs.shape[1]), dtype="float32")
     for j, (_, _, text) in enumerate(surfaces):
@@ -189,7 +250,7 @@ def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs):
     return out
 
 
-def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim, started) -> dict:
+def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim, started, lexicon) -> dict:
     def ver(pkg: str) -> str:
         try:
             return version(pkg)
@@ -219,6 +280,9 @@ def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim
             "taginfo": taginfo_info,
         },
         "embedding": {"model": config.embedding_model, "resolved": resolve_model(config.embedding_model), "dim": int(dim), "normalized": True},
-        "counts": {**tag_counts(docs), "tag_surfaces": len(surfaces), "surface_kinds": surface_kinds, "examples": len(examples)},
+        "counts": {**tag_counts(docs), "tag_surfaces": len(surfaces), "surface_kinds": surface_kinds, "examples": len(examples),
+                   "lexicon_surfaces": len(lexicon)},
+        # every language with a tag name in the index, English first: what TagRetriever.search reads
+        "languages": ["en"] + [lang for lang in lexicon.langs if lang != "en"],
         "libraries": {p: ver(p) for p in ("faiss-cpu", "bm25s", "sentence-transformers", "torch")},
     }

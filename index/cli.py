@@ -19,6 +19,8 @@ def register(subparsers) -> None:
     build.add_argument("--registry", type=str, default=None, help="npm registry URL")
     build.add_argument("--model", type=str, default=None, help="sentence-transformers model name or path")
     build.add_argument("--no-taginfo", action="store_true", help="do not try the taginfo API")
+    build.add_argument("--reuse-embeddings", type=str, default=None, metavar="INDEX_DIR",
+                       help="take the vectors of texts an earlier index (same model) already embedded")
     build.add_argument("--train-limit", type=int, default=None, help=argparse.SUPPRESS)
     build.set_defaults(handler=_build)
     fit = sub.add_parser("fit-ranker", help="fit the learned tag ranker (ranker.json) on the index's training requests")
@@ -38,7 +40,7 @@ def _build(args) -> int:
     from .config import IndexConfig
 
     options = {"out_dir": args.out, "data_dir": args.data_dir, "cache_dir": args.cache_dir, "taginfo": not args.no_taginfo,
-               "train_limit": args.train_limit}
+               "train_limit": args.train_limit, "reuse_embeddings": args.reuse_embeddings}
     if args.registry:
         options["registry"] = args.registry
     if args.model:

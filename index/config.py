@@ -35,9 +35,12 @@ class IndexConfig:
     batch_size: int = field(default=128, metadata={"help": "embedding batch size"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
     fit_ranker: bool = field(default=True, metadata={"help": "fit the learned tag ranker (ranker.json) on the built index"})
+    reuse_embeddings: Path | None = field(default=None, metadata={"help": "an earlier index built with the same embedding model: "
+                                          "texts it embedded keep their vectors (a rebuild after a tokenizer or translation change "
+                                          "skips the embedding step)"})
 
     def __post_init__(self) -> None:
-        for name in ("out_dir", "data_dir", "cache_dir"):
+        for name in ("out_dir", "data_dir", "cache_dir", "reuse_embeddings"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, Path(value).expanduser())

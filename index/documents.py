@@ -2,6 +2,10 @@
 
 Every source adds names, synonyms and evidence to the same per-tag record, so a
 tag known to iD *and* used in training ends up as one document listing both.
+
+English names and terms are ``names``/``terms``; the schema's other languages go to
+``names_by_lang``/``terms_by_lang`` (``{"de": ["Apotheke"], "zh-CN": ["药店"], ...}``,
+language codes as the package spells them).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class TagDocument:
     replaced_by: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     likely_typo_of: str = ""  # a clearly more used tag one or two typing slips away ("highway=seccondary")
+    names_by_lang: dict[str, list[str]] = field(default_factory=dict)  # other languages than English, from the schema
+    terms_by_lang: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -123,6 +129,7 @@ def add_schema(tags: TagCollection, schema, preset_filter=None) -> None:
     add_fields(tags, schema, source)
     add_deprecations(tags, schema, source)
     add_taginfo_descriptions(tags, schema)
+    add_translations(tags, schema, preset_filter)
 
 
 def add_presets(tags: TagCollection, schema, source: str, preset_filter=None) -> None:
@@ -216,6 +223,94 @@ def add_deprecations(tags: TagCollection, schema, source: str) -> None:
             for rep in replacements:
                 if rep in tags.docs:
                     tags.add_unique(doc.terms, *tags.docs[rep].names)
+
+
+def _base_language(lang: str) -> str:
+    """``"zh-CN"`` -> ``"zh"``, ``"be@tarask"`` -> ``"be"``."""
+    return re.split(r"[-@]", lang, maxsplit=1)[0]
+
+
+def add_translations(tags: TagCollection, schema, preset_filter=None) -> list[str]:
+    """Names and terms of the tags the English schema brought in, in every other language of the package;
+    return the languages that named at least one tag.
+
+    Each language names the same tags as English does (a preset's tags, a check box's ``key=yes``, a
+    free-text field's ``key=*``, an option's ``key=value``, the option named "title (field label)"). A
+    regional variant that only repeats its base language ("ar-AA" and "ar", "en-GB" and English) is
+    dropped per tag: it would count the same words twice.
+    """
+    found: list[str] = []
+    for lang in schema.languages:
+        if lang == "en":
+            continue
+        tr = schema.translation(lang)
+        if _add_language(tags, schema, lang, tr, preset_filter):
+            found.append(lang)
+    for doc in tags.docs.values():
+        for by_lang in (doc.names_by_lang, doc.terms_by_lang):
+            for lang in [lang for lang in by_lang if _base_language(lang) != lang]:
+                base = by_lang.get(_base_language(lang), doc.names + doc.terms if _base_language(lang) == "en" else [])
+                known = {x.lower() for x in base}
+                if all(x.lower() in known for x in by_lang[lang]):
+                    del by_lang[lang]
+    return [lang for lang in found if any(lang in d.names_by_lang or lang in d.terms_by_lang for d in tags.docs.values())]
+
+
+def _add_language(tags: TagCollection, schema, lang: str, tr: dict, preset_filter) -> bool:
+    added = False
+
+    def add(tid: str, names: list[str], terms: list[str]) -> None:
+        nonlocal added
+        doc = tags.docs.get(tid)
+        names = [n for n in names if n and n.strip()]
+        terms = [t for t in terms if t and t.strip()]
+        if doc is None or not (names or terms):
+            return
+        if names:
+            TagCollection.add_unique(doc.names_by_lang.setdefault(lang, []), *names)
+        if terms:
+            TagCollection.add_unique(doc.terms_by_lang.setdefault(lang, []), *terms)
+        added = True
+
+    preset_tr = tr.get("presets") if isinstance(tr.get("presets"), dict) else {}
+    for pid, preset in schema.presets.items():
+        entry = preset_tr.get(pid)
+        if not isinstance(entry, dict) or pid.startswith("@templates") or (preset_filter and not preset_filter(pid, preset)):
+            continue
+        names = [entry.get("name") if isinstance(entry.get("name"), str) else ""]
+        terms = _as_list(entry.get("terms")) + _as_list(entry.get("aliases"))
+        for k, v in (preset.get("tags") or {}).items():
+            add(tag_id(k, None if v == "*" else v), names, terms)
+    field_tr = tr.get("fields") if isinstance(tr.get("fields"), dict) else {}
+    for fid, fdef in schema.fields.items():
+        entry = field_tr.get(fid)
+        if not isinstance(entry, dict):
+            continue
+        keys = [fdef["key"]] if fdef.get("key") else list(fdef.get("keys") or [])
+        label = entry.get("label") if isinstance(entry.get("label"), str) else ""
+        terms = _as_list(entry.get("terms"))
+        ftype = fdef.get("type", "")
+        tr_options = entry.get("options") if isinstance(entry.get("options"), dict) else {}
+        options = list(dict.fromkeys(list(fdef.get("options") or []) + list(tr_options)))
+        for key in keys:
+            if "*" in key:
+                continue
+            named = [(opt, _label(tr_options.get(opt))) for opt in options if isinstance(opt, str) and opt]
+            if key.endswith(":"):
+                if ftype == "multiCombo":
+                    for opt, title in named:
+                        if title:
+                            add(tag_id(key + opt, "yes"), [f"{title} ({label})" if label else title], [])
+                continue
+            if ftype in {"check", "defaultCheck", "onewayCheck"}:
+                add(tag_id(key, "yes"), [label], terms)
+            if ftype in FREE_TEXT_FIELD_TYPES or is_free_text_key(key) or not options:
+                add(tag_id(key, None), [label], terms)
+                continue
+            for opt, title in named:
+                if title:
+                    add(tag_id(key, opt), [f"{title} ({label})" if label else title], [])
+    return added
 
 
 _OBJECT_TYPE_GEOMETRY = {"node": "point", "way": "line", "area": "area", "relation": "relation"}

@@ -3,6 +3,12 @@
 The package is pinned (the registry's ``latest`` tag has served an old
 backport), its tarball is checked against the registry's ``dist.integrity``
 (SRI sha512) and cached, so a rebuild needs the network only once.
+
+Besides English, the package ships ``dist/translations/<lang>.json`` for about
+130 languages (preset names, terms and aliases, field labels and option titles).
+They are kept as raw bytes and parsed one language at a time
+(``SchemaFiles.translation``): all of them parsed at once would hold several
+hundred MB of Python objects.
 """
 
 from __future__ import annotations
@@ -11,8 +17,9 @@ import base64
 import hashlib
 import io
 import json
+import re
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,6 +34,9 @@ DIST_FILES = {
     "deprecated": "package/dist/deprecated.json",
     "taginfo": "package/dist/taginfo.json",
 }
+TRANSLATIONS_DIR = "package/dist/translations/"
+# "de.json", "zh-CN.json", "be@tarask.json"; not the ".min.json" twins (same content) nor index.json (coverage)
+_TRANSLATION_FILE = re.compile(r"^([a-z]{2,3}(?:-[A-Za-z]{2,4})?(?:@[a-z]+)?)\.json$")
 
 
 class SchemaError(GeoqlError):
@@ -43,6 +53,29 @@ class SchemaFiles:
     translations: dict  # the "en" → "presets" subtree: presets, fields, categories
     deprecated: list
     taginfo: dict
+    # language code -> the raw bytes of dist/translations/<lang>.json, English included
+    translation_files: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    @property
+    def languages(self) -> list[str]:
+        """Codes of the languages the package ships translations for (as the package spells them), sorted."""
+        return sorted(self.translation_files)
+
+    def translation(self, lang: str) -> dict:
+        """The ``presets`` subtree (presets, fields, categories) of one language; {} when the file lacks one.
+
+        A file that does not parse raises :class:`SchemaError` naming it.
+        """
+        data = self.translation_files.get(lang)
+        if data is None:
+            return {}
+        try:
+            tree = json.loads(data)
+        except ValueError as exc:
+            raise SchemaError(f"{TRANSLATIONS_DIR}{lang}.json in {PACKAGE}@{self.version} does not parse ({exc})") from None
+        section = tree.get(lang, {}) if isinstance(tree, dict) else {}
+        presets = section.get("presets") if isinstance(section, dict) else None
+        return presets if isinstance(presets, dict) else {}
 
 
 def metadata_url(registry: str, version: str) -> str:
@@ -94,8 +127,9 @@ def fetch_tarball(registry: str, version: str, cache_dir: Path, *, timeout: floa
 
 
 def read_schema(data: bytes, dist: dict, version: str) -> SchemaFiles:
-    """Parse the five dist files out of the tarball bytes."""
+    """Parse the five dist files out of the tarball bytes; keep every language's translation file unparsed."""
     loaded = {}
+    translation_files: dict[str, bytes] = {}
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
             for name, member in DIST_FILES.items():
@@ -103,6 +137,13 @@ def read_schema(data: bytes, dist: dict, version: str) -> SchemaFiles:
                 if handle is None:
                     raise KeyError(member)
                 loaded[name] = json.load(handle)
+            for member in archive.getmembers():
+                if not member.isfile() or not member.name.startswith(TRANSLATIONS_DIR):
+                    continue
+                match = _TRANSLATION_FILE.match(member.name[len(TRANSLATIONS_DIR):])
+                handle = archive.extractfile(member) if match else None
+                if handle is not None:
+                    translation_files[match.group(1)] = handle.read()
     except (tarfile.TarError, KeyError, ValueError) as exc:
         raise SchemaError(f"the {PACKAGE}@{version} tarball lacks a readable {exc}") from None
     try:
@@ -118,6 +159,7 @@ def read_schema(data: bytes, dist: dict, version: str) -> SchemaFiles:
         translations=translations,
         deprecated=loaded["deprecated"],
         taginfo=loaded["taginfo"],
+        translation_files=translation_files,
     )
 
 

@@ -31,6 +31,7 @@ TAGS_BM25 = "tags.bm25"
 EXAMPLES_JSONL = "examples.jsonl"
 EXAMPLES_FAISS = "examples.faiss"
 EXAMPLES_BM25 = "examples.bm25"
+TAG_LEXICON = "tag_lexicon.npz"  # tag names in every language of the schema (retrieval.lexicon)
 REQUIRED_FILES = (
     MANIFEST,
     TAGS_JSONL,
@@ -40,6 +41,7 @@ REQUIRED_FILES = (
     EXAMPLES_JSONL,
     EXAMPLES_FAISS,
     EXAMPLES_BM25,
+    TAG_LEXICON,
 )
 
 

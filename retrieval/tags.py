@@ -9,14 +9,25 @@ weighted sum (``fusion="linear"``) or weighted reciprocal rank (``"rrf"``):
 * lexical: BM25 over each tag's names, synonyms and key/value words;
 * examples: the tags used by the gold queries of the nearest training
   requests, voted with the examples' fused scores.
+
+The embedding model and the training requests are English. A request in another
+language is first matched against the tag names of every language of the schema
+(``retrieval.lexicon``); the English names of its best matches are added to it
+(its *gloss*, ``TagRetriever.gloss``), and the three sources above read the gloss. Whether
+a request is English is ``geoql.nl.frame.guess_language``'s call: English requests are
+searched exactly as before.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+from geoql.nl.frame import guess_language
+from geoql.nl.text import main_script
 
 from . import artifacts as A
 from .bm25_reader import load_bm25
@@ -24,8 +35,17 @@ from .config import RetrievalConfig
 from .embedding import run_single_threaded
 from .examples import ExampleRetriever, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
+from .lexicon import LexicalMatch, Lexicon
 from .ranker import NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_quality, tag_words
 from .text import split_value, tokenize
+
+# The gloss of a request in another language: the English names of its GLOSS_TAGS best lexical matches
+# that score at least GLOSS_SHARE of the best (tuned on the first 200 OsmNL dev requests per language,
+# docs/notes/2026-12-multilingual-tags.md).
+GLOSS_TAGS = 4
+GLOSS_SHARE = 0.5
+ENGLISH_GUESSES = frozenset({"en", "und"})  # guess_language's answers that keep a request as it is
+_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-]*")
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,11 @@ class TagRetriever:
         self.manifest = manifest
         self.config = config or RetrievalConfig()
         self.docs = A.read_jsonl(index_dir / A.TAGS_JSONL)
+        for d in self.docs:  # the lexicon holds them for search; app.explain reads them from tags.jsonl
+            d.pop("names_by_lang", None)
+            d.pop("terms_by_lang", None)
+        self.lexicon = Lexicon.load(index_dir / A.TAG_LEXICON)
+        self._english: frozenset | None = None  # the index's English words, for is_english
         self._doc_of = {d["tag"]: i for i, d in enumerate(self.docs)}
         surfaces = A.read_jsonl(index_dir / A.TAG_SURFACES_JSONL)
         self._surface_doc = [s["doc"] for s in surfaces]
@@ -102,16 +127,79 @@ class TagRetriever:
             return []
         return run_single_threaded(self._search, text, k, tuple(exclude or ()))
 
+    @property
+    def languages(self) -> list[str]:
+        """The languages whose tag names the index holds (the manifest's list; English first)."""
+        return list(self.manifest.data.get("languages", ["en"]))
+
+    def is_english(self, nl: str) -> bool:
+        """Whether the request reads as English (or as no language at all), so that it is searched as it is.
+
+        ``geoql.nl.frame.guess_language`` reads the script, then cue words and word endings. A short
+        request without cue words ("Apotheken in Berlin") is guessed English; it is not, when one of
+        its words is no English word of the index (training requests, English names and terms) and
+        alone covers tag names in other languages only ("Apotheken" covers "Apotheke"; "drainage" covers
+        French and English names); words of five letters or more count, not capitalised inside the
+        sentence (names) nor quoted.
+        """
+        text = clean_request(nl)
+        if guess_language(text) not in ENGLISH_GUESSES:
+            return False
+        if self._english is None:
+            words: set[str] = set()
+            for ex in self.examples.examples:
+                words.update(tokenize(ex.nl, keep_stopwords=True))
+            for d in self.docs:
+                for name in d["names"] + d["terms"]:
+                    words.update(tokenize(name, keep_stopwords=True))
+            self._english = frozenset(words)
+        for i, raw in enumerate(text.split()):
+            if i and raw[:1].isupper() or any(ch in raw for ch in "\"'«»“”„"):
+                continue  # a name or a quote says nothing of the sentence's language
+            for word in tokenize(raw, keep_stopwords=True):
+                if len(word) >= 5 and word not in self._english and not word.isdigit():
+                    langs = self.lexicon.covering_languages(word)
+                    if langs and not any(lang == "en" or lang.startswith("en-") for lang in langs):
+                        return False
+        return True
+
+    def lexical_matches(self, nl: str, k: int = 10) -> list[LexicalMatch]:
+        """The ``k`` tags whose name in some language the request uses most, best first, each with that name."""
+        text = clean_request(nl)
+        if not isinstance(k, int) or k <= 0 or not has_content(text):
+            return []
+        return self.lexicon.search(text, k)
+
+    def gloss(self, nl: str) -> str:
+        """The request as the English sources read it: unchanged when it is English, else its Latin-script
+        words (all of them in a Latin-script language, only names and numbers in other scripts) followed by
+        the English names of its best lexical matches ("Apotheken in Berlin" -> "Apotheken in Berlin
+        Pharmacy ...", "西安的博物馆" -> "Museum ...").
+        """
+        text = clean_request(nl)
+        if not has_content(text) or self.is_english(text):
+            return text
+        return self._gloss(text, self.lexicon.search(text, GLOSS_TAGS))
+
+    def _gloss(self, text: str, matches: list[LexicalMatch]) -> str:
+        best = matches[0].score if matches else 0.0
+        names = [self.docs[m.doc]["names"][0] for m in matches[:GLOSS_TAGS] if m.score >= GLOSS_SHARE * best and self.docs[m.doc]["names"]]
+        base = text if main_script(text) in {"Latin", "Common"} else " ".join(_LATIN_WORD.findall(text))
+        return " ".join([base] + names).strip() or text
+
     def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
+        lexical: dict[int, LexicalMatch] = {}
+        if not self.is_english(text):
+            matches = self.lexicon.search(text, self.config.tag_pool)
+            lexical = {m.doc: m for m in matches}
+            text = self._gloss(text, matches)
         if self.ranker is not None:
             evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS)
+            evidence["lexical"] = lexical
             return self._learned_hits(evidence, exclude, k)
-        elif self.config.fusion == "rrf":
-            evidence = self._evidence(text, exclude)
-            fused = self._fuse_rrf(evidence)
-        else:
-            evidence = self._evidence(text, exclude)
-            fused = self._fuse_linear(evidence)
+        evidence = self._evidence(text, exclude)
+        evidence["lexical"] = lexical
+        fused = self._fuse_rrf(evidence) if self.config.fusion == "rrf" else self._fuse_linear(evidence)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
 
@@ -250,6 +338,9 @@ class TagRetriever:
     def _why(self, doc: int, ev: dict) -> str:
         """The strongest single piece of evidence, in words."""
         cfg = self.config
+        match = ev.get("lexical", {}).get(doc)
+        if match is not None:  # a request in another language: the name it used says most
+            return f"name ({match.lang}): {match.text}"
         parts = {
             "dense": cfg.tag_dense_weight * ev["dense"].get(doc, 0.0),
             "bm25": cfg.tag_bm25_weight * ev["bm25"].get(doc, 0.0),

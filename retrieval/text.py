@@ -3,14 +3,25 @@
 Both sides must tokenise identically, so the one tokeniser lives here and the
 index manifest records ``TOKENIZER_VERSION``: a change here makes old indexes
 stale instead of silently worse.
+
+Two tokenisers: ``tokenize`` (English words, stopwords out, plurals stemmed) for the
+English BM25 indexes, and ``lexical_tokens`` (any language) for the tag names and
+terms in every language of the schema. Both fold with ``geoql.nl.text.fold`` and cut
+scripts written without spaces (CJK, kana, Hangul, Thai...) into character bigrams.
 """
 
 from __future__ import annotations
 
+import math
 import re
-import unicodedata
+from itertools import groupby
 
-TOKENIZER_VERSION = 1
+from geoql.nl.text import fold, spaceless
+
+__all__ = ["TOKENIZER_VERSION", "STOPWORDS", "fold", "stem", "tokenize", "lexical_tokens", "segments", "split_value",
+           "PREFIX_MIN", "PREFIX_SHARE", "bigrams"]
+
+TOKENIZER_VERSION = 2  # 2: geoql.nl.text.fold, bigrams for spaceless scripts, lexical_tokens
 
 # Short, frequent words that carry no tag meaning in OverpassNL requests.
 STOPWORDS = frozenset(
@@ -21,11 +32,31 @@ STOPWORDS = frozenset(
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
+# Inflection without a stemmer per language: a word of a script with spaces also stands for its
+# prefixes down to max(PREFIX_MIN, ceil(PREFIX_SHARE * length)) letters, so "apotheken" and "apotheke",
+# "аптеки" and "аптека", "spielplätze" and "spielplatz" share most of their tokens (measured on the
+# OsmNL dev requests, docs/notes/2026-12-multilingual-tags.md).
+PREFIX_MIN = 4
+PREFIX_SHARE = 0.6
 
-def fold(text: str) -> str:
-    """Lower-case and strip accents so "Café" and "cafe" meet."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+def segments(text: str):
+    """(run, spaceless?) for each maximal run of letters/digits of one kind in the folded text.
+
+    >>> list(segments("Museen in 成都!"))
+    [('museen', False), ('in', False), ('成都', True)]
+    """
+    for match in _WORD.finditer(fold(text)):
+        word = match.group()
+        if word.isascii():
+            yield word, False
+            continue
+        for is_spaceless, chars in groupby(word, key=spaceless):
+            yield "".join(chars), is_spaceless
+
+
+def bigrams(run: str) -> list[str]:
+    return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
 
 
 def stem(word: str) -> str:
@@ -54,9 +85,39 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
 
     >>> tokenize("Post boxes in the Forlì-Cesena area; amenity=post_box")
     ['post', 'box', 'forli', 'cesena', 'area', 'amenity', 'post', 'box']
+    >>> tokenize("Museums in 西安市")
+    ['museum', '西安', '安市']
     """
-    words = _WORD.findall(fold(text))
-    return [stem(w) for w in words if keep_stopwords or w not in STOPWORDS]
+    out: list[str] = []
+    for run, is_spaceless in segments(text):
+        if is_spaceless:
+            out.extend(bigrams(run))
+        elif keep_stopwords or run not in STOPWORDS:
+            out.append(stem(run))
+    return out
+
+
+def lexical_tokens(text: str) -> list[str]:
+    """Tokens for matching names in any language: folded words with their prefixes (``PREFIX_MIN``,
+    ``PREFIX_SHARE``), character bigrams for scripts without spaces; no stopwords, no stemming.
+
+    >>> lexical_tokens("Apotheken")
+    ['apotheken', 'apothe', 'apothek', 'apotheke']
+    >>> lexical_tokens("西安的博物馆"), lexical_tokens("약국")
+    (['西安', '安的', '的博', '博物', '物馆'], ['약국'])
+    >>> lexical_tokens("Bar 24")
+    ['bar', '24']
+    """
+    out: list[str] = []
+    for run, is_spaceless in segments(text):
+        if is_spaceless:
+            out.extend(bigrams(run))
+            continue
+        out.append(run)
+        if len(run) > PREFIX_MIN and not run.isdigit():
+            shortest = max(PREFIX_MIN, math.ceil(PREFIX_SHARE * len(run)))
+            out.extend(run[:n] for n in range(shortest, len(run)))
+    return out
 
 
 def split_value(value: str) -> str:

@@ -143,3 +143,42 @@ def test_a_case_slip_is_a_typo_but_schema_tags_never_are():
 ])
 def test_edit_distance(a, b, distance):
     assert edit_distance(a, b) == distance == edit_distance(b, a)
+
+
+@pytest.mark.parametrize("tag,lang,name", [
+    ("amenity=pharmacy", "de", "Apotheke"),
+    ("amenity=pharmacy", "fr", "Pharmacie"),
+    ("amenity=pharmacy", "ru", "Аптека"),
+    ("amenity=pharmacy", "ko", "약국"),
+    ("tourism=museum", "zh-CN", "博物馆"),
+    ("tourism=museum", "yue", "博物館"),
+    ("tourism=museum", "ja", "博物館・美術館"),
+    ("shop=bakery", "de", "Bäckerei"),
+])
+def test_translated_names_by_language(schema_tags, tag, lang, name):
+    assert name in schema_tags.docs[tag].names_by_lang[lang]
+
+
+def test_translations_keep_english_fields_as_they_are(schema_tags):
+    pharmacy = schema_tags.docs["amenity=pharmacy"]
+    assert pharmacy.names[0] == "Pharmacy Counter" and "en" not in pharmacy.names_by_lang
+    assert "apotheke" in pharmacy.terms_by_lang["de"]
+
+
+def test_translated_field_options_name_their_field(schema_tags):
+    assert "Pizza (Küche)" in schema_tags.docs["cuisine=pizza"].names_by_lang["de"]
+
+
+def test_translations_only_name_tags_english_brought_in(schema, schema_tags):
+    from geoql.index.documents import add_translations
+
+    before = set(schema_tags.docs)
+    languages = add_translations(schema_tags, schema)
+    assert set(schema_tags.docs) == before
+    assert set(languages) == {"de", "fr", "ru", "zh-CN", "yue", "ja", "ko"}
+
+
+def test_tag_documents_carry_names_by_lang_in_json(schema_tags):
+    data = schema_tags.docs["amenity=cafe"].to_json()
+    assert isinstance(data["names_by_lang"], dict) and all(isinstance(v, list) for v in data["names_by_lang"].values())
+    assert data["names_by_lang"]["de"][0] == "Café"

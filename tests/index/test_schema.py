@@ -85,3 +85,27 @@ def test_translations_without_presets_are_rejected(tmp_path):
     data = schema_tarball(broken)
     with pytest.raises(SchemaError, match="en.presets"):
         read_schema(data, {}, "7.2.0")
+
+
+def test_every_translation_file_is_kept_unparsed(tmp_path):
+    data = schema_tarball()
+    schema = read_schema(data, {"integrity": sri_sha512(data)}, "7.2.0")
+    assert set(schema.languages) == {"en", "de", "fr", "ru", "zh-CN", "yue", "ja", "ko"}
+    assert all(isinstance(raw, bytes) for raw in schema.translation_files.values())
+    assert schema.translation("de")["presets"]["amenity/pharmacy"]["name"] == "Apotheke"
+    assert schema.translation("zh-CN")["presets"]["tourism/museum"]["name"] == "博物馆"
+    assert schema.translation("xx") == {}
+
+
+def test_a_broken_translation_file_names_itself(tmp_path):
+    import shutil
+
+    from fixtures_index import SUBSET_DIR
+
+    broken = tmp_path / "subset"
+    shutil.copytree(SUBSET_DIR, broken)
+    (broken / "translations" / "de.json").write_text("{not json")
+    data = schema_tarball(broken)
+    schema = read_schema(data, {}, "7.2.0")
+    with pytest.raises(SchemaError, match="de.json"):
+        schema.translation("de")

@@ -67,3 +67,61 @@ def test_unwritable_output_is_a_user_error(small_index_dir, tmp_path, capsys):
     assert f"cannot write {taken}" in capsys.readouterr().err
     assert (taken / "inside").is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # no half-written temporary file left beside it
+
+
+def _osmnl_like(folder, dev, lang, first):
+    """An OsmNL-shaped pair of files: OverpassNL dev's requests and gold, the first lines rewritten in ``lang``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    nls = [ex.nl for ex in dev]
+    nls[: len(first)] = first
+    (folder / f"dev.{lang}.nl").write_text("\n".join(nls) + "\n", encoding="utf-8")
+    (folder / f"dev.{lang}.query").write_text("\n".join(ex.query for ex in dev) + "\n", encoding="utf-8")
+
+
+def test_any_request_and_query_files_with_a_reference_gold(small_index_dir, overpassnl_dir, tmp_path, capsys):
+    from geoql.eval.dataset import load_split
+
+    dev = load_split("dev", overpassnl_dir)
+    _osmnl_like(tmp_path, dev, "de", ["Welche Apotheken gibt es in Berlin?", "Museen in Wien"])
+    out = tmp_path / "figures.json"
+    code = main(["retrieval-eval", "--index-dir", str(small_index_dir), "--requests", str(tmp_path / "dev.de.nl"),
+                 "--queries", str(tmp_path / "dev.de.query"), "--reference-queries", str(overpassnl_dir / "dataset.dev.query"),
+                 "--limit", "4", "--json", str(out)])
+    assert code == 0
+    figures = json.loads(out.read_text())
+    assert figures["n_examples"] == 4 and figures["gold"].startswith("own")
+    # the files' own gold is OverpassNL's here, so both golds agree
+    assert figures["reference_gold"]["recall@10"] == figures["recall@10"]
+    assert "against " in capsys.readouterr().out
+
+
+def test_languages_table(small_index_dir, overpassnl_dir, tmp_path, capsys):
+    from geoql.eval.dataset import load_split
+
+    dev = load_split("dev", overpassnl_dir)
+    _osmnl_like(tmp_path, dev, "de", ["Welche Apotheken gibt es in Berlin?"])
+    _osmnl_like(tmp_path, dev, "zh", ["柏林有哪些药店？"])
+    out = tmp_path / "langs.json"
+    assert main(["retrieval-eval", "--index-dir", str(small_index_dir), "--data-dir", str(overpassnl_dir),
+                 "--osmnl-dir", str(tmp_path), "--languages", "de,zh", "--limit", "3", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "OverpassNL dev gold" in printed and "own (OsmNL) gold" in printed
+    rows = [line.split()[0] for line in printed.splitlines() if line[:3] in {"de ", "zh "}]
+    assert rows == ["de", "zh"]
+    figures = json.loads(out.read_text())
+    assert set(figures) == {"de", "zh"} and figures["de"]["own_gold"]["n_examples"] == 3
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--requests", "x.nl"], "go together"),
+    (["--reference-queries", "x.query"], "needs --requests"),
+    (["--requests", "nope.nl", "--queries", "nope.query"], "does not exist"),
+])
+def test_file_options_name_the_fix(small_index_dir, argv, message, capsys):
+    assert main(["retrieval-eval", "--index-dir", str(small_index_dir), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_languages_with_missing_files(small_index_dir, tmp_path, capsys):
+    assert main(["retrieval-eval", "--index-dir", str(small_index_dir), "--osmnl-dir", str(tmp_path), "--languages", "xx"]) == 2
+    assert "dev.xx" in capsys.readouterr().err

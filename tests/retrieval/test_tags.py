@@ -92,3 +92,56 @@ def test_odd_requests_give_a_sensible_list(tags, nl):
 def test_k_bounds(tags):
     assert tags.search("cafe", 0) == [] and tags.search("cafe", -3) == []
     assert len(tags.search("cafe", 10_000)) <= len(tags)
+
+
+# Requests in other languages, read through the schema's own translations (tests/index/data keeps the
+# subset's presets and fields in de, fr, ru, zh-CN, yue, ja and ko).
+@pytest.mark.parametrize("nl,tag", [
+    ("博物馆", "tourism=museum"),
+    ("Apotheke", "amenity=pharmacy"),
+])
+def test_translated_names_rank_first(tags, nl, tag):
+    assert tags.search(nl, 5)[0].tag == tag
+
+
+@pytest.mark.parametrize("lang,nl,tag", [
+    ("de", "Apotheken in Berlin", "amenity=pharmacy"),
+    ("de", "Welche Bäckereien gibt es in Köln?", "shop=bakery"),
+    ("fr", "Où sont les pharmacies à Lyon ?", "amenity=pharmacy"),
+    ("fr", "boulangeries à Paris", "shop=bakery"),
+    ("ru", "Аптеки в Москве", "amenity=pharmacy"),
+    ("ru", "Какие музеи есть в Казани?", "tourism=museum"),
+    ("zh", "西安的博物馆", "tourism=museum"),
+    ("yue", "香港有邊啲博物館？", "tourism=museum"),
+    ("ja", "東京の薬局", "amenity=pharmacy"),
+    ("ja", "京都のカフェ", "amenity=cafe"),
+    ("ko", "서울의 약국", "amenity=pharmacy"),
+    ("ko", "부산에 있는 박물관", "tourism=museum"),
+])
+def test_requests_in_other_languages(tags, lang, nl, tag):
+    hits = tags.search(nl, 5)
+    assert tag in [h.tag for h in hits[:3]], (lang, [h.tag for h in hits])
+
+
+def test_translated_hit_says_which_name_matched(tags):
+    top = tags.search("西安的博物馆", 3)[0]
+    assert top.tag == "tourism=museum" and top.why.startswith("name (") and "博物馆" in top.why
+
+
+def test_english_requests_are_not_glossed(tags):
+    assert tags.is_english("cafes in Heidelberg") and tags.gloss("cafes in Heidelberg") == "cafes in Heidelberg"
+    assert not tags.is_english("Apotheken in Berlin") and not tags.is_english("西安的博物馆")
+    assert "Museum" in tags.gloss("西安的博物馆") and "西安" not in tags.gloss("西安的博物馆")
+
+
+def test_languages_and_lexical_matches(tags):
+    assert tags.languages[0] == "en" and {"de", "zh-CN", "ja", "ko"} <= set(tags.languages)
+    match = tags.lexical_matches("Apotheken", 3)[0]
+    assert (tags.docs[match.doc]["tag"], match.lang, match.text) == ("amenity=pharmacy", "de", "Apotheke")
+    assert tags.lexical_matches("", 3) == [] and tags.lexical_matches("Apotheke", 0) == []
+
+
+@pytest.mark.parametrize("nl", ["مطاعم في القاهرة", "Cafés 🏛️ 博物馆 in Köln", "\u202eApotheke\u202c", "🏛️🏛️"])
+def test_mixed_and_right_to_left_scripts_give_a_list(tags, nl):
+    hits = tags.search(nl, 5)
+    assert len(hits) <= 5 and all(isinstance(h, TagHit) for h in hits)
