@@ -97,6 +97,7 @@ def test_the_export_is_made_once_per_model_content(monkeypatch):
     first = E.onnx_export_dir(DEFAULT_MODEL)
     stamp = (first / E.ONNX_FILE).stat().st_mtime_ns
     assert first.name.startswith(f"{DEFAULT_MODEL}-") and (first / "export.json").is_file()
+    assert np.load(first / E.WORD_EMBEDDINGS, mmap_mode="r").shape == (30522, 384)  # outside the graph, read mapped
     assert E.onnx_export_dir(DEFAULT_MODEL) == first
     assert (first / E.ONNX_FILE).stat().st_mtime_ns == stamp  # not exported again
     key = E.model_content_hash(resolve_model(DEFAULT_MODEL))
