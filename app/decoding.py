@@ -128,6 +128,9 @@ def _query_span(text: str) -> str:
     return "\n".join(lines[start:end + 1])
 
 
+_NEXT_EXAMPLE = "<request>"
+
+
 def extract_query(text: str) -> str:
     """The query in a model's answer, on one line (empty string if none).
 
@@ -138,9 +141,14 @@ def extract_query(text: str) -> str:
     '[out:json];node(1);out;'
     >>> extract_query('')
     ''
+    >>> extract_query('[out:json];node(1);out;\\n\\n<request>bus stops</request>\\nnode;out;')
+    '[out:json];node(1);out;'
     """
     if not text or not text.strip():
         return ""
+    # A model that goes on with the next few-shot example ("<request>...", the
+    # prompt's layout: geoql.retrieval.build_prompt) has finished its answer there.
+    text = text.split(_NEXT_EXAMPLE, 1)[0]
     fences = [m.group(1) for m in _FENCE.finditer(text)]
     body = next((f for f in fences if f.strip() and _START.search(f)), None)
     if body is None:

@@ -105,6 +105,30 @@ class RewardSignalEarlyStopping(TrainerCallback):
         return control
 
 
+class TimeLimitCallback(TrainerCallback):
+    """Ends training after ``minutes`` of wall time (checked after every optimizer step).
+
+    The trainer then finishes as it does at ``max_steps``: the final save, the dev
+    evaluation of the last model and the export all still run.
+    """
+
+    def __init__(self, minutes: float):
+        self.seconds = 60.0 * minutes
+        self.started: float | None = None
+        self.stopped_at: int | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = time.monotonic()
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.started is not None and time.monotonic() - self.started >= self.seconds:
+            self.stopped_at = state.global_step
+            control.should_training_stop = True
+            control.should_save = True
+        return control
+
+
 class JsonlLogCallback(TrainerCallback):
     """Append each log entry (with its step) to ``<output_dir>/metrics.jsonl``."""
 
@@ -211,6 +235,12 @@ class DevEvalCallback(TrainerCallback):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
+
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+        # The starting point of a fresh run, so dev_eval.jsonl shows the change training made.
+        if self.config.enabled and self.config.at_start and state.global_step == 0 and model is not None:
+            self._run(state, model, processing_class)
+        return control
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         every = self.config.every_steps

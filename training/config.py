@@ -116,6 +116,9 @@ class TrainConfig:
     seed: int = _help("Training seed.", 0)
     report_to: list[str] = _help("Loggers (e.g. tensorboard, wandb); empty list = only the JSONL log.", factory=list)
     max_length: int = _help("SFT: longest prompt + completion in tokens; longer rows are an error, not silently cut.", 3072)
+    max_train_minutes: float | None = _help(
+        "Stop training after this many minutes of train() (then save, score and export as at max_steps); "
+        "empty = no time limit. For CPU runs sized by the clock.", None)
 
     def __post_init__(self):
         if self.learning_rate <= 0:
@@ -132,6 +135,8 @@ class TrainConfig:
             raise ConfigError("train.warmup_ratio must be in [0, 1); try 0.03")
         if self.max_length < 64:
             raise ConfigError("train.max_length is below 64 tokens; a prompt alone is longer — use 3072")
+        if self.max_train_minutes is not None and self.max_train_minutes <= 0:
+            raise ConfigError("train.max_train_minutes must be > 0; leave it empty for no time limit")
 
 
 @dataclass
@@ -139,6 +144,7 @@ class DevEvalConfig:
     enabled: bool = _help("Score checkpoints on dev with the exact OQS through app.compile's generation path.", True)
     subset_size: int | None = _help("Dev examples scored per evaluation (a fixed, seeded subset); empty = all 1,000.", 200)
     every_steps: int | None = _help("GRPO: evaluate every N steps; SFT: empty = at every checkpoint save.", None)
+    at_start: bool = _help("Also score the starting model at step 0 (before any update), as the baseline of the run.", False)
     temperatures: list[float] = _help(
         "Decoding temperatures to evaluate; 0 = greedy. GRPO adds its training temperature automatically.",
         factory=lambda: [0.0],

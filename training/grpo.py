@@ -46,6 +46,7 @@ from geoql.training.sft import (
     run_trainer,
     runtime_figures,
     save_outputs,
+    time_limit,
     trainer_callbacks,
     training_args_common,
     use_bf16,
@@ -299,7 +300,8 @@ def train_seed(
     model = load_model(recipe.model, bf16, recipe.attn_implementation, full_fine_tuning=not recipe.lora.enabled)
     args = grpo_args(recipe, seed, out, bf16, weights)
     early = RewardSignalEarlyStopping(recipe.early_stop, out)
-    callbacks, dev_cb = trainer_callbacks(out, evaluator, recipe.dev_eval, early, extra=extra_callbacks)
+    callbacks, dev_cb = trainer_callbacks(out, evaluator, recipe.dev_eval, early, *time_limit(recipe.train),
+                                          extra=extra_callbacks)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,

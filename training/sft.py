@@ -316,6 +316,15 @@ def trainer_callbacks(out: Path, evaluator, dev_cfg, *run_callbacks, extra=None)
     return callbacks, dev_cb
 
 
+def time_limit(train: TrainConfig) -> list:
+    """The callback that enforces ``train.max_train_minutes`` (none without a limit)."""
+    if not train.max_train_minutes:
+        return []
+    from geoql.training.callbacks import TimeLimitCallback
+
+    return [TimeLimitCallback(train.max_train_minutes)]
+
+
 def run_trainer(trainer, out: Path, *, resume: bool, progress: bool) -> None:
     """``trainer.train()``, from the last checkpoint in ``out`` when resuming; no progress bar unless asked."""
     if not progress:
@@ -386,7 +395,8 @@ def run_sft(
     model = load_model(recipe.model, bf16, recipe.attn_implementation, full_fine_tuning=not recipe.lora.enabled)
     check_lora_targets(model, recipe.lora)
     clear_output_dir(out, resume=resume, overwrite=overwrite)
-    callbacks, dev_cb = trainer_callbacks(out, evaluator, recipe.dev_eval, extra=extra_callbacks)
+    callbacks, dev_cb = trainer_callbacks(out, evaluator, recipe.dev_eval, *time_limit(recipe.train),
+                                          extra=extra_callbacks)
     trainer = sft_trainer(recipe, rows, tokenizer, model, out, bf16, callbacks)
     run_trainer(trainer, out, resume=resume, progress=progress)
     adapter_dir, merged_dir = save_outputs(

@@ -12,6 +12,7 @@ statement) and then end-of-sequence. With a grammar, every output parses.
 from __future__ import annotations
 
 import threading
+import weakref
 from pathlib import Path
 from typing import ClassVar
 
@@ -44,26 +45,68 @@ def to_llguidance_grammar(grammar: str) -> str:
     return llguidance.grammar_from(fmt, grammar)
 
 
+# Per tokenizer (weakly held): llguidance's tokenizer, the checked grammar specs and the
+# closing tables. Building them walks the whole vocabulary: about 10 s for a real
+# 49k-token BPE on a busy CPU, which every generate call would otherwise pay again.
+_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_TABLES_LOCK = threading.Lock()
+
+
+def _single_char_tokens(tokenizer) -> dict[str, int]:
+    """Token ids that decode to exactly one of the closing characters."""
+    found: dict[str, int] = {}
+    for tok, idx in tokenizer.get_vocab().items():
+        text = tokenizer.convert_tokens_to_string([tok])
+        if len(text) == 1 and text in _ALL_CHARS and text not in found:
+            found[text] = idx
+    return found
+
+
+def _tokenizer_tables(tokenizer, grammar: str):
+    """``(ll_tokenizer, spec, single-character tokens, continuation-byte tokens, blank-line tokens)``,
+    cached per tokenizer."""
+    import llguidance
+    import llguidance.hf
+
+    with _TABLES_LOCK:
+        try:
+            entry = _TABLES.get(tokenizer)
+        except TypeError:  # not weakly referenceable: no cache
+            entry = None
+        if entry is None:
+            ll_tokenizer = llguidance.hf.from_tokenizer(tokenizer)
+            # A sampled token can stop inside a multi-byte character; continuation
+            # bytes let the closer finish it before it closes quotes and brackets.
+            cont = [t for t in range(ll_tokenizer.vocab_size)
+                    if ll_tokenizer.decode_bytes([t]) in _CONTINUATION_BYTES]
+            # Tokens that are only whitespace with a blank line in it: the separator of few-shot examples.
+            blank = frozenset(t for t in range(ll_tokenizer.vocab_size)
+                              if (b := ll_tokenizer.decode_bytes([t])).count(b"\n") >= 2 and not b.strip())
+            entry = {"ll": ll_tokenizer, "single": _single_char_tokens(tokenizer), "cont": cont, "blank": blank,
+                     "specs": {}}
+            try:
+                _TABLES[tokenizer] = entry
+            except TypeError:
+                pass
+        spec = entry["specs"].get(grammar)
+        if spec is None:
+            spec = to_llguidance_grammar(grammar)
+            is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(spec, entry["ll"])
+            if is_error:
+                raise BackendError(f"grammar rejected by llguidance: {messages}")
+            entry["specs"][grammar] = spec
+    return entry["ll"], spec, entry["single"], entry["cont"], entry["blank"]
+
+
 class GrammarConstraint:
     """Per-row llguidance matchers + budget-aware closing, as a HF logits processor."""
 
     def __init__(self, tokenizer, grammar: str, *, max_new_tokens: int, reserve: int = 48):
-        import llguidance
-        import llguidance.hf
-
-        self.ll_tokenizer = llguidance.hf.from_tokenizer(tokenizer)
-        self.spec = to_llguidance_grammar(grammar)
-        is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(self.spec, self.ll_tokenizer)
-        if is_error:
-            raise BackendError(f"grammar rejected by llguidance: {messages}")
+        self.ll_tokenizer, self.spec, single, cont, self.blank_lines = _tokenizer_tables(tokenizer, grammar)
         self.eos = self.ll_tokenizer.eos_token
         self.max_new_tokens = max_new_tokens
         self.reserve = min(reserve, max(1, max_new_tokens // 2))
         self.vocab = self.ll_tokenizer.vocab_size
-        single = self._single_char_tokens(tokenizer)
-        # A sampled token can stop inside a multi-byte character; continuation
-        # bytes let the closer finish it before it closes quotes and brackets.
-        cont = [t for t in range(self.vocab) if self.ll_tokenizer.decode_bytes([t]) in _CONTINUATION_BYTES]
         self.passes = [[single[c] for c in _CLOSERS if c in single] + cont,
                        [single[c] for c in _ALL_CHARS if c in single] + cont]
         # Letters, digits and spaces are fallbacks: tried only where no punctuation fits.
@@ -72,16 +115,6 @@ class GrammarConstraint:
         self.plans: list[list[int] | None] = []
         self.prompt_len: int | None = None
         self.done: list[bool] = []
-
-    @staticmethod
-    def _single_char_tokens(tokenizer) -> dict[str, int]:
-        """Token ids that decode to exactly one of the closing characters."""
-        found: dict[str, int] = {}
-        for tok, idx in tokenizer.get_vocab().items():
-            text = tokenizer.convert_tokens_to_string([tok])
-            if len(text) == 1 and text in _ALL_CHARS and text not in found:
-                found[text] = idx
-        return found
 
     def _closing_plan(self, matcher, limit: int) -> list[int] | None:
         """Tokens that bring ``matcher`` to an accepting state, shortest found first.
@@ -169,6 +202,18 @@ class GrammarConstraint:
         # Unpack the bit mask here: llguidance's own helper goes through
         # torch.compile, which costs seconds per call on a CPU.
         allowed = np.unpackbits(mask.numpy().view(np.uint8), axis=1, bitorder="little")[:, : self.vocab]
+        # A complete query whose model wants to leave the language - prose, a code
+        # fence, the "<request>" of a next few-shot example, a blank line - is finished:
+        # that is how a real model says "done" after few-shot examples, which end with
+        # a blank line, not with the end-of-turn token. Forcing a grammar token there
+        # instead made it write statement after statement until the budget ran out.
+        if self.eos < self.vocab:
+            best = scores[:, : self.vocab].argmax(dim=-1).tolist()
+            for row in range(batch):
+                if row in forced or not self.matchers[row].is_accepting():
+                    continue
+                if best[row] != self.eos and (not allowed[row, best[row]] or best[row] in self.blank_lines):
+                    forced[row] = self.eos
         blocked = torch.ones_like(scores, dtype=torch.bool)
         blocked[:, : self.vocab] = torch.from_numpy(allowed == 0).to(scores.device)
         scores = scores.masked_fill(blocked, -float("inf"))
@@ -278,6 +323,11 @@ class TransformersBackend(Backend):
             kwargs.update(do_sample=False, num_return_sequences=1)
         else:
             kwargs.update(do_sample=True, temperature=first.temperature, top_p=first.top_p, top_k=0)
+        if not first.grammar:
+            # Without the grammar nothing ends a few-shot answer but the next example's
+            # "<request>" (the prompt's own layout: geoql.retrieval.build_prompt); stop there
+            # instead of writing more examples. Extraction drops the marker.
+            kwargs.update(stop_strings=["<request>"], tokenizer=tokenizer)
         if first.grammar:
             kwargs["logits_processor"] = LogitsProcessorList(
                 [GrammarConstraint(tokenizer, first.grammar, max_new_tokens=first.max_new_tokens)])

@@ -8,10 +8,18 @@ extra field (decoded with llguidance, which reads GBNF). With
 ``accept_structured_outputs=False`` it answers HTTP 400 to that field, like a
 server that does not know it. (``transformers serve`` needs network access
 for its model registry here, so the tests use this server instead.)
+
+It also runs on its own, serving any model the ``transformers`` backend loads
+(a directory, a ``.gguf`` file, a registered name such as ``smollm2-135m``),
+optionally with a LoRA adapter::
+
+    python tests/app/openai_server.py --model smollm2-135m --adapter runs/sft/adapter --port 8000
+    geoql compile "cafes in Bonn" --backend openai -o base_url=http://127.0.0.1:8000/v1
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 import time
@@ -21,7 +29,7 @@ from geoql.app.backends.base import GenerationRequest
 
 
 class ChatServer:
-    def __init__(self, backend, model_name: str = "tiny", *, accept_structured_outputs: bool = True):
+    def __init__(self, backend, model_name: str = "tiny", *, accept_structured_outputs: bool = True, port: int = 0):
         self.backend = backend
         self.model_name = model_name
         self.accept_structured_outputs = accept_structured_outputs
@@ -69,7 +77,7 @@ class ChatServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -83,3 +91,29 @@ class ChatServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def main(argv=None) -> int:
+    from geoql.app.backends.transformers_backend import TransformersBackend
+
+    parser = argparse.ArgumentParser(description="An OpenAI-compatible chat server on 127.0.0.1 over the transformers backend.")
+    parser.add_argument("--model", required=True, help="model directory, .gguf file or registered name (smollm2-135m)")
+    parser.add_argument("--adapter", default=None, help="PEFT LoRA adapter directory")
+    parser.add_argument("--name", default="geoql", help="the model name the server answers to")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    backend = TransformersBackend(args.model, adapter=args.adapter, device="cpu", dtype="float32")
+    backend.tokenizer  # load before listening, so the first request does not wait for it
+    server = ChatServer(backend, args.name, port=args.port)
+    print(f"serving {backend.describe()} as {args.name!r} on {server.base_url}", flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -19,6 +19,12 @@ from geoql.core.paths import APP_NAME
 
 REAL_MODEL = "smollm2-135m"
 
+# A one-example prompt in THE prompt's layout (geoql.retrieval.build_prompt), without an index.
+FEW_SHOT = [{"role": "system", "content": "Translate the request into OverpassQL. Answer with the query only."},
+            {"role": "user", "content": "Examples:\n<request>benches in Ulm</request>\n"
+                                        "[out:json];area[name=\"Ulm\"]->.a;node[amenity=bench](area.a);out;\n\n"
+                                        "<request>cafes in Bonn</request>"}]
+
 
 def persistent_model_cache() -> str:
     return os.environ.get(MODEL_CACHE_ENV) or os.path.join(platformdirs.user_cache_dir(APP_NAME), "models")

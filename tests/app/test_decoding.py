@@ -30,6 +30,16 @@ def test_extraction_keeps_a_truncated_query_for_the_parser_to_reject():
     assert validate(truncated)
 
 
+@pytest.mark.parametrize("text", [
+    '[out:json];node["amenity"="cafe"](50,7,51,8);out;\n\n<request>bus stops in Graz</request>\nnode;out;',
+    '[out:json];\nnode["amenity"="cafe"](50,7,51,8);\nout;<request>',
+])
+def test_extraction_stops_where_the_model_starts_the_next_few_shot_example(text):
+    # What a real base model (SmolLM2-135M) writes after THE prompt's examples without
+    # the grammar: the answer, a blank line, then the next "<request>".
+    assert extract_query(text) == '[out:json];node["amenity"="cafe"](50,7,51,8);out;'
+
+
 def test_extraction_of_nothing():
     assert extract_query("") == "" and extract_query("   \n ") == ""
     assert validate("") == ["line 1: parse error: empty query"]

