@@ -34,7 +34,10 @@ class CpuBackend(Backend):
     ``select`` (False: nearest neighbour, for ablations), ``train_if_missing``
     (train on first use; the tag index is built first when missing), ``data_dir``
     (dataset for that training), ``index_dir`` (the tag index; default
-    ``$GEOQL_INDEX_DIR`` or the user data dir).
+    ``$GEOQL_INDEX_DIR`` or the user data dir), ``faithful`` (``all``: no answer
+    carries a place, name, id, user, date or output format the request does not give;
+    ``core``: the output format may come from a neighbour; ``off``), ``compose``
+    (False: no query composed from the request alone, ``app.cpu.compose``).
     """
 
     name: ClassVar[str] = "cpu"
@@ -47,16 +50,18 @@ class CpuBackend(Backend):
 
     def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
                  select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None,
-                 index_dir: str | Path | None = None):
+                 index_dir: str | Path | None = None, faithful: str | None = None, compose: bool | None = None):
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.train_if_missing = _as_bool(train_if_missing, "train_if_missing")
         self.data_dir = data_dir
         self.index_dir = Path(index_dir).expanduser() if index_dir else None
-        self._overrides = {key: value for key, value in (("k", k), ("edits", edits), ("select", select)) if value is not None}
+        self._overrides = {key: value for key, value in (("k", k), ("edits", edits), ("select", select),
+                                                         ("faithful", faithful), ("compose", compose)) if value is not None}
         if "k" in self._overrides:
             self._overrides["k"] = _as_int(self._overrides["k"], "k")
-        if "select" in self._overrides:
-            self._overrides["select"] = _as_bool(self._overrides["select"], "select")
+        for flag in ("select", "compose"):
+            if flag in self._overrides:
+                self._overrides[flag] = _as_bool(self._overrides[flag], flag)
         try:
             CpuConfig(**self._overrides)  # fail on bad options now, not at the first request
         except ValueError as exc:

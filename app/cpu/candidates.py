@@ -21,6 +21,9 @@ class Candidate:
     example_nl: str
     edits: tuple[str, ...] = field(default_factory=tuple)
     votes: float = 0.0  # summed similarity of all neighbours that led to this exact query
+    repairs: int = 0  # kinds of constants app.cpu.faithful took out (another place, ids, an unasked format...)
+    frame_pick: bool = False  # from a neighbour picked by the request's tags and shape (neighbours.FrameNeighbours)
+    composed: bool = False  # also built from the request alone (app.cpu.compose)
 
 
 def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options, partial: bool = False,
@@ -71,7 +74,24 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
         for text, edits in versions:
             cand = pool.get(text)
             if cand is None:
-                pool[text] = Candidate(text, nb.index, rank, nb.score, example_nl, tuple(edits), votes=nb.score)
+                pool[text] = Candidate(text, nb.index, rank, nb.score, example_nl, tuple(edits), votes=nb.score,
+                                       frame_pick=getattr(nb, "frame", False))
             else:
                 cand.votes += nb.score
+                cand.frame_pick = cand.frame_pick or getattr(nb, "frame", False)
     return list(pool.values())
+
+
+def add_composed(pool: list[Candidate], queries: list[str]) -> list[Candidate]:
+    """The pool with the composed ``queries`` (``app.cpu.compose``) added; one equal to a
+    copy marks that copy instead (two ways to the same answer)."""
+    by_query = {c.query: c for c in pool}
+    rank = max((c.rank for c in pool), default=-1) + 1
+    for text in queries:
+        if text in by_query:
+            by_query[text].composed = True
+            continue
+        cand = Candidate(text, -1, rank, 0.0, "", ("compose",), votes=0.0, composed=True)
+        pool.append(cand)
+        by_query[text] = cand
+    return pool

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from geoql.app.cpu.compose import query_shape
 from geoql.app.cpu.hints import WANTED
 from geoql.app.cpu.lexicon import TagLexicon, tag_names
 from geoql.app.cpu.request import RequestInfo, content_words
@@ -85,6 +86,15 @@ BASE_FEATURES = (
     "hint_missing_max",
     "hint_covered",
     "hint_tags",
+    # Where the candidate came from and what it shows of the request (app.cpu.compose, faithful,
+    # neighbours.FrameNeighbours): composed from the request alone, a neighbour picked by tags and
+    # shape, how many kinds of constants were repaired, whether its shape is the request's, and
+    # whether the request is in a Latin script (its character n-grams meet the training requests').
+    "composed",
+    "frame_pick",
+    "repairs",
+    "shape_match",
+    "request_latin",
 )
 # Columns also given relative to the pool (minus the pool's best, minus its mean): the
 # selector compares candidates of one request, and "the most similar of this pool"
@@ -105,6 +115,7 @@ RELATIVE = (
     "place_match",
     "hint_support_mean",
     "hint_missing",
+    "shape_match",
 )
 FEATURE_NAMES = (
     BASE_FEATURES
@@ -181,11 +192,12 @@ def _hint_columns(summary, tags: set[str], kv_tags: list[str]) -> dict[str, floa
 
 
 def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None,
-                  hints: dict[str, float] | None = None) -> np.ndarray:
+                  hints: dict[str, float] | None = None, *, shape: str | None = None, latin: bool = True) -> np.ndarray:
     """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool.
 
     ``place`` is the request's place as the queries would spell it (after aliases);
-    ``hints`` the tag retriever's tags for the request (``None``: the model has no index).
+    ``hints`` the tag retriever's tags for the request (``None``: the model has no index);
+    ``shape`` the request's (``app.cpu.compose.request_shape``), ``latin`` whether it is written in a Latin script.
     """
     place = place or info.area
     if not candidates:
@@ -275,6 +287,11 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
             "unexplained_tags": sum(p < 0.05 for p in supports),
             **_hint_columns(hint_summary, tagsets[i], kv_tags),
             "hint_tags": "hint_tags" in c.edits,
+            "composed": getattr(c, "composed", False),
+            "frame_pick": getattr(c, "frame_pick", False),
+            "repairs": getattr(c, "repairs", 0),
+            "shape_match": float(query_shape(q) == shape) if shape else -1.0,
+            "request_latin": latin,
         }))
     base = np.asarray(rows, dtype=np.float64)
     cols = [base]

@@ -58,12 +58,16 @@ class TagHints:
     def __call__(self, nl: str, exclude=()) -> dict[str, float]:
         return hint_scores(self.hits(nl, exclude))
 
+    def exclusions(self, query: str) -> tuple:
+        """The training requests whose gold query is ``query`` (left out of a training request's hints)."""
+        return tuple(self._ids_of_query.get(same_query_key(query), ()))
+
     def for_training(self, query: str, nl: str) -> dict[str, float]:
         """Hints for a training request as if its gold ``query`` were unseen: every training request
         with that query (``eval.metrics.same_query_key``) is left out: the dataset splits by query, so
         dev and test requests (all but one) share none with train, while 16 % of training requests share
         theirs with another."""
-        return self(nl, exclude=tuple(self._ids_of_query.get(same_query_key(query), ())))
+        return self(nl, exclude=self.exclusions(query))
 
 
 def hint_scores(hits) -> dict[str, float]:

@@ -16,15 +16,18 @@ from pathlib import Path
 
 import numpy as np
 
-from geoql.app.cpu.candidates import Candidate, build_pool
+from geoql.app.cpu.candidates import Candidate, add_composed, build_pool
+from geoql.app.cpu.compose import compose, query_shape, request_shape
 from geoql.app.cpu.edits import EditContext, EditOptions
+from geoql.app.cpu.faithful import LEVELS, guard_pool, level_kinds, place_aliases, supported
 from geoql.app.cpu.features import FEATURE_NAMES, pool_features
 from geoql.app.cpu.hints import TagHints, hint_scores
-from geoql.app.cpu.lexicon import TagLexicon
+from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon, tag_names
 from geoql.app.cpu.lite import read_model
-from geoql.app.cpu.neighbours import CharTfidfNeighbours, Neighbour
-from geoql.app.cpu.request import analyse, extract_area, known_places
+from geoql.app.cpu.neighbours import CharTfidfNeighbours, FrameNeighbours, Neighbour, similarities
+from geoql.app.cpu.request import analyse, content_words, extract_area, known_places, merge_frame
 from geoql.core.errors import ConfigError, GeoqlError
+from geoql.nl.frame import read_frame
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 from geoql.retrieval import IndexMissingError
@@ -95,10 +98,25 @@ class CpuConfig:
         "help": "also offer each edited query without the extra tags only the example's words explain"})
     tag_hints: bool = field(default=False, metadata={
         "help": "use the tag index's retriever (set by training: a model trained with it needs the index)"})
+    frame: bool = field(default=True, metadata={
+        "help": "read the request's intent frame (geoql.nl.frame) too: its place, map view, counting, types "
+                "where the English rules find none"})
+    frame_k: int = field(default=3, metadata={
+        "help": "more neighbours picked by the request's tag hints and shape (needs the tag index)"})
+    compose: bool = field(default=True, metadata={
+        "help": "also offer the query composed from the request alone (app.cpu.compose)"})
+    faithful: str = field(default="all", metadata={
+        "help": "never offer a query with a constant the request does not support (repaired, else dropped): "
+                "all (place, name, id, user, date, output format), formats (all but out meta), core (no output "
+                "format), off"})
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= 100:
             raise ConfigError(f"k must be between 1 and 100 (got {self.k}): 10 is a good default")
+        if not 0 <= self.frame_k <= 20:
+            raise ConfigError(f"frame_k must be between 0 and 20 (got {self.frame_k}): 3 is a good default")
+        if self.faithful not in LEVELS:
+            raise ConfigError(f"faithful must be one of {', '.join(LEVELS)} (got {self.faithful!r}): use all")
         self.edit_options  # validates the spec early
 
     @property
@@ -110,6 +128,10 @@ class CpuConfig:
         # getattr: a model pickled before these options existed has neither.
         names = tuple(n for n in ("add_tags", "drop_tags") if getattr(self, n, False))
         return names + (("hint_tags",) if getattr(self, "tag_hints", False) else ())
+
+    @property
+    def faithful_kinds(self) -> tuple[str, ...]:
+        return level_kinds(getattr(self, "faithful", "all"))  # a model pickled before the option: all
 
 
 def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2,
@@ -163,6 +185,10 @@ class CpuModel:
     stats: dict = field(default_factory=dict)
     places: dict[str, str] = field(default_factory=dict)  # folded place name -> spelling (lower-case places)
     index_fingerprint: str = ""  # the tag index the model was trained with (config.tag_hints)
+    # Place spellings learned from the training pairs (app.cpu.faithful.place_aliases): what
+    # counts as the request's place when a candidate is checked for invented constants.
+    faith_aliases: dict | None = None
+    frame_neighbours: FrameNeighbours | None = None
     # The loaded app.cpu.hints.TagHints (FAISS inside: never pickled; attached by load()).
     hints: object | None = field(default=None, repr=False, compare=False)
 
@@ -175,15 +201,24 @@ class CpuModel:
     def fit_retrieval(cls, nls: list[str], queries: list[str], config: CpuConfig | None = None) -> "CpuModel":
         """Everything except the selection model (seconds)."""
         places = known_places(queries)
+        aliases = learn_aliases(nls, queries, places=places)
         return cls(
             train_nls=list(nls),
             train_queries=list(queries),
             neighbours=CharTfidfNeighbours(list(nls)),
             lexicon=TagLexicon.fit(nls, queries),
-            aliases=learn_aliases(nls, queries, places=places),
+            aliases=aliases,
             config=config or CpuConfig(),
             places=places,
+            faith_aliases=place_aliases(nls, queries, aliases),
+            frame_neighbours=FrameNeighbours(list(queries), tag_names, query_shape),
         )
+
+    def place_spellings(self) -> dict:
+        """:attr:`faith_aliases`, learned from the model's own training pairs when an older pickle lacks them."""
+        if getattr(self, "faith_aliases", None) is None:
+            self.faith_aliases = place_aliases(self.train_nls, self.train_queries, self.aliases)
+        return self.faith_aliases
 
     # -- inference ------------------------------------------------------------
     def _tag_hints(self) -> TagHints:
@@ -200,19 +235,35 @@ class CpuModel:
 
     def pool(self, nl: str, *, exclude=frozenset(), config: CpuConfig | None = None,
              lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None,
-             places: dict | None = None, hints: dict | None = None):
+             places: dict | None = None, hints: dict | None = None, faith_aliases: dict | None = None,
+             hint_exclude: tuple = ()):
         """The request analysis and its candidate pool (with features).
 
         ``hints`` (training) are the request's tag hints; by default they come from the attached index.
+        ``faith_aliases`` (training: the other folds') are the place spellings the faithfulness check accepts.
+        ``exclude`` (training requests) are left out of the neighbours, ``hint_exclude`` out of any more
+        tag searches (the text an ``around`` request measures from).
         """
         config = config or self.config
         if hints is None and getattr(config, "tag_hints", False):
             hints = self._tag_hints()(nl)
         info = analyse(nl, getattr(self, "places", None) if places is None else places)
+        frame = read_frame(nl)
+        use_frame = getattr(config, "frame", False)
+        if use_frame:
+            merge_frame(info, frame)
         if neighbours is None:
             neighbours = self.neighbours.search(nl, config.k, exclude)
         lex = lexicon or self.lexicon
         al = self.aliases if aliases is None else aliases
+        place = al.get(info.area, info.area) if info.area else None
+        shape = request_shape(info, frame, place)
+        frame_k = getattr(config, "frame_k", 0)
+        if frame_k and getattr(self, "frame_neighbours", None) is not None and hints:
+            seen = set(exclude) | {nb.index for nb in neighbours}
+            picked = self.frame_neighbours.search(hints, shape.where, shape.count, frame_k, seen)
+            sims = similarities(self.neighbours, nl, [i for i, _ in picked])
+            neighbours = list(neighbours) + [Neighbour(i, s, frame=True) for (i, _), s in zip(picked, sims)]
 
         wanted = lex.best_tags(info.words, limit=8)
 
@@ -221,8 +272,35 @@ class CpuModel:
 
         cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial,
                            getattr(config, "fix_place", False), config.extra_edits)
-        place = al.get(info.area, info.area) if info.area else None
-        return info, cands, pool_features(info, cands, lex, place, hints)
+        if getattr(config, "compose", False):
+            cands = add_composed(cands, self._composed(info, frame, place, hints, wanted, lex, hint_exclude))
+        kinds = config.faithful_kinds
+        if kinds:
+            spellings = self.place_spellings() if faith_aliases is None else faith_aliases
+            # A place the English rules miss ("博物馆 in 西安", "in Москве") is still the request's own.
+            target = place or (None if info.in_view else frame.place)
+            cands = guard_pool(nl, cands, place=target, aliases=spellings, kinds=kinds)
+        return info, cands, pool_features(info, cands, lex, place, hints, shape=shape.where,
+                                          latin=frame.script in ("Latin", "Common"))
+
+    def _composed(self, info, frame, place, hints, wanted, lex, hint_exclude) -> list[str]:
+        """The request's own query (``app.cpu.compose``): main tags from the hints and the lexicon."""
+        hinted = sorted((hints or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        main = [(t, p) for t, p in hinted if lex.main_share(t.split("=", 1)[0]) >= MAIN_SHARE]
+        learned = [(t, p) for t, p in wanted if p >= 0.3 and lex.main_share(t.split("=", 1)[0]) >= MAIN_SHARE]
+        what: list[tuple[str, float]] = []
+        for pair in [*main[:1], *learned[:1], *main[1:], *learned[1:]]:
+            if pair[0] not in {t for t, _ in what}:
+                what.append(pair)
+        qualifiers = [(t, p) for t, p in hinted if lex.main_share(t.split("=", 1)[0]) < MAIN_SHARE]
+        of = []
+        if frame.around is not None and frame.around.of and self.hints is not None:
+            of_hints = self.hints(frame.around.of, exclude=hint_exclude)
+            of = sorted(((t, p) for t, p in of_hints.items() if lex.main_share(t.split("=", 1)[0]) >= MAIN_SHARE),
+                        key=lambda kv: (-kv[1], kv[0]))
+            if not of:
+                of = lex.best_tags(content_words(frame.around.of), limit=1)
+        return compose(info, frame, place=place, what=what, of=of, qualifiers=qualifiers)
 
     def rank(self, cands: list[Candidate], features: np.ndarray, config: CpuConfig | None = None) -> list[int]:
         """Candidate indices, best first (deterministic: ties keep neighbour order)."""
@@ -232,10 +310,12 @@ class CpuModel:
         if config.select and self.selector is not None:
             from threadpoolctl import threadpool_limits
 
+            names = tuple(getattr(self, "feature_names", FEATURE_NAMES))
+            own = features if names == FEATURE_NAMES else features[:, [FEATURE_NAMES.index(n) for n in names]]
             # OpenMP threads cost more than they save on ~20 rows (and stall on a
             # busy machine): one thread predicts a pool in a few milliseconds.
             with threadpool_limits(limits=1, user_api="openmp"):
-                scores = self.selector.predict(features)
+                scores = self.selector.predict(own)
         else:
             # Nearest neighbour; its edited version first when edits are on.
             scores = np.array([-c.rank + (0.5 if c.edits else 0.0) for c in cands])
@@ -253,10 +333,18 @@ class CpuModel:
 
         ``retrieved``: what :meth:`retrieve` found for ``nl`` with ``config`` (searched here when not given).
         """
+        config = config or self.config
         found = retrieved if retrieved is not None else self.retrieve(nl, config)
         _, cands, feats = self.pool(nl, config=config, neighbours=found.neighbours, hints=found.hints)
         order = self.rank(cands, feats, config)
-        out = [cands[i].query for i in order[:n]]
+        kinds = config.faithful_kinds
+        out = []
+        for i in order:
+            # The last word, whatever the ranking: no answer with a constant the request does not give.
+            if not kinds or supported(nl, cands[i].query, self.place_spellings(), kinds):
+                out.append(cands[i].query)
+                if len(out) == n:
+                    break
         return out or [FALLBACK_QUERY]
 
     # -- persistence ----------------------------------------------------------
@@ -309,7 +397,9 @@ class CpuModel:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ModelMissingError(f"unreadable {manifest_path} ({exc}): {hint}") from None
-        if manifest.get("format_version") != FORMAT_VERSION or manifest.get("feature_names") != list(FEATURE_NAMES):
+        # Columns go by name (rank()): a model whose selector reads some of today's features still works.
+        names = manifest.get("feature_names")
+        if manifest.get("format_version") != FORMAT_VERSION or not isinstance(names, list) or not set(names) <= set(FEATURE_NAMES):
             raise ModelMissingError(f"the CPU model in {model_dir} was made by another GeoQL version: {hint}")
         try:
             with open(path, "rb") as f:

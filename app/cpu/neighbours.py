@@ -17,6 +17,7 @@ import numpy as np
 class Neighbour:
     index: int  # train index
     score: float  # cosine similarity of the TF-IDF vectors
+    frame: bool = False  # picked by the request's tags and shape (FrameNeighbours), not by its wording
 
 
 class CharTfidfNeighbours:
@@ -47,3 +48,53 @@ class CharTfidfNeighbours:
             order = sorted(part, key=lambda j: (-sim[j], j))
             out.append([Neighbour(int(j), float(sim[j])) for j in order if sim[j] >= 0][:k])
         return out
+
+
+def similarities(index: CharTfidfNeighbours, nl: str, positions: list[int]) -> list[float]:
+    """The TF-IDF cosine of ``nl`` with the training requests at ``positions``."""
+    if not positions:
+        return []
+    sims = (index.vectorizer.transform([nl]) @ index.matrix).toarray()[0]
+    return [float(sims[i]) for i in positions]
+
+
+class FrameNeighbours:
+    """Training requests picked by what the request asks for rather than by its wording.
+
+    A translated or rephrased request shares few character n-grams with the training
+    request of the same intent, but the tags the tag index finds for it and its shape
+    (a place, the map view, around, ids; counting or not) still point at training
+    queries that use those tags in that shape. Each training query is indexed by its
+    controlled ``key=value`` tags; a request's score for a query is the probability mass
+    of its hinted tags the query uses, less a little for each tag the query has beyond
+    them, plus a bonus when the shape and the counting agree.
+    """
+
+    def __init__(self, queries: list[str], tag_names, query_shape):
+        self.tags: list[frozenset] = []
+        self.by_tag: dict[str, list[int]] = {}
+        self.shapes: list[str] = []
+        self.counts: list[bool] = []
+        for i, q in enumerate(queries):
+            tags = frozenset(t for t in tag_names(q) if "=" in t)
+            self.tags.append(tags)
+            for t in tags:
+                self.by_tag.setdefault(t, []).append(i)
+            self.shapes.append(query_shape(q))
+            self.counts.append("out count" in q or "::count" in q)
+
+    def search(self, hints: dict[str, float] | None, shape: str, count: bool, k: int,
+               exclude=frozenset(), *, min_p: float = 0.1) -> list[tuple[int, float]]:
+        """Up to ``k`` ``(train index, score)``, best first; ties go to the lower index."""
+        if not hints or k <= 0:
+            return []
+        wanted = {t: p for t, p in hints.items() if p >= min_p}
+        scores: dict[int, float] = {}
+        for t, p in wanted.items():
+            for i in self.by_tag.get(t, ()):
+                if i not in exclude:
+                    scores[i] = scores.get(i, 0.0) + p
+        for i in scores:
+            extra = len(self.tags[i]) - sum(t in wanted for t in self.tags[i])
+            scores[i] += 0.3 * (self.shapes[i] == shape) + 0.2 * (self.counts[i] == count) - 0.05 * extra
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]

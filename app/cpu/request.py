@@ -10,6 +10,8 @@ after "in"/"near"/"around" and are written capitalised ("bars in Bonn",
 ('Rio de Janeiro, Brazil', False, False)
 >>> analyse("How many benches are there in the current view?").in_view
 True
+>>> analyse("What breweries are in the specified area?").in_view
+True
 >>> analyse("How many benches in Bonn").count
 True
 >>> sorted(analyse("nodes and ways with a name").types)
@@ -45,7 +47,8 @@ _VIEW = re.compile(
 )
 # "in the selected window" is how 5% of the training requests name the map view.
 _VIEW_ALONE = re.compile(
-    r"\b(?:current\s+view|bbox|bounding\s+box|(?:visible|selected|displayed)\s+(?:map|area|window|region))\b",
+    r"\b(?:current\s+view|bbox|bounding\s+box|(?:visible|selected|displayed|specified|given|chosen)\s+"
+    r"(?:map|area|window|region))\b",
     re.IGNORECASE,
 )
 # "number of" counts only when the request starts with it: "motorways without a given
@@ -240,3 +243,19 @@ def analyse(nl: str, places: dict[str, str] | None = None) -> RequestInfo:
         # Place names say nothing about tags ("Bonn" would vote for whatever was asked in Bonn).
         words=content_words(nl) - (content_words(area) if area else set()),
     )
+
+
+def merge_frame(info: RequestInfo, frame) -> RequestInfo:
+    """Fill in what the English rules missed from the intent frame (``geoql.nl.frame.Frame``):
+    its place (unless the request means the map view), the map view, counting, element types.
+    Changes ``info`` in place and returns it."""
+    if info.area is None and not info.in_view:
+        if frame.place:
+            info.area = frame.place
+            info.words = info.words - content_words(frame.place)
+        elif frame.in_view:
+            info.in_view = True
+    info.count = info.count or "count" in frame.output
+    if not info.types:
+        info.types = set(frame.types) & {"node", "way", "relation"}
+    return info

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from geoql.app.cpu.faithful import place_aliases
 from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.app.cpu.model import CpuConfig, CpuModel, default_model_dir, learn_aliases
@@ -45,6 +46,12 @@ class CpuTrainConfig:
     edits: str = field(default="all", metadata={"help": "edit groups used in the pools: all, none, or e.g. 'area,tags'"})
     partial: bool = field(default=False, metadata={"help": "also offer each neighbour with only the place edited"})
     fix_place: bool = field(default=True, metadata={"help": "offer a neighbour with another place only with the request's place"})
+    faithful: str = field(default="all", metadata={
+        "help": "candidates carry no constant the request does not support: all, formats (all but out meta), "
+                "core (no output format) or off"})
+    frame: bool = field(default=True, metadata={"help": "read the request's intent frame too (geoql.nl.frame)"})
+    frame_k: int = field(default=3, metadata={"help": "more neighbours picked by the request's tag hints and shape"})
+    compose: bool = field(default=True, metadata={"help": "also offer the query composed from the request alone"})
     # Measured together and apart (train CV / dev OQS, k=10): both 68.11 / 63.65, add only
     # 68.06 / 63.65, neither 68.18 / 63.61: neutral overall, +0.5 KVS on the dev hard subset.
     add_tags: bool = field(default=True, metadata={"help": "also offer each edited query with the tags the request calls for added"})
@@ -70,7 +77,7 @@ class CpuTrainConfig:
     def __post_init__(self) -> None:
         if self.tag_hints not in ("auto", "on", "off"):
             raise ConfigError(f"tag_hints must be auto, on or off (got {self.tag_hints!r}): use auto")
-        CpuConfig(k=self.k, edits=self.edits)  # same checks as at inference
+        CpuConfig(k=self.k, edits=self.edits, faithful=self.faithful, frame_k=self.frame_k)  # same checks as at inference
         if self.folds < 2:
             raise ConfigError(f"folds must be >= 2 (got {self.folds}): use 5")
         if self.limit is not None and self.limit < 20:
@@ -83,7 +90,8 @@ class CpuTrainConfig:
 
 def _pool_config(config: CpuTrainConfig, tag_hints: bool = False) -> CpuConfig:
     return CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place,
-                     add_tags=config.add_tags, drop_tags=config.drop_tags, tag_hints=tag_hints)
+                     add_tags=config.add_tags, drop_tags=config.drop_tags, tag_hints=tag_hints, faithful=config.faithful,
+                     frame=config.frame, frame_k=config.frame_k, compose=config.compose)
 
 
 def load_hints(config: CpuTrainConfig, *, quiet: bool = False):
@@ -118,19 +126,20 @@ def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progr
     for f in range(config.folds):
         keep = [i for i in range(len(nls)) if fold_of[i] != f]
         places = known_places([queries[i] for i in keep])
-        fold_models[f] = (
-            TagLexicon.fit([nls[i] for i in keep], [queries[i] for i in keep]),
-            learn_aliases([nls[i] for i in keep], [queries[i] for i in keep], places=places),
-            places,
-        )
+        keep_nls, keep_queries = [nls[i] for i in keep], [queries[i] for i in keep]
+        aliases = learn_aliases(keep_nls, keep_queries, places=places)
+        fold_models[f] = (TagLexicon.fit(keep_nls, keep_queries), aliases, places,
+                          place_aliases(keep_nls, keep_queries, aliases))
     pool_config = _pool_config(config, model.hints is not None)
     neighbours = model.neighbours.search_many(nls[:n], config.k, [set(group_of[i]) for i in range(n)])
     feats, labels, groups = [], [], []
     for i in tqdm(range(n), desc="scoring leave-one-query-out candidates", disable=not progress, unit="req"):
-        lex, aliases, places = fold_models[int(fold_of[i])]
+        lex, aliases, places, spellings = fold_models[int(fold_of[i])]
         hints = model.hints.for_training(queries[i], nls[i]) if model.hints is not None else None
+        hint_exclude = model.hints.exclusions(queries[i]) if model.hints is not None else ()
         _, cands, f = model.pool(nls[i], config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[i],
-                                 places=places, hints=hints)
+                                 places=places, hints=hints, faith_aliases=spellings, exclude=set(group_of[i]),
+                                 hint_exclude=hint_exclude)
         if not cands:
             continue
         feats.append(f)

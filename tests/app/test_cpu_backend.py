@@ -59,11 +59,18 @@ def test_n_candidates_and_determinism(model_dir):
 
 
 def test_options_switch_edits_and_selection(model_dir):
-    plain = get_backend("cpu", model_dir=model_dir, edits="none", select="false")
+    plain = get_backend("cpu", model_dir=model_dir, edits="none", select="false", faithful="off", compose="false")
     edited = get_backend("cpu", model_dir=model_dir)
     nl = "Restaurants in Timbuktu"
     assert "Timbuktu" in edited.generate(_request(nl))[0]
     assert "Timbuktu" not in plain.generate(_request(nl))[0]
+
+
+def test_without_edits_the_answer_still_names_only_the_request_place(model_dir):
+    # The faithfulness guard is no edit: a neighbour's other place is repaired even with edits off.
+    plain = get_backend("cpu", model_dir=model_dir, edits="none", select="false", compose="false")
+    (query,) = plain.generate(_request("Restaurants in Timbuktu"))
+    assert "Timbuktu" in query or "{{bbox}}" in query
 
 
 def test_missing_model_without_training_names_the_command(tmp_path):

@@ -128,3 +128,21 @@ def test_counting_requests(nl, count):
 def test_of_inside_a_place_name_starts_no_new_place():
     assert extract_area("oneway ways in United States of America") == "United States of America"
     assert extract_area("Schools in the city of Frankfurt am Main") == "Frankfurt am Main"
+
+
+# What the intent frame adds where the English rules find nothing (request, area, in_view, count).
+FRAME_CASES = [
+    ("成都有哪些博物馆？", "成都", False, False),
+    ("Wie viele Apotheken gibt es im aktuellen Kartenausschnitt?", None, True, True),
+    ("What breweries are in the specified area?", None, True, False),
+    ("Cafes in Rio de Janeiro, Brazil", "Rio de Janeiro, Brazil", False, False),
+]
+
+
+@pytest.mark.parametrize("nl,area,in_view,count", FRAME_CASES)
+def test_merge_frame_fills_in_what_the_rules_miss(nl, area, in_view, count):
+    from geoql.app.cpu.request import merge_frame
+    from geoql.nl.frame import read_frame
+
+    info = merge_frame(analyse(nl), read_frame(nl))
+    assert (info.area, info.in_view, info.count) == (area, in_view, count)

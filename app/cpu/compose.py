@@ -1,0 +1,220 @@
+"""A query composed from the request alone, in the dataset's house style.
+
+The neighbours' queries carry the right skeleton only when a training request is worded
+like this one; a German or Chinese request often has no such neighbour. :func:`compose`
+builds the query from what the request itself says (its intent frame,
+``geoql.nl.frame.read_frame``, and the English rules of ``app.cpu.request``) and the
+tags the tag index and the lexicon tie to its words, through the ``overpassql`` AST, in
+the shapes the OverpassNL training queries use most (the overpass-turbo wizard's):
+
+* a named place: ``{{geocodeArea:"X"}}->.searchArea;(node[..](area.searchArea);way..;relation..;);``
+* the map view or no place: the same with ``({{bbox}})``;
+* around: ``(around:R,lat,lon)``, or around the elements of another tag
+  (``nwr[..](area.searchArea)->.center;(node[..](around.center:R);...)``);
+* ids: ``way(id:1,2);``, an area id: ``area(3600062422)->.searchArea;``;
+* users, uids, dates and periods as ``(user:..)``, ``(uid:..)``, ``(newer:..)``, ``(changed:..)``;
+* output: ``out;>;out skel qt;`` unless the request asks for a count, geometry,
+  centres or metadata.
+
+It adds to the pool beside the copy-edits (``Candidate.edits == ("compose",)``); the
+selector learns when to trust it.
+
+>>> from geoql.app.cpu.request import analyse
+>>> from geoql.nl.frame import read_frame
+>>> nl = "benches within 100 m of a playground in Zurich"
+>>> compose(analyse(nl), read_frame(nl), place="Zurich", what=[("amenity=bench", 0.9)],
+...         of=[("leisure=playground", 0.8)])[0]
+'[out:json][timeout:25];{{geocodeArea:"Zurich"}}->.searchArea;nwr["leisure"="playground"](area.searchArea)->.center;(node["amenity"="bench"](around.center:100);way["amenity"="bench"](around.center:100);relation["amenity"="bench"](around.center:100););out;>;out skel qt;'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import overpassql
+from geoql.app.cpu.edits import parses
+from geoql.app.cpu.faithful import request_ids
+from overpassql import ast as A
+
+TYPES = ("node", "way", "relation")
+# How sure a tag must be to be put in a composed query: the retriever's probability for
+# the main tag; a second, qualifying tag (a key rarely first in a statement) needs more.
+MAIN_MIN = 0.05
+QUALIFIER_MIN = 0.5
+AREA_SET = "searchArea"
+CENTER_SET = "center"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Where a request looks, read once: what the composed query filters by."""
+
+    where: str  # "ids", "coords", "around", "area_id", "place", "view"
+    count: bool
+    output: frozenset  # asked-for outputs other than count (geom, center, meta)
+
+
+def request_shape(info, frame, place: str | None) -> Shape:
+    """The shape of the request (also a feature: does a candidate have it?)."""
+    output = set(getattr(frame, "output", ()) or ()) if frame is not None else set()
+    count = bool(info.count or "count" in output)
+    if frame is not None and (frame.ids or (request_ids(info.nl) and (info.types or frame.types) and
+                                            not frame.coords and not frame.area_ids)):
+        where = "ids"
+    elif frame is not None and frame.around is not None and frame.coords:
+        where = "coords"
+    elif frame is not None and frame.around is not None and frame.around.of:
+        where = "around"
+    elif frame is not None and frame.area_ids:
+        where = "area_id"
+    elif place:
+        where = "place"
+    else:
+        where = "view"
+    return Shape(where, count, frozenset(output & {"geom", "center", "meta"}))
+
+
+def query_shape(query: str) -> str:
+    """The same reading of a query (plain patterns: a feature, not an edit).
+
+    >>> query_shape('{{geocodeArea:"Bonn"}}->.a;node[a=b](area.a);out;'), query_shape('node(id:1,2);out;')
+    ('place', 'ids')
+    """
+    if "(around" in query:
+        return "around" if "around." in query else "coords"
+    if "geocodeArea" in query or "nominatimArea" in query or 'area["name' in query or "area[name" in query:
+        return "place"
+    if "area(" in query:
+        return "area_id"
+    if "{{bbox}}" in query:
+        return "view"
+    if "(id:" in query or any(f"{t}({d}" in query for t in ("node", "way", "rel", "relation") for d in "123456789"):
+        return "ids"
+    return "other"
+
+
+def _tag(name: str) -> A.Tag:
+    key, _, value = name.partition("=")
+    return A.Tag(key, value, "=") if value else A.Tag(key)
+
+
+def _types(info, frame) -> list[str]:
+    named = set(info.types) | (set(frame.types) if frame is not None else set())
+    named &= set(TYPES)
+    return [t for t in TYPES if t in named] or list(TYPES)
+
+
+def _time_filters(frame) -> list:
+    if frame is None:
+        return []
+    out: list = [A.User([u.strip('"')]) for u in frame.users[:1]]  # the dump quotes
+    out += [A.Uid([str(u)]) for u in getattr(frame, "uids", [])[:1]]
+    dates = [d if "T" in d else f"{d}T00:00:00Z" for d in frame.dates]
+    if len(dates) >= 2:
+        out.append(A.Changed(dates[0], dates[1]))
+    elif dates:
+        out.append(A.Newer(dates[0]))
+    elif frame.periods:
+        out.append(A.Newer(f"{{{{date:{frame.periods[0]}}}}}"))
+    return out
+
+
+def _outputs(shape: Shape) -> list:
+    if shape.count:
+        return [A.Out(["count"])]
+    if "geom" in shape.output:
+        return [A.Out(["geom"])]
+    if "center" in shape.output:
+        return [A.Out(["center"])]
+    if "meta" in shape.output:
+        return [A.Out(["meta"]), A.Recurse(">"), A.Out(["meta", "qt"])]
+    return [A.Out([]), A.Recurse(">"), A.Out(["skel", "qt"])]
+
+
+def _script(info, frame, place, shape: Shape, main: list[str], of_tag: str | None) -> A.Script | None:
+    statements: list = []
+    where_filters: list
+    tags = [_tag(t) for t in main]
+    extra = _time_filters(frame)
+    types = _types(info, frame)
+    if shape.where == "ids":
+        ids = list(frame.ids) if frame is not None and frame.ids else [(types[0], int(i)) for i in request_ids(info.nl)]
+        by_type: dict[str, list[str]] = {}
+        for typ, i in ids:
+            by_type.setdefault(typ if typ in TYPES else "nwr", []).append(str(i))
+        body = [A.Query(t, [A.Ids(v, short=len(v) == 1)] + extra) for t, v in by_type.items()]
+        statements.append(A.Union_(body) if len(body) > 1 else body[0])
+        return A.Script(settings=_settings(), statements=statements + _outputs(shape))
+    if shape.where == "coords":
+        lat, lon = frame.coords
+        where_filters = [A.Around(_number(frame.around.radius_m), [_number(lat, 7), _number(lon, 7)])]
+    elif shape.where == "around":
+        if of_tag is None:
+            return None
+        scope = _scope(statements, frame, place)
+        statements.append(A.Query("nwr", [_tag(of_tag), scope], into=CENTER_SET))
+        where_filters = [A.Around(_number(frame.around.radius_m), [], set=CENTER_SET)]
+    else:
+        where_filters = [_scope(statements, frame, place)]
+    if not tags and not extra:
+        return None
+    body = [A.Query(t, [*(_copy(x) for x in tags), *(_copy(x) for x in extra), *(_copy(x) for x in where_filters)])
+            for t in types]
+    statements.append(A.Union_(body))
+    return A.Script(settings=_settings(), statements=statements + _outputs(shape))
+
+
+def _scope(statements: list, frame, place: str | None):
+    """The area filter for a place / area id (its defining statement appended) or ``({{bbox}})``."""
+    if frame is not None and frame.area_ids and not place:
+        statements.append(A.Query("area", [A.Ids([str(frame.area_ids[0])], short=True)], into=AREA_SET))
+        return A.AreaFilter(set=AREA_SET)
+    if place:
+        statements.append(A.Placeholder(f'{{{{geocodeArea:"{place}"}}}}', into=AREA_SET))
+        return A.AreaFilter(set=AREA_SET)
+    return A.PlaceholderFilter("{{bbox}}")
+
+
+def _copy(node):
+    import copy
+
+    return copy.copy(node)
+
+
+def _settings() -> list:
+    return [A.Setting("out", "json"), A.Setting("timeout", "25")]
+
+
+def _number(x: float, digits: int = 0) -> str:
+    if digits:
+        return f"{x:.{digits}f}".rstrip("0").rstrip(".")
+    return str(int(x)) if float(x) == int(x) else str(x)
+
+
+def compose(info, frame, *, place: str | None, what: list[tuple[str, float]], of: list[tuple[str, float]] = (),
+            qualifiers: list[tuple[str, float]] = (), limit: int = 2) -> list[str]:
+    """Composed queries for the request, most confident first (at most ``limit``, each valid).
+
+    ``what``: candidate main tags with their confidence, best first (``key=value``);
+    ``of``: the tags of the elements an ``around`` request measures from; ``qualifiers``:
+    tags that narrow the main tag down (``wheelchair=yes``), one added when confident.
+    """
+    shape = request_shape(info, frame, place)
+    of_tag = of[0][0] if of else None
+    extra = [t for t, p in qualifiers if p >= QUALIFIER_MIN][:1]
+    out: list[str] = []
+    mains = [t for t, p in what if p >= MAIN_MIN and t != of_tag]
+    choices = [[m] + [q for q in extra if q.split("=", 1)[0] != m.split("=", 1)[0]] for m in mains[:limit]]
+    timed = frame is not None and bool(frame.users or getattr(frame, "uids", None) or frame.dates or frame.periods)
+    if shape.where == "ids" or (not choices and timed):
+        choices = choices[:1] or [[]]
+    for main in choices:
+        script = _script(info, frame, place, shape, main, of_tag)
+        if script is None:
+            continue
+        text = overpassql.dump(script)
+        if parses(text) and text not in out:
+            out.append(text)
+        if len(out) == limit:
+            break
+    return out

@@ -1,0 +1,323 @@
+"""Never invent: every candidate carries only constants its request gives.
+
+A neighbour's query brings its own details: a place, names, ids, users, dates, an output
+format. :func:`repair` finds those the request does not support
+(``geoql.eval.faithfulness.unsupported_constants``, with the place spellings learned from
+the training pairs) and edits them out through the AST: another place becomes the
+request's place (or the map view ``{{bbox}}`` when the request names none), unasked ids,
+users, dates and names are dropped (ids the request lists take the place of others), an
+unasked output format goes back to the dataset's default (``[out:json]``, a plain ``out``).
+What cannot be repaired is not offered at all; :func:`guard_pool` does this for a pool and
+:func:`supported` is the last check before an answer leaves ``compile()``.
+
+>>> aliases = {}
+>>> repair("cafes in the specified area", '{{geocodeArea:"Bas-Rhin"}}->.a;nwr[amenity=cafe](area.a);out;',
+...        place=None, aliases=aliases)
+('nwr["amenity"="cafe"]({{bbox}});out;', ('place',))
+>>> repair("cafes in Bonn", '[out:csv(::id,name)];{{geocodeArea:"Paris"}}->.a;nwr[amenity=cafe](area.a);out meta;',
+...        place="Bonn", aliases=aliases)[0]
+'[out:json];{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;'
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Iterable, Mapping
+
+import overpassql
+from geoql.app.cpu.edits import parses
+from geoql.eval.faithfulness import CORE_KINDS, Constant, learn_place_aliases, unsupported_constants
+from overpassql import ast as A
+
+# The kinds a returned query must never carry unsupported (numbers are the request's
+# distances and coordinates: edits put those in, and a radius is a guess, not an invention).
+CHECKED = CORE_KINDS + ("output",)
+_PLACE_PLACEHOLDER = re.compile(r"^\{\{\s*(geocodeArea|nominatimArea|geocodeId|geocodeBbox|geocodeCoords)\s*:"
+                                r"\s*(\"?)(.*?)\2\s*\}\}$", re.S)
+# Ids the request lists: runs of 4+ digits that are not part of a decimal number or a date.
+_REQUEST_ID = re.compile(r"(?<![\d.,:-])\d{4,}(?![\d]|[.,]\d)")
+_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|„([^“”]+)[“”]|«\s*([^»]+?)\s*»|「([^」]+)」')
+
+
+def place_aliases(nls: Iterable[str], queries: Iterable[str], spans: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+    """Other spellings of places from training pairs (``learn_place_aliases``), with the CPU
+    default's own request span -> query spelling map (``spans``) folded in, so that a place
+    an edit writes ("Germany" -> "Deutschland") counts as the request's."""
+    aliases: dict[str, set[str]] = defaultdict(set)
+    for place, spellings in learn_place_aliases(zip(nls, queries)).items():
+        aliases[place] |= set(spellings)
+    for span, name in (spans or {}).items():
+        aliases[name].add(span)
+    return {k: set(v) for k, v in sorted(aliases.items())}
+
+
+def problems(nl: str, query: str, aliases: Mapping[str, Iterable[str]] | None,
+             kinds: tuple[str, ...] = CHECKED) -> list[Constant]:
+    """The constants of ``query`` of one of ``kinds`` that ``nl`` does not support (``output:meta``
+    names one output format, ``output`` all of them)."""
+    return [c for c in unsupported_constants(nl, query, aliases=aliases)
+            if c.kind in kinds or (c.kind == "output" and f"output:{c.value}" in kinds)]
+
+
+def supported(nl: str, query: str, aliases, kinds: tuple[str, ...] = CHECKED) -> bool:
+    return not problems(nl, query, aliases, kinds)
+
+
+# ``formats``: the output formats that change what comes back (a table, a number, shapes or
+# centres instead of the elements), not ``out meta`` (the same elements with their version and
+# author), which 28 % of the OverpassNL dev gold queries print unasked.
+LEVELS = {"all": CHECKED, "formats": CORE_KINDS + ("output:csv", "output:count", "output:geom", "output:center"),
+          "core": CORE_KINDS, "off": ()}
+
+
+def level_kinds(level: str) -> tuple[str, ...]:
+    """The kinds a ``faithful`` level checks (``all``; ``formats``: not ``out meta``; ``core``: no output format; ``off``)."""
+    return LEVELS[level]
+
+
+def request_ids(nl: str) -> list[str]:
+    """The ids a request lists, in its order.
+
+    >>> request_ids("ways with the IDs 613126639, 613126640 and 61312664 in 2019-01-01")
+    ['613126639', '613126640', '61312664']
+    """
+    text = re.sub(r"\b\d{4}-\d{1,2}-\d{1,2}\b", " ", nl)
+    return list(dict.fromkeys(m.group() for m in _REQUEST_ID.finditer(text) if not 1800 <= int(m.group()) <= 2100))
+
+
+def _quoted(nl: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(nl)]
+
+
+def _bodies(script) -> list[list]:
+    lists = [script.statements]
+    for node in A.walk(script):
+        if isinstance(node, (A.Union_, A.Difference, A.Block)):
+            lists.append(node.body)
+            if isinstance(node, A.Block) and node.else_body:
+                lists.append(node.else_body)
+    return lists
+
+
+def _placeholder_value(text: str) -> str | None:
+    m = _PLACE_PLACEHOLDER.match(text.strip())
+    return m.group(3) if m else None
+
+
+def _rename_placeholder(text: str, new: str) -> str:
+    m = _PLACE_PLACEHOLDER.match(text.strip())
+    kind = m.group(1) if m.group(1) in ("geocodeArea", "nominatimArea") else "geocodeArea"
+    return f'{{{{{kind}:"{new}"}}}}'
+
+
+def _fix_places(script, bad: set[str], place: str | None) -> bool:
+    """Rename every unsupported place to ``place``; without one, filter by the map view instead."""
+    if place:
+        changed = False
+        for node in A.walk(script):
+            if isinstance(node, (A.Placeholder, A.PlaceholderFilter)):
+                value = _placeholder_value(node.text)
+                if value is not None and value in bad:
+                    node.text, changed = _rename_placeholder(node.text, place), True
+            elif isinstance(node, A.Query):
+                for i, f in enumerate(node.filters):
+                    if isinstance(f, A.Tag) and f.value in bad:
+                        if node.type == "area":
+                            node.filters[i] = A.Tag("name", place, "=", line=f.line)
+                            changed = True
+                        else:
+                            return False  # an is_in / ISO code on the elements themselves: no safe rename
+        return changed
+    return _to_view(script, bad)
+
+
+def _defines_bad_place(stmt, bad: set[str]) -> bool:
+    if isinstance(stmt, A.Placeholder):
+        value = _placeholder_value(stmt.text)
+        return value is not None and value in bad
+    if isinstance(stmt, A.Query) and stmt.type == "area":
+        return any(isinstance(f, A.Tag) and f.value in bad for f in stmt.filters)
+    return False
+
+
+def _to_view(script, bad: set[str]) -> bool:
+    """Drop the statements that find an unsupported place; their area filters become ``({{bbox}})``."""
+    sets = set()
+    for body in _bodies(script):
+        for stmt in list(body):
+            if _defines_bad_place(stmt, bad):
+                sets.add(stmt.into or "_")
+                body.remove(stmt)
+    if not sets:
+        return False
+    for node in A.walk(script):
+        if isinstance(node, A.Query):
+            for i, f in enumerate(node.filters):
+                if isinstance(f, A.AreaFilter) and f.ref is None and (f.set or "_") in sets:
+                    node.filters[i] = A.PlaceholderFilter("{{bbox}}", line=f.line)
+                elif isinstance(f, A.PlaceholderFilter) and (_placeholder_value(f.text) or "\0") in bad:
+                    node.filters[i] = A.PlaceholderFilter("{{bbox}}", line=f.line)
+    # A later map_to_area / pivot of the removed set would now read nothing: such a query is dropped by the re-check.
+    return True
+
+
+def _drop_filters(script, keep) -> bool:
+    """Remove the filters for which ``keep(query, filter)`` is false; a query left without
+    any filter (``node;``) makes the repair fail."""
+    changed = False
+    for node in A.walk(script):
+        if isinstance(node, A.Query):
+            kept = [f for f in node.filters if keep(node, f)]
+            if len(kept) != len(node.filters):
+                if not kept:
+                    raise _Unrepairable
+                node.filters[:] = kept
+                changed = True
+    return changed
+
+
+class _Unrepairable(Exception):
+    pass
+
+
+def _fix_names(script, bad: set[str], nl: str) -> bool:
+    quoted = _quoted(nl)
+
+    def keep(query, f) -> bool:
+        if isinstance(f, A.Tag) and f.value in bad and query.type != "area":
+            if quoted and f.op in ("=", "~"):
+                f.value = quoted[0]  # the name the request gives in quotes takes the neighbour's place
+                return True
+            return False
+        return True
+
+    changed = _drop_filters(script, keep)
+    return changed or bool(quoted)
+
+
+def _fix_ids(script, bad: set[str], nl: str) -> bool:
+    ids = request_ids(nl)
+    changed = False
+    for node in A.walk(script):
+        if isinstance(node, A.Query):
+            for f in node.filters:
+                if isinstance(f, A.AreaFilter) and f.ref in bad:
+                    raise _Unrepairable
+                if isinstance(f, A.Ids) and set(f.ids) & bad:
+                    if not ids:
+                        raise _Unrepairable  # the ids are what the query is about: nothing to keep
+                    f.ids, f.short, changed = list(ids), f.short and len(ids) == 1, True
+    return changed
+
+
+def _fix_users(script, bad: set[str]) -> bool:
+    def keep(_query, f) -> bool:
+        if isinstance(f, A.User):
+            return not any(n.strip('"') in bad for n in f.names)
+        if isinstance(f, A.Uid):
+            return not set(f.uids) & bad
+        return True
+
+    return _drop_filters(script, keep)
+
+
+def _fix_dates(script, bad: set[str]) -> bool:
+    def is_bad(v) -> bool:
+        return bool(v) and (v.strip().strip('"') in bad or any(b in v for b in bad))
+
+    def keep(_query, f) -> bool:
+        if isinstance(f, A.Newer):
+            return not is_bad(f.date)
+        if isinstance(f, A.Changed):
+            return not (is_bad(f.since) or is_bad(f.until))
+        return True
+
+    changed = _drop_filters(script, keep)
+    settings = [s for s in script.settings if not (s.key in ("date", "diff", "adiff") and (is_bad(s.value) or is_bad(s.extra)))]
+    if len(settings) != len(script.settings):
+        script.settings[:] = settings
+        changed = True
+    return changed
+
+
+def _fix_output(script, bad: set[str]) -> bool:
+    changed = False
+    for s in script.settings:
+        if s.key == "out" and s.value == "csv" and (bad & {"csv", "count"}):
+            s.value, s.config, changed = "json", None, True
+    for node in A.walk(script):
+        if isinstance(node, A.Out):
+            options = [o for o in node.options if o not in bad]
+            if options != node.options:
+                node.options, changed = options, True
+    return changed
+
+
+_FIXES = ("place", "name", "id", "user", "date", "output")
+
+
+def repair(nl: str, query: str, *, place: str | None, aliases,
+           kinds: tuple[str, ...] = CHECKED) -> tuple[str, tuple[str, ...]] | None:
+    """``query`` with no constant ``nl`` does not support, and the kinds that were fixed;
+    ``None`` when that cannot be done (the caller drops the candidate).
+
+    ``place`` is the request's place as the queries spell it (``None``: the request names none).
+    """
+    found = problems(nl, query, aliases, kinds)
+    if not found:
+        return query, ()
+    try:
+        script = overpassql.parse(query)
+    except overpassql.ParseError:
+        return None
+    bad: dict[str, set[str]] = defaultdict(set)
+    for c in found:
+        bad[c.kind].add(c.value)
+    fixed = []
+    try:
+        for kind in _FIXES:
+            if kind not in bad:
+                continue
+            if kind == "place":
+                ok = _fix_places(script, bad[kind], place)
+            elif kind == "name":
+                ok = _fix_names(script, bad[kind], nl)
+            elif kind == "id":
+                ok = _fix_ids(script, bad[kind], nl)
+            elif kind == "user":
+                ok = _fix_users(script, bad[kind])
+            elif kind == "date":
+                ok = _fix_dates(script, bad[kind])
+            else:
+                ok = _fix_output(script, bad[kind])
+            if not ok:
+                return None
+            fixed.append(kind)
+    except _Unrepairable:
+        return None
+    text = overpassql.dump(script)
+    if not parses(text) or problems(nl, text, aliases, kinds):
+        return None
+    return text, tuple(fixed)
+
+
+def guard_pool(nl: str, candidates: list, *, place: str | None, aliases, kinds: tuple[str, ...] = CHECKED) -> list:
+    """The pool with every candidate repaired (its ``edits`` gain ``faithful``) or dropped;
+    a repaired query equal to another candidate merges into it (the votes add up)."""
+    out: dict[str, object] = {}
+    for cand in candidates:
+        fixed = repair(nl, cand.query, place=place, aliases=aliases, kinds=kinds)
+        if fixed is None:
+            continue
+        text, fixed_kinds = fixed
+        if fixed_kinds:
+            cand.query = text
+            cand.edits = tuple(cand.edits) + ("faithful",)
+            cand.repairs = len(fixed_kinds)
+        have = out.get(cand.query)
+        if have is None:
+            out[cand.query] = cand
+        else:
+            have.votes += cand.votes
+    return list(out.values())
