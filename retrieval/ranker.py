@@ -23,6 +23,7 @@ import json
 import math
 import re
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 from geoql.core.errors import ConfigError
 from geoql.eval.metrics import same_query_key
@@ -30,6 +31,7 @@ from geoql.eval.metrics import same_query_key
 from .artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
 from .embedding import run_single_threaded
 from .gold import controlled_pairs
+from .parallel import chunked_map
 from .text import split_value, tokenize
 
 RANKER_JSON = "ranker.json"
@@ -366,24 +368,48 @@ def same_query_groups(examples) -> dict[int, tuple[int, ...]]:
     return {ex.index: tuple(examples[p].index for p in group) for ex, group in zip(examples, positions)}
 
 
-def training_groups(retriever, *, every: int = 1, progress: bool = False):
-    """Per training request (every ``every``-th): its candidates' feature matrix and gold labels,
-    searched leaving out every request with the same gold query."""
+_QUERY_GROUPS: WeakKeyDictionary = WeakKeyDictionary()  # retriever -> same_query_groups of its examples
+
+
+def _training_group(retriever, row: int):
+    """One training request's candidates' features and gold labels, or None without candidates."""
     import numpy as np
-    from tqdm import tqdm
 
     examples = retriever.examples
-    groups = same_query_groups(examples.examples)
-    out = []
-    rows = range(0, len(examples.examples), max(1, every))
-    for row in tqdm(rows, desc="ranker features", disable=not progress):
-        ex = examples.examples[row]
-        gold = set(controlled_pairs(ex.query))
-        vector = examples.vectors[row]  # the indexed embedding: no encoder call
-        candidates, feats = retriever._features(ex.nl, vector, groups.get(ex.index, (ex.index,)))
-        if candidates:
-            out.append((np.asarray(feats, dtype=np.float64), np.asarray([retriever.docs[d]["tag"] in gold for d in candidates])))
-    return out, len(rows)
+    groups = _QUERY_GROUPS.get(retriever)
+    if groups is None:
+        groups = _QUERY_GROUPS[retriever] = same_query_groups(examples.examples)
+    ex = examples.examples[row]
+    gold = set(controlled_pairs(ex.query))
+    vector = examples.vectors[row]  # the indexed embedding: no encoder call
+    candidates, feats = retriever._features(ex.nl, vector, groups.get(ex.index, (ex.index,)))
+    if not candidates:
+        return None
+    return np.asarray(feats, dtype=np.float64), np.asarray([retriever.docs[d]["tag"] in gold for d in candidates])
+
+
+def _worker_retriever(load, index_dir, config):
+    """A worker process's own retriever (``load`` is the retriever class's ``load``), faiss on one thread."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    return load(index_dir, config)
+
+
+def training_groups(retriever, *, every: int = 1, progress: bool = False, workers: int | None = None):
+    """Per training request (every ``every``-th): its candidates' feature matrix and gold labels,
+    searched leaving out every request with the same gold query. The requests are independent:
+    with ``workers`` > 1 (default: the usable cores) they are split over processes that load the
+    same index, and the result is the one-process list."""
+    from functools import partial
+
+    from tqdm import tqdm
+
+    rows = range(0, len(retriever.examples.examples), max(1, every))
+    setup = partial(_worker_retriever, type(retriever).load, retriever.index_dir, retriever.config)
+    with tqdm(total=len(rows), desc="ranker features", disable=not progress) as bar:
+        found = chunked_map(_training_group, rows, setup, workers=workers, context=retriever, progress=bar.update)
+    return [g for g in found if g is not None], len(rows)
 
 
 def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, rerank: int = RERANK,
