@@ -115,12 +115,14 @@ def _why_missed(pair: str, retriever, pool: set, kmax: int) -> str:
     return f"ranked below {kmax}" if pair in pool else "not a candidate"
 
 
-def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True, cache: dict | None = None) -> RetrievalReport:
+def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True, cache: dict | None = None,
+             candidates: bool = True) -> RetrievalReport:
     """Run ``retriever.search`` once per example at ``max(ks)`` and score every k from that list.
 
     ``cache`` (a dict the caller keeps) remembers each request's results, so the same requests
     scored against a second gold (OsmNL's own and OverpassNL's) are searched once; latencies are
-    those of the first search.
+    those of the first search. ``candidates=False`` skips the second, untimed search of each request's
+    whole candidate list (no ``candidate_recall``/``ceiling@k``; misses are "not listed").
     """
     from tqdm import tqdm
 
@@ -138,7 +140,7 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True, cach
     suspect = {k: 0 for k in ks}
     in_candidates = 0
     ceiling = {k: 0 for k in ks}
-    if examples:
+    if examples and not cache:
         retriever.search(examples[0].nl, kmax)  # first call pays one-off costs (lazy init, allocators)
     for ex in tqdm(examples, desc="retrieval-eval", disable=not progress):
         pairs = controlled_pairs(ex.query)
@@ -160,14 +162,15 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True, cach
             hits[k] += found[k]
             top_keys = set(ranked_keys[:k])
             key_hits[k] += sum(1 for key in keys if key in top_keys)
-        if pairs and "pool" not in cached:  # untimed
+        if candidates and pairs and "pool" not in cached:  # untimed
             cached["pool"] = {h.tag for h in retriever.search(ex.nl, CANDIDATE_POOL)}
         pool = cached.get("pool", set()) if pairs else set()
-        candidates = sum(1 for p in pairs if p in pool)
-        in_candidates += candidates
+        pooled = sum(1 for p in pairs if p in pool)
+        in_candidates += pooled
         for k in ks:
-            ceiling[k] += min(k, candidates)
-        misses.extend({"index": ex.index, "request": ex.nl, "pair": p, "why": _why_missed(p, retriever, pool, kmax),
+            ceiling[k] += min(k, pooled)
+        misses.extend({"index": ex.index, "request": ex.nl, "pair": p,
+                       "why": _why_missed(p, retriever, pool, kmax) if candidates else "not listed",
                        "listed": ranked[:10]}
                       for p in pairs if p not in ranked)
         if nearest is not None and pairs:  # after the timed search: the extra encoder call is not latency
@@ -195,8 +198,8 @@ def evaluate(retriever, examples, ks=(5, 10, 20), *, progress: bool = True, cach
         p95_ms=percentile(latencies, 95),
         misses=misses,
         suspect={k: suspect[k] / listed[k] for k in ks if listed[k]} if doc is not None else {},
-        candidate_recall=in_candidates / n_pairs if n_pairs else 0.0,
-        ceiling={k: ceiling[k] / n_pairs if n_pairs else 0.0 for k in ks},
+        candidate_recall=(in_candidates / n_pairs if n_pairs else 0.0) if candidates else None,
+        ceiling={k: ceiling[k] / n_pairs if n_pairs else 0.0 for k in ks} if candidates else {},
         by_neighbour={label: {"requests": b[0], "pairs": b[1], **{f"recall@{k}": round(b[2 + j] / b[1], 4) for j, k in enumerate(ks)}}
                       for label, b in ((label, bands[label]) for label in band_labels() if label in bands)},
     )

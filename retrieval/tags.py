@@ -71,7 +71,7 @@ class TagRetriever:
         for d in self.docs:  # the lexicon holds them for search; app.explain reads them from tags.jsonl
             d.pop("names_by_lang", None)
             d.pop("terms_by_lang", None)
-        self.lexicon = Lexicon.load(index_dir / A.TAG_LEXICON)
+        self._lexicon: Lexicon | None = None  # loaded on first use (~0.5 s): English requests rarely need it
         self._english: frozenset | None = None  # the index's English words, for is_english
         self._doc_of = {d["tag"]: i for i, d in enumerate(self.docs)}
         surfaces = A.read_jsonl(index_dir / A.TAG_SURFACES_JSONL)
@@ -126,6 +126,13 @@ class TagRetriever:
         if not isinstance(k, int) or k <= 0 or not has_content(text):
             return []
         return run_single_threaded(self._search, text, k, tuple(exclude or ()))
+
+    @property
+    def lexicon(self) -> Lexicon:
+        """Every tag's names in every language of the index (``retrieval.lexicon``)."""
+        if self._lexicon is None:
+            self._lexicon = Lexicon.load(self.index_dir / A.TAG_LEXICON)
+        return self._lexicon
 
     @property
     def languages(self) -> list[str]:

@@ -89,3 +89,47 @@ def test_surfaces_and_lexical_document_of_a_tag():
     tokens = tag_bm25_tokens(doc)
     assert {"mail", "drop", "box", "post", "mailbox", "amenity"} <= set(tokens)
     assert "bonn" not in tokens  # training phrases stay out of BM25
+
+
+def test_manifest_lists_languages_and_the_lexicon(small_index_dir):
+    from geoql.retrieval.lexicon import Lexicon
+
+    manifest = json.loads((small_index_dir / A.MANIFEST).read_text())
+    assert manifest["languages"][0] == "en" and set(manifest["languages"]) == {"en", "de", "fr", "ru", "zh-CN", "yue", "ja", "ko"}
+    lexicon = Lexicon.load(small_index_dir / A.TAG_LEXICON)
+    assert manifest["counts"]["lexicon_surfaces"] == len(lexicon) and set(lexicon.langs) == set(manifest["languages"])
+    docs = [json.loads(line) for line in open(small_index_dir / A.TAGS_JSONL, encoding="utf-8")]
+    museum = next(d for d in docs if d["tag"] == "tourism=museum")
+    assert "博物馆" in museum["names_by_lang"]["zh-CN"]  # the shape app.explain reads
+
+
+def test_lexicon_surfaces_fold_duplicates():
+    from geoql.index.build import lexicon_surfaces
+
+    doc = TagDocument(tag="amenity=cafe", key="amenity", value="cafe", names=["Cafe"], terms=["coffee"],
+                      names_by_lang={"de": ["Café"], "ja": ["カフェ"]}, terms_by_lang={"de": ["Kaffeehaus", "coffee"]})
+    assert lexicon_surfaces(doc) == [("en", "Cafe"), ("en", "coffee"), ("ja", "カフェ"), ("de", "Kaffeehaus")]
+
+
+def test_reused_embeddings_are_the_same_vectors(small_index_dir, tmp_path, overpassnl_dir):
+    import faiss
+
+    from geoql.index.build import build_index
+
+    with FakeNpmRegistry() as registry:
+        out = build_index(IndexConfig(out_dir=tmp_path / "again", data_dir=overpassnl_dir, cache_dir=tmp_path / "cache",
+                                      registry=registry.url, train_limit=300, taginfo=False, progress=False,
+                                      fit_ranker=False, reuse_embeddings=small_index_dir))
+    for name in (A.EXAMPLES_FAISS, A.TAG_SURFACES_FAISS):
+        old, new = (faiss.read_index(str(d / name)) for d in (small_index_dir, out))
+        assert (old.reconstruct_n(0, old.ntotal) == new.reconstruct_n(0, new.ntotal)).all()
+
+
+def test_reuse_needs_an_index_of_the_same_model(tmp_path, overpassnl_dir):
+    from geoql.core.errors import ConfigError
+    from geoql.index.build import build_index
+
+    with FakeNpmRegistry() as registry, pytest.raises(ConfigError, match="--reuse-embeddings"):
+        build_index(IndexConfig(out_dir=tmp_path / "x", data_dir=overpassnl_dir, cache_dir=tmp_path / "cache",
+                                registry=registry.url, train_limit=5, taginfo=False, progress=False,
+                                reuse_embeddings=tmp_path / "no-index"))

@@ -99,3 +99,29 @@ def test_recall_by_nearest_request(small_index_dir, overpassnl_dir):
 def test_percentile():
     assert percentile([], 50) == 0.0
     assert percentile([3, 1, 2], 50) == 2 and percentile(list(range(1, 101)), 95) == 95
+
+
+class CountingRetriever(FixedRetriever):
+    def __init__(self, answers, known):
+        super().__init__(answers, known)
+        self.calls: list[tuple[str, int]] = []
+
+    def search(self, nl, k):
+        self.calls.append((nl, k))
+        return super().search(nl, k)
+
+
+def test_a_shared_cache_searches_each_request_once_for_two_golds(overpassnl_dir):
+    from dataclasses import replace
+
+    dev = load_split("dev", overpassnl_dir)[:6]
+    answers = {e.nl: controlled_pairs(e.query) for e in dev}
+    retriever = CountingRetriever(answers, {p for ps in answers.values() for p in ps})
+    cache: dict = {}
+    own = evaluate(retriever, dev, (5, 10), progress=False, cache=cache, candidates=False)
+    other_gold = [replace(e, query=dev[0].query) for e in dev]
+    other = evaluate(retriever, other_gold, (5, 10), progress=False, cache=cache, candidates=False)
+    assert own.recall[10] == 1.0 and other.n_pairs == 6 * len(controlled_pairs(dev[0].query))
+    assert len(retriever.calls) == 1 + len(dev)  # the warm-up call, then one search per request for both golds
+    assert own.candidate_recall is None and own.ceiling == {} and "ceiling@10" not in own.as_json()
+    assert all(m["why"] == "not listed" for m in other.misses)
