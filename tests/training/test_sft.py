@@ -192,8 +192,8 @@ def test_bf16_training_keeps_fp32_master_weights_when_all_weights_train(tiny_mod
 @pytest.mark.real_model
 def test_real_model_learns_from_a_few_steps_and_its_adapter_serves(tmp_path):
     # The registered GGUF name goes straight into the recipe: geoql.app.models resolves it.
-    # Prompts without retrieval (no index): 4 requests, 8 steps of 2 - the loss on the
-    # gold queries must fall on real weights with the real tokenizer and chat template.
+    # Prompts without retrieval (no index): the same 2 requests for 4 steps - the loss on
+    # the gold queries must fall on real weights with the real tokenizer and chat template.
     from real_model import REAL_MODEL, persistent_model_cache
     from geoql.app.backends.base import GenerationRequest
     from geoql.app.backends.transformers_backend import TransformersBackend
@@ -206,8 +206,8 @@ def test_real_model_learns_from_a_few_steps_and_its_adapter_serves(tmp_path):
     os.environ[MODEL_CACHE_ENV] = persistent_model_cache()
     recipe = load_recipe("sft", TINY, [
         f"model={REAL_MODEL}", f"train.output_dir={tmp_path / 'run'}", "data.k_tags=0", "data.k_examples=0",
-        "data.limit=4", "train.max_steps=8", "train.per_device_train_batch_size=2", "train.learning_rate=1.0e-3",
-        "train.logging_steps=2", "train.save_steps=100", "train.max_length=1024", "export_merged=false",
+        "data.limit=2", "train.max_steps=4", "train.per_device_train_batch_size=2", "train.learning_rate=1.0e-3",
+        "train.logging_steps=1", "train.save_steps=100", "train.max_length=1024", "export_merged=false",
         "lora.r=8", "lora.alpha=16",
     ])
     result = run_sft(recipe, progress=False)
@@ -215,6 +215,6 @@ def test_real_model_learns_from_a_few_steps_and_its_adapter_serves(tmp_path):
     assert len(losses) == 4 and losses[-1] < losses[0], losses
     backend = TransformersBackend(REAL_MODEL, adapter=result.adapter_dir, device="cpu", dtype="float32")
     out = backend.generate(GenerationRequest(nl="cafes in Bonn", messages=build_prompt("cafes in Bonn"),
-                                             max_new_tokens=64, temperature=0.0, grammar=lark_grammar()))
+                                             max_new_tokens=48, temperature=0.0, grammar=lark_grammar()))
     assert make_candidates(out)[0].valid, out
     assert REAL_MODEL in backend.describe() and "adapter" in backend.describe()
