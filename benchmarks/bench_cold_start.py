@@ -15,8 +15,9 @@ made the CPU default's cold path torch- and scikit-learn-free, the one that adde
    cached in the user cache by content hash). Per run: wall time, CPU time (user + sys,
    steadier than wall on a shared machine) and peak RSS of the child (``os.wait4``);
    medians are printed with before/after ratios. ``--index-dir``/``--model-dir`` must be
-   readable by both sides (an index and model built by either will do while the formats
-   agree).
+   readable by both sides, or give the "before" side its own with ``--before-index-dir`` /
+   ``--before-model-dir`` (an index format change makes the old side train a model on
+   the spot, which is no cold start).
 2. The first answer from nothing (unless ``--skip-fresh``): in empty temporary data and
    cache directories, ``geoql index build``, ``geoql cpu train`` and one ``geoql compile``,
    each step timed, per side. This is what the demo does on its first start (about
@@ -76,11 +77,12 @@ class Tree:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(self.path)], capture_output=True)
 
 
-def cold_cli(trees: list[Tree], request: str, runs: int, index_dir: str, model_dir: str) -> dict:
+def cold_cli(trees: list[Tree], request: str, runs: int, dirs: dict[str, tuple[str, str]]) -> dict:
     results: dict[str, list[dict]] = {t.label: [] for t in trees}
     answers: dict[str, str] = {}
     for i in range(runs + 1):
         for tree in trees:
+            index_dir, model_dir = dirs[tree.label]
             env = tree.env(GEOQL_INDEX_DIR=index_dir, GEOQL_CPU_MODEL_DIR=model_dir)
             r = _measured([sys.executable, "-m", "geoql", "compile", request], env, tree.path)
             if r["code"] != 0:
@@ -144,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="measured cold runs per side (default 5)")
     parser.add_argument("--index-dir", required=True, help="a built tag index both sides can read")
     parser.add_argument("--model-dir", required=True, help="a trained CPU model both sides can read")
+    parser.add_argument("--before-index-dir", help="the 'before' side's index when the formats differ (default --index-dir)")
+    parser.add_argument("--before-model-dir", help="the 'before' side's model when the formats differ (default --model-dir)")
     parser.add_argument("--data-dir", default=os.environ.get("GEOQL_DATA_DIR"), help="OverpassNL (default $GEOQL_DATA_DIR)")
     parser.add_argument("--skip-fresh", action="store_true", help="skip the fresh-clone first answer (minutes per side)")
     args = parser.parse_args(argv)
@@ -154,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         trees = [Tree("before", args.before or default_before(), root), Tree("after", args.after, root)]
         print(f"before = {trees[0].rev}, after = {trees[1].rev}; load average {os.getloadavg()[0]:.1f} on "
               f"{os.cpu_count()} CPUs (a shared machine slows both sides alike)")
-        cli = cold_cli(trees, args.request, args.runs, args.index_dir, args.model_dir)
+        dirs = {"before": (args.before_index_dir or args.index_dir, args.before_model_dir or args.model_dir),
+                "after": (args.index_dir, args.model_dir)}
+        cli = cold_cli(trees, args.request, args.runs, dirs)
         print(f"\n`geoql compile {args.request!r}`, cold, median of {args.runs} runs per side:")
         print(f"{'':8} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12}")
         medians = {}
