@@ -25,6 +25,7 @@ from collections import Counter
 
 import numpy as np
 
+from geoql.core.errors import GeoqlError
 from geoql.retrieval.char_tfidf import CharTfidf, Csr
 
 _FOREIGN = ("sklearn", "scipy")
@@ -43,7 +44,7 @@ _KNOWN = {
 }
 
 
-class NotLite(Exception):
+class NotLite(GeoqlError):
     """The pickle holds something this reader does not rebuild; unpickle it the ordinary way."""
 
 

@@ -32,10 +32,13 @@ def test_explain_with_the_index(small_index_dir):
         "inside the area named Heidelberg; output their tags and centre point.")
 
 
-def test_other_languages_get_no_english_names(small_index_dir):
-    # The index has English names only: a German sentence gets none rather than English ones.
-    assert app_explain.preset_names("de", small_index_dir) == {}
-    assert app_explain.explain(QUERY, "de", small_index_dir) == overpassql.explain(QUERY, "de")
+def test_other_languages_get_their_own_names_never_english_ones(small_index_dir):
+    # The index carries iD's translations: German gets German names; a language the
+    # index has no names in gets none rather than English ones.
+    german = app_explain.preset_names("de", small_index_dir)
+    assert german["amenity=bench"] == "Sitzbank"
+    assert app_explain.preset_names("xx", small_index_dir) == {}
+    assert app_explain.explain(QUERY, "xx", small_index_dir) == overpassql.explain(QUERY, "xx")
 
 
 def test_names_in_the_language_when_the_index_has_them(tmp_path):

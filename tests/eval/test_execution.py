@@ -218,7 +218,7 @@ def test_unreachable_server_stops_with_a_clear_error(tmp_path):
     client = OverpassClient(
         OverpassConfig(url=f"http://127.0.0.1:{port}/api/interpreter", cache_dir=str(tmp_path), backoff_s=0)
     )
-    with pytest.raises(OverpassError, match="Could not reach"):
+    with pytest.raises(OverpassError, match="No server answered at"):
         evaluate_execution(["node(1);out;"], [ex(0, "node(1);out;")], client=client, cache_dir=tmp_path, progress=False)
 
 
