@@ -429,8 +429,16 @@ def run_single_threaded(fn, *args, **kwargs):
     safe to share between threads (e.g. a web UI's workers).
     """
     if threading.current_thread().name.startswith(_WORKER_PREFIX):
+        _one_torch_thread()
         return fn(*args, **kwargs)
-    return _single_thread_worker().submit(fn, *args, **kwargs).result()
+    return _single_thread_worker().submit(_on_worker, fn, args, kwargs).result()
+
+
+def _on_worker(fn, args, kwargs):
+    # torch may be imported after the worker started (the ONNX path first, torch later):
+    # its thread setting is checked on every call, not only when the worker starts.
+    _one_torch_thread()
+    return fn(*args, **kwargs)
 
 
 def _quantized_copy(model):

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -153,3 +155,13 @@ def test_a_request_on_the_onnx_backend_imports_no_torch(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "(384,) []" and result.stderr == ""
+
+
+def test_torch_imported_after_the_worker_started_still_gets_one_thread():
+    # The ONNX path starts the worker before torch is imported; torch must not then
+    # compute with every core on it.
+    code = ("from geoql.retrieval import embedding as E; import sys; assert 'torch' not in sys.modules; "
+            "E.run_single_threaded(lambda: None); import torch; torch.set_num_threads(2); "
+            "print(E.run_single_threaded(torch.get_num_threads), torch.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "2"]
