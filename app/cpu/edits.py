@@ -102,7 +102,7 @@ class EditContext:
         return [(t, p) for t, p in self._wanted if p >= threshold]
 
 
-def _statements(script):
+def statement_lists(script):
     """Every statement list in the script (top level and block bodies)."""
     lists = [script.statements]
     for node in A.walk(script):
@@ -162,7 +162,7 @@ def edit_area(script, ctx: EditContext) -> bool:
 def _area_to_view(script) -> bool:
     """Request is about the map view: drop a single geocodeArea and filter by {{bbox}}."""
     placeholders = [
-        (body, s) for body in _statements(script) for s in body
+        (body, s) for body in statement_lists(script) for s in body
         if isinstance(s, A.Placeholder) and s.text.strip().startswith(AREA_PLACEHOLDERS)
     ]
     if len(placeholders) != 1:
@@ -371,7 +371,7 @@ def edit_types(script, ctx: EditContext) -> bool:
     if not want:
         return False
     changed = False
-    for body in _statements(script):
+    for body in statement_lists(script):
         groups: dict[str, list] = {}
         for s in body:
             if isinstance(s, A.Query) and s.type in TYPE_ORDER + ("nwr",) and any(isinstance(f, A.Tag) for f in s.filters):

@@ -26,7 +26,7 @@ from collections import defaultdict
 from typing import Iterable, Mapping
 
 import overpassql
-from geoql.app.cpu.edits import parses
+from geoql.app.cpu.edits import parses, statement_lists
 from geoql.eval.faithfulness import CORE_KINDS, Constant, learn_place_aliases, unsupported_constants
 from overpassql import ast as A
 
@@ -90,16 +90,6 @@ def _quoted(nl: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(nl)]
 
 
-def _bodies(script) -> list[list]:
-    lists = [script.statements]
-    for node in A.walk(script):
-        if isinstance(node, (A.Union_, A.Difference, A.Block)):
-            lists.append(node.body)
-            if isinstance(node, A.Block) and node.else_body:
-                lists.append(node.else_body)
-    return lists
-
-
 def _placeholder_value(text: str) -> str | None:
     m = _PLACE_PLACEHOLDER.match(text.strip())
     return m.group(3) if m else None
@@ -144,7 +134,7 @@ def _defines_bad_place(stmt, bad: set[str]) -> bool:
 def _to_view(script, bad: set[str]) -> bool:
     """Drop the statements that find an unsupported place; their area filters become ``({{bbox}})``."""
     sets = set()
-    for body in _bodies(script):
+    for body in statement_lists(script):
         for stmt in list(body):
             if _defines_bad_place(stmt, bad):
                 sets.add(stmt.into or "_")
