@@ -424,8 +424,8 @@ def run_single_threaded(fn, *args, **kwargs):
     One short request gains nothing from intra-op parallelism, and on a shared
     CPU two threads measured 6-10x slower than one (an encode of ~30 ms took
     150-600 ms). Switching the global setting per call is slow too, so the work
-    runs on a thread of its own where the setting is thread-local and the
-    caller's stays untouched. Calls also serialise, which keeps the retrievers
+    runs on a thread of its own (torch's count is process-wide on some builds, so
+    the caller then computes with one thread too). Calls also serialise, which keeps the retrievers
     safe to share between threads (e.g. a web UI's workers).
     """
     if threading.current_thread().name.startswith(_WORKER_PREFIX):
