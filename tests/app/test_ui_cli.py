@@ -32,13 +32,19 @@ def test_bad_arguments_are_one_line_errors(capsys, argv, words):
     assert words in err and "Traceback" not in err and err.count("\n") == 1
 
 
-def test_geoql_ui_serves_the_page(fake_overpass, tmp_path):
+def _start_ui(overpass_url: str, cache_dir: Path, stderr) -> tuple[subprocess.Popen, int]:
+    """``geoql ui`` in a process of its own on a free port, its stdout piped."""
     port = free_port()
-    env = dict(os.environ, GEOQL_CACHE_DIR=str(tmp_path), GRADIO_ANALYTICS_ENABLED="False")
+    env = dict(os.environ, GEOQL_CACHE_DIR=str(cache_dir), GRADIO_ANALYTICS_ENABLED="False")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "geoql", "ui", "--port", str(port), "--no-warm-up", "--overpass-url", fake_overpass.url],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "geoql", "ui", "--port", str(port), "--no-warm-up", "--overpass-url", overpass_url],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
     )
+    return proc, port
+
+
+def test_geoql_ui_serves_the_page(fake_overpass, tmp_path):
+    proc, port = _start_ui(fake_overpass.url, tmp_path, subprocess.STDOUT)
     try:
         for _ in range(240):
             if proc.poll() is not None:
@@ -59,12 +65,7 @@ def test_geoql_ui_serves_the_page(fake_overpass, tmp_path):
 
 
 def test_geoql_ui_prints_its_address_on_a_line_of_its_own(fake_overpass, tmp_path):
-    port = free_port()
-    env = dict(os.environ, GEOQL_CACHE_DIR=str(tmp_path), GRADIO_ANALYTICS_ENABLED="False")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "geoql", "ui", "--port", str(port), "--no-warm-up", "--overpass-url", fake_overpass.url],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
+    proc, port = _start_ui(fake_overpass.url, tmp_path, subprocess.DEVNULL)
     try:
         line = proc.stdout.readline()
         assert line == f"GeoQL demo: http://127.0.0.1:{port}/ (Ctrl+C stops it)\n"
