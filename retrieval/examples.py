@@ -45,15 +45,19 @@ def has_content(text: str) -> bool:
 class ExampleRetriever:
     """Hybrid nearest-neighbour search over the indexed training requests."""
 
-    def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None) -> None:
+    def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None,
+                 examples: list[RetrievedExample] | None = None) -> None:
+        """``examples``: the rows of ``examples.jsonl`` when the caller has read them already (``TagRetriever``)."""
         import faiss
         import numpy as np
 
         self.index_dir = index_dir
         self.manifest = manifest
         self.config = config or RetrievalConfig()
-        rows = A.read_jsonl(index_dir / A.EXAMPLES_JSONL)
-        self.examples = [RetrievedExample(r["index"], r["nl"], r["query"], 0.0, tuple(r.get("tags", ()))) for r in rows]
+        if examples is None:
+            rows = A.read_jsonl(index_dir / A.EXAMPLES_JSONL)
+            examples = [RetrievedExample(r["index"], r["nl"], r["query"], 0.0, tuple(r.get("tags", ()))) for r in rows]
+        self.examples = list(examples)
         self._row_of = {ex.index: row for row, ex in enumerate(self.examples)}
         self._dense = faiss.read_index(str(index_dir / A.EXAMPLES_FAISS))
         self._bm25 = load_bm25(index_dir / A.EXAMPLES_BM25)

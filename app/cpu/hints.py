@@ -31,11 +31,7 @@ class TagHints:
 
     retriever: TagRetriever
     k: int = 10
-    _ids_of_query: dict = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        for ex in self.retriever.examples.examples:  # gold query -> the ids of its requests in the index's training split
-            self._ids_of_query.setdefault(same_query_key(ex.query), []).append(ex.index)
+    _ids_of_query: dict | None = field(default=None, repr=False)  # made on first use: only training asks (~50 ms)
 
     @classmethod
     def load(cls, index_dir=None, k: int = 10) -> "TagHints":
@@ -60,6 +56,11 @@ class TagHints:
 
     def exclusions(self, query: str) -> tuple:
         """The training requests whose gold query is ``query`` (left out of a training request's hints)."""
+        if self._ids_of_query is None:
+            ids: dict = {}
+            for ex in self.retriever.examples.examples:  # gold query -> the ids of its requests in the index's training split
+                ids.setdefault(same_query_key(ex.query), []).append(ex.index)
+            self._ids_of_query = ids
         return tuple(self._ids_of_query.get(same_query_key(query), ()))
 
     def for_training(self, query: str, nl: str) -> dict[str, float]:
