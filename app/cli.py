@@ -12,6 +12,7 @@ handlers), so ``geoql --help`` answers at once.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 
@@ -63,7 +64,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# The cyclic collector's first generation is collected every GC_THRESHOLD allocations (Python's
+# default, 700, rescanned the ~10^6 objects of a loaded CPU model and index 169 times in one
+# `geoql compile`: ~0.17 s of ~1.1 s of CPU). Reference counting frees everything else as before.
+GC_THRESHOLD = 50_000
+
+
 def main(argv: list[str] | None = None) -> int:
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)

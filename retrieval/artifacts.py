@@ -101,6 +101,20 @@ def load_manifest(index_dir: str | os.PathLike | None = None) -> Manifest:
     return Manifest(manifest_path, data)
 
 
+def read_faiss(path: Path):
+    """A saved FAISS index for searching, its vectors memory-mapped where FAISS can (flat indexes since
+    FAISS 1.9): the page cache serves them, instead of ~35 ms of copying the tag surfaces on every cold start."""
+    import faiss
+
+    flag = getattr(faiss, "IO_FLAG_MMAP_IFC", 0)
+    if flag:
+        try:
+            return faiss.read_index(str(path), flag)
+        except RuntimeError:  # an index type that cannot be mapped: read it whole (a damaged file fails there too)
+            pass
+    return faiss.read_index(str(path))
+
+
 def read_jsonl(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         lines = [line for line in f if line.strip()]

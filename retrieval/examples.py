@@ -48,7 +48,6 @@ class ExampleRetriever:
     def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None,
                  examples: list[RetrievedExample] | None = None) -> None:
         """``examples``: the rows of ``examples.jsonl`` when the caller has read them already (``TagRetriever``)."""
-        import faiss
         import numpy as np
 
         self.index_dir = index_dir
@@ -59,7 +58,7 @@ class ExampleRetriever:
             examples = [RetrievedExample(r["index"], r["nl"], r["query"], 0.0, tuple(r.get("tags", ()))) for r in rows]
         self.examples = list(examples)
         self._row_of = {ex.index: row for row, ex in enumerate(self.examples)}
-        self._dense = faiss.read_index(str(index_dir / A.EXAMPLES_FAISS))
+        self._dense = A.read_faiss(index_dir / A.EXAMPLES_FAISS)
         self._bm25 = load_bm25(index_dir / A.EXAMPLES_BM25)
         if self._dense.ntotal != len(self.examples) or self._bm25.scores["num_docs"] != len(self.examples):
             raise A.IndexMissingError(f"the example files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")

@@ -63,8 +63,6 @@ class TagRetriever:
     """Hybrid tag search; ``.examples`` is the example retriever it draws evidence from."""
 
     def __init__(self, index_dir: Path, manifest: A.Manifest, config: RetrievalConfig | None = None) -> None:
-        import faiss
-
         self.index_dir = index_dir
         self.manifest = manifest
         self.config = config or RetrievalConfig()
@@ -78,7 +76,7 @@ class TagRetriever:
         self._surface_doc = tables.surface_doc
         self._surface_text = tables.surface_text
         self._surface_kind = tables.surface_kind
-        self._dense = faiss.read_index(str(index_dir / A.TAG_SURFACES_FAISS))
+        self._dense = A.read_faiss(index_dir / A.TAG_SURFACES_FAISS)
         self._bm25 = load_bm25(index_dir / A.TAGS_BM25)
         if self._dense.ntotal != len(self._surface_doc) or self._bm25.scores["num_docs"] != len(self.docs):
             raise A.IndexMissingError(f"the tag files in {index_dir} disagree in size; rebuild with `{A.BUILD_COMMAND}`")
