@@ -3,6 +3,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,3 +166,112 @@ def test_torch_imported_after_the_worker_started_still_gets_one_thread():
             "print(E.run_single_threaded(torch.get_num_threads))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1"]
+
+
+def _session_options():
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    return options
+
+
+@pytest.fixture()
+def model_beside(tmp_path):
+    """The exported model linked into a folder of this test's own (where its prepared copy goes), and
+    feeds of real requests for it."""
+    from tokenizers import Tokenizer
+
+    export = E.onnx_export_dir(DEFAULT_MODEL)
+    (tmp_path / E.ONNX_FILE).symlink_to(export / E.ONNX_FILE)
+    word = np.load(export / E.WORD_EMBEDDINGS, mmap_mode="r")
+    tokenizer = Tokenizer.from_file(str(Path(resolve_model(DEFAULT_MODEL)) / "tokenizer.json"))
+    feeds = []
+    for text in ["post boxes in Heidelberg", "Кафе в Москве", "東京の駅", "benches within 100 m of a playground in Zurich"]:
+        enc = tokenizer.encode(text)
+        ids = np.array([enc.ids], dtype=np.int64)
+        feeds.append({"inputs_embeds": np.asarray(word[ids], dtype=np.float32), "attention_mask": np.ones_like(ids),
+                      "token_type_ids": np.zeros_like(ids)})
+    return tmp_path / E.ONNX_FILE, feeds
+
+
+def _outputs(session, feeds):
+    return [session.run(None, feed)[0] for feed in feeds]
+
+
+def _original(path):
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), _session_options(), providers=["CPUExecutionProvider"])
+
+
+def _prepared_dirs(folder):
+    return sorted(p for p in folder.iterdir() if p.is_dir())
+
+
+def test_a_prepared_session_answers_as_the_original_bit_for_bit(model_beside):
+    path, feeds = model_beside
+    expected = _outputs(_original(path), feeds)
+    first = E.prepared_session(path, _session_options, feeds[0])  # writes the prepared copy
+    (prepared,) = _prepared_dirs(path.parent)
+    assert sorted(p.name for p in prepared.iterdir()) == [E.PREPARED_DATA, E.ONNX_FILE]
+    second = E.prepared_session(path, _session_options, feeds[0])
+    assert second._model_path == str(prepared / E.ONNX_FILE)  # loaded from the copy
+    for got in (_outputs(first, feeds), _outputs(second, feeds)):
+        assert all(np.array_equal(a, b) for a, b in zip(expected, got))
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage", "no data"])
+def test_a_damaged_prepared_copy_is_made_again(model_beside, damage):
+    path, feeds = model_beside
+    expected = _outputs(_original(path), feeds)
+    E.prepared_session(path, _session_options, feeds[0])
+    (prepared,) = _prepared_dirs(path.parent)
+    data = prepared / E.PREPARED_DATA
+    if damage == "cut":
+        data.write_bytes(data.read_bytes()[:1000])
+    elif damage == "garbage":
+        (prepared / E.ONNX_FILE).write_bytes(b"not a model")
+    else:
+        data.unlink()
+    session = E.prepared_session(path, _session_options, feeds[0])
+    assert all(np.array_equal(a, b) for a, b in zip(expected, _outputs(session, feeds)))
+    again = E.prepared_session(path, _session_options, feeds[0])
+    assert again._model_path == str(prepared / E.ONNX_FILE)
+    assert all(np.array_equal(a, b) for a, b in zip(expected, _outputs(again, feeds)))
+
+
+def test_a_copy_that_answered_otherwise_is_not_used(model_beside):
+    path, feeds = model_beside
+    E.prepared_session(path, _session_options, feeds[0])
+    (prepared,) = _prepared_dirs(path.parent)
+    for child in prepared.iterdir():
+        child.unlink()
+    (prepared / E.PREPARED_MISMATCH).write_text("{}")  # what the check writes when the outputs differ
+    assert E.prepared_session(path, _session_options, feeds[0])._model_path == str(path)
+    assert sorted(p.name for p in prepared.iterdir()) == [E.PREPARED_MISMATCH]
+
+
+def test_concurrent_first_sessions_agree_and_leave_one_copy(model_beside):
+    path, feeds = model_beside
+    expected = _outputs(_original(path), feeds)
+    sessions, errors = [], []
+
+    def start():
+        try:
+            sessions.append(E.prepared_session(path, _session_options, feeds[0]))
+        except Exception as exc:  # collected: an exception in a thread would pass silently
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(sessions) == 3
+    for session in sessions:
+        assert all(np.array_equal(a, b) for a, b in zip(expected, _outputs(session, feeds)))
+    (prepared,) = _prepared_dirs(path.parent)  # no staging folder left behind
+    assert sorted(p.name for p in prepared.iterdir()) == [E.PREPARED_DATA, E.ONNX_FILE]
+    assert E.prepared_session(path, _session_options, feeds[0])._model_path == str(prepared / E.ONNX_FILE)
