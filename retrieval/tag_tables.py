@@ -135,7 +135,7 @@ def _read(path: Path, key: str) -> TagTables | None:
             isinstance(docs, list) and all(isinstance(d, dict) for d in docs)
             and all(isinstance(c, list) for c in (doc, text, kind, english, *columns))
             and len(doc) == len(text) == len(kind)
-            and all(type(i) is int and 0 <= i < len(docs) for i in doc)
+            and all(type(i) is int for i in doc) and min(doc, default=0) >= 0 and max(doc, default=-1) < len(docs)
             and len({len(c) for c in columns}) == 1
         )
         if not fits:
