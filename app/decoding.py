@@ -24,7 +24,6 @@ from typing import Callable, Sequence
 
 import overpassql
 
-from geoql.app.backends.transformers_backend import complete_truncated
 from geoql.eval.metrics import get_scorer
 
 # Where a query can start: settings, a placeholder, a block, a set, a type...
@@ -202,6 +201,10 @@ def repair_truncated(query: str) -> str | None:
     '[out:json];node["amenity"="drinking_water"](area.a);'
     """
     try:
+        # Here, not at the top: the transformers backend's module (with geoql.app.models) is ~0.03 s
+        # of every cold `geoql compile`, and only a cut-off query needs it.
+        from geoql.app.backends.transformers_backend import complete_truncated
+
         fixed = complete_truncated(query)
     except ImportError:  # llguidance / transformers not installed: no repair
         return None

@@ -20,7 +20,6 @@ from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 from geoql.app.cpu.model import CpuConfig, CpuModel, ModelMissingError, default_model_dir
-from geoql.app.cpu.train import CpuTrainConfig, ensure_index, train_and_save
 from geoql.core.files import check_writable_dir
 from geoql.eval import dataset as eval_dataset
 from geoql.retrieval import RetrievedExample
@@ -93,6 +92,10 @@ class CpuBackend(Backend):
             if not self.train_if_missing:
                 raise BackendError(str(exc)) from None
             print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
+        # Here, not at the top: training's code (and the index builder it imports) is ~0.02 s of
+        # every cold `geoql compile`, which only loads a model.
+        from geoql.app.cpu.train import CpuTrainConfig, ensure_index, train_and_save
+
         try:
             eval_dataset.load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
             check_writable_dir(target)  # nor is the index worth minutes when the model cannot be saved
