@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,6 +22,14 @@ def pytest_configure(config):
     os.environ["GEOQL_INDEX_DIR"] = str(empty / "no-index")
     os.environ["GEOQL_CPU_MODEL_DIR"] = str(empty / "no-cpu-model")
     os.environ["GEOQL_CACHE_DIR"] = str(empty / "cache")  # nor its caches; nothing is left in theirs
+    config._geoql_empty_dir = empty
+
+
+def pytest_unconfigure(config):
+    # The session's caches (an ONNX export and its prepared copy: ~0.2 GB) go with it.
+    empty = getattr(config, "_geoql_empty_dir", None)
+    if empty is not None:
+        shutil.rmtree(empty, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
