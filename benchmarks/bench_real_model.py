@@ -33,6 +33,16 @@ from geoql.eval.metrics import corpus
 from geoql.retrieval.config import K_EXAMPLES, K_TAGS
 
 
+def _agreement(comp, n: int) -> dict:
+    """MBR agreement of one request's samples: the winner's expected OQS against the other
+    samples (0..1), the share of samples that wrote the winner, and how many distinct queries."""
+    if n <= 1:
+        return {}
+    winner = next((c for c in comp.candidates if c.query == comp.query), None)
+    return {"agreement": float(winner.score) if winner and winner.score is not None else 0.0,
+            "winner_share": winner.count / n if winner else 0.0, "distinct": len(comp.candidates)}
+
+
 def run(args, grammar: bool) -> dict:
     examples = load_split("dev")[args.offset:args.offset + args.limit]
     options = {"model": args.model, "device": "cpu", "dtype": "float32", "batch_size": args.batch_size}
@@ -59,9 +69,10 @@ def run(args, grammar: bool) -> dict:
                 for ex, c in zip(batch, done):
                     f.write(json.dumps({"nl": ex.nl, "gold": ex.query, "pred": c.query, "valid": c.valid,
                                         "raw": c.candidates[0].raw if c.candidates else "",
-                                        "errors": c.errors}, ensure_ascii=False) + "\n")
+                                        "errors": c.errors, **_agreement(c, args.n)}, ensure_ascii=False) + "\n")
     seconds = time.perf_counter() - start
     scores = corpus([c.query for c in comps], [ex.query for ex in examples])
+    agree = [_agreement(c, args.n) for c in comps]
     errors = [c.errors[0] for c in comps if c.errors and not c.query]
     result = {
         "label": label, "model": args.model, "adapter": args.adapter, "backend": args.backend,
@@ -71,6 +82,9 @@ def run(args, grammar: bool) -> dict:
         **{k: round(v, 2) for k, v in scores.items() if k != "n"},
         "valid": sum(c.valid for c in comps), "of": len(comps),
         "s_per_request": round(seconds / max(len(comps), 1), 2), "failed": len(errors),
+        **({"agreement": round(100 * sum(a["agreement"] for a in agree) / max(len(agree), 1), 2),
+            "winner_share": round(100 * sum(a["winner_share"] for a in agree) / max(len(agree), 1), 2),
+            "distinct": round(sum(a["distinct"] for a in agree) / max(len(agree), 1), 2)} if args.n > 1 else {}),
         "first_error": errors[0] if errors else None,
     }
     compiler.close()
