@@ -43,7 +43,8 @@ def real_backend(real_model_dir):
 
     from geoql.app.backends.transformers_backend import TransformersBackend
 
-    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    # OMP_NUM_THREADS wins: on a shared CPU more threads than free cores slows generation many times.
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or min(2, os.cpu_count() or 1))
     backend = TransformersBackend(REAL_MODEL, device="cpu", dtype="float32", batch_size=8)
     yield backend
     backend.close()
