@@ -21,6 +21,11 @@ def register(subparsers) -> None:
     train.add_argument("--tag-hints", choices=("auto", "on", "off"), default=None,
                        help="use the tag index's retriever: auto (when `geoql index build` has run), on, off (default: auto)")
     train.add_argument("--index-dir", help="tag index directory (default: $GEOQL_INDEX_DIR or the user data dir)")
+    train.add_argument("--augment", default=None,
+                       help="languages of code-switched copies of training requests, comma-separated, '' for none "
+                            "(default: CpuTrainConfig.augment)")
+    train.add_argument("--augment-share", type=float, default=None,
+                       help="share of the training requests that get a copy (default: CpuTrainConfig.augment_share)")
     train.set_defaults(handler=_train)
 
     ablation = sub.add_parser("ablation", help="dev OQS of copy top-1 -> + selection -> + each edit group")
@@ -37,12 +42,13 @@ def _train(args: argparse.Namespace) -> int:
 
     # Unset options keep CpuTrainConfig's defaults, so the defaults live in one place.
     given = {"k": args.k, "edits": args.edits, "limit": args.limit, "tag_hints": args.tag_hints,
-             "index_dir": args.index_dir}
+             "index_dir": args.index_dir, "augment": args.augment, "augment_share": args.augment_share}
     config = CpuTrainConfig(**{name: value for name, value in given.items() if value is not None})
     model = train_and_save(args.out, args.data_dir, config)
     stats = model.stats
     print(
-        f"trained on {stats['train_requests']} requests / {stats['train_candidates']} candidates "
+        f"trained on {stats['train_requests']} requests + {stats.get('train_copies', 0)} code-switched copies / "
+        f"{stats['train_candidates']} candidates "
         f"in {stats['train_seconds']} s; leave-one-out OQS {stats['train_fit_oqs']}; "
         f"tag hints: {'index ' + model.index_fingerprint if model.index_fingerprint else 'none'}"
     )

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from geoql.app.cpu.augment import LANGUAGES as AUGMENT_LANGUAGES
+from geoql.app.cpu.augment import CodeSwitcher
 from geoql.app.cpu.faithful import place_aliases
 from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.lexicon import TagLexicon
@@ -60,6 +62,12 @@ class CpuTrainConfig:
     # All 6,352 requests (about 70,000 scored candidates, ~4 minutes): in 5-fold cross-validation
     # over the training requests, a selector fitted on all other folds chooses better
     # (67.46 OQS) than one fitted on the first 2,500 requests only (67.00), in every fold.
+    # The selector learns from English requests only; translated requests would otherwise put
+    # every text feature where English training requests rarely go (docs/notes/2026-12-cpu-augment.md).
+    augment: str = field(default="de,fr,ru,zh,yue,ja,ko", metadata={
+        "help": "languages of the code-switched copies of training requests the selector also learns from "
+                "(geoql.app.cpu.augment; needs the tag index), comma-separated; '' for none"})
+    augment_share: float = field(default=0.5, metadata={"help": "share of the training requests that get a code-switched copy"})
     limit: int | None = field(default=None, metadata={"help": "train the selector on the first N training requests (None: all)"})
     # 5-fold cross-validation over the training requests (held-out selected OQS): 67.45 on raw
     # OQS labels, 67.80 on labels minus their pool's mean (with the pool-relative features).
@@ -84,8 +92,19 @@ class CpuTrainConfig:
             raise ConfigError(f"limit must be at least 20 requests (got {self.limit}): or leave it unset for all")
         if self.leaves < 2 or self.min_leaf < 1:
             raise ConfigError(f"leaves must be >= 2 and min_leaf >= 1 (got {self.leaves}, {self.min_leaf}): use 127 and 20")
+        unknown = [lang for lang in self.augment_languages if lang not in AUGMENT_LANGUAGES]
+        if unknown:
+            raise ConfigError(f"augment: no code-switching for {', '.join(unknown)}: use some of "
+                              f"{','.join(AUGMENT_LANGUAGES)} or ''")
+        if not 0.0 <= self.augment_share <= 1.0:
+            raise ConfigError(f"augment_share must be between 0 and 1 (got {self.augment_share}): use 0.5")
         if self.max_iter < 1:
             raise ConfigError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
+
+
+    @property
+    def augment_languages(self) -> tuple[str, ...]:
+        return tuple(lang.strip() for lang in self.augment.split(",") if lang.strip())
 
 
 def _pool_config(config: CpuTrainConfig, tag_hints: bool = False) -> CpuConfig:
@@ -131,21 +150,41 @@ def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progr
         fold_models[f] = (TagLexicon.fit(keep_nls, keep_queries), aliases, places,
                           place_aliases(keep_nls, keep_queries, aliases))
     pool_config = _pool_config(config, model.hints is not None)
-    neighbours = model.neighbours.search_many(nls[:n], config.k, [set(group_of[i]) for i in range(n)])
+    requests = [(i, nls[i]) for i in range(n)]
+    copies = augmented_requests(model, config, n)
+    excludes = [set(group_of[i]) for i, _ in requests + copies]
+    neighbours = model.neighbours.search_many([nl for _, nl in requests + copies], config.k, excludes)
     feats, labels, groups = [], [], []
-    for i in tqdm(range(n), desc="scoring leave-one-query-out candidates", disable=not progress, unit="req"):
+    desc = "scoring leave-one-query-out candidates" + (f" ({len(copies)} code-switched copies)" if copies else "")
+    for row, (i, nl) in enumerate(tqdm(requests + copies, desc=desc, disable=not progress, unit="req")):
         lex, aliases, places, spellings = fold_models[int(fold_of[i])]
-        hints = model.hints.for_training(queries[i], nls[i]) if model.hints is not None else None
+        hints = model.hints.for_training(queries[i], nl) if model.hints is not None else None
         hint_exclude = model.hints.exclusions(queries[i]) if model.hints is not None else ()
-        _, cands, f = model.pool(nls[i], config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[i],
+        _, cands, f = model.pool(nl, config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[row],
                                  places=places, hints=hints, faith_aliases=spellings, exclude=set(group_of[i]),
                                  hint_exclude=hint_exclude)
         if not cands:
             continue
         feats.append(f)
         labels.append([scorer.oqs(c.query, queries[i]) for c in cands])
-        groups.append(np.full(len(cands), i))
+        groups.append(np.full(len(cands), row))  # a copy is a pool of its own
     return np.vstack(feats), np.concatenate(labels).astype(np.float32), np.concatenate(groups)
+
+
+def augmented_requests(model: CpuModel, config: CpuTrainConfig, n: int) -> list[tuple[int, str]]:
+    """``(training position, code-switched request)`` for a seeded share of the first ``n`` requests,
+    the languages in turn; none without tag hints (the translations live in the tag index)."""
+    languages = config.augment_languages
+    if not languages or config.augment_share <= 0 or model.hints is None:
+        return []
+    switcher = CodeSwitcher.from_index(model.hints.retriever.index_dir, {lang: AUGMENT_LANGUAGES[lang] for lang in languages})
+    chosen = np.flatnonzero(np.random.default_rng(config.seed).random(n) < config.augment_share)
+    out = []
+    for turn, i in enumerate(chosen):
+        text = switcher.switch(model.train_nls[i], languages[turn % len(languages)])
+        if text:
+            out.append((int(i), text))
+    return out
 
 
 def pool_centred(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -204,7 +243,8 @@ def train(nls: list[str], queries: list[str], config: CpuTrainConfig | None = No
     feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
     model.selector = fit_selector(feats, labels, config, groups)
     model.stats = {
-        "train_requests": int(len(np.unique(groups))),
+        "train_requests": int(np.sum(np.unique(groups) < len(nls if config.limit is None else nls[:config.limit]))),
+        "train_copies": int(np.sum(np.unique(groups) >= len(nls if config.limit is None else nls[:config.limit]))),
         "train_candidates": int(len(labels)),
         "train_seconds": round(time.time() - start, 1),
         "train_fit_oqs": selection_quality(model.selector, feats, labels, groups),
