@@ -407,10 +407,17 @@ def query_constants(query: str) -> list[Constant]:
     and value; a query that does not parse gives what its parsed part holds."""
     if not isinstance(query, str) or not query.strip():
         return []
+    return list(_query_constants(query))
+
+
+# The CPU default checks each candidate before and after its repairs and once more as the
+# answer: the same query strings, parsed once each (the constants are frozen).
+@lru_cache(maxsize=8192)
+def _query_constants(query: str) -> tuple[Constant, ...]:
     try:
         script = overpassql.parse(query, collect_errors=True)
     except Exception:  # a parser failure must not sink the check: read the placeholders only
-        return _first_of_each(list(_placeholders(query, "placeholder")))
+        return tuple(_first_of_each(list(_placeholders(query, "placeholder"))))
     out: list[Constant] = []
     for node in A.walk(script):
         if isinstance(node, A.Setting):
@@ -443,7 +450,7 @@ def query_constants(query: str) -> list[Constant]:
                     out.append(Constant("output", _OUT_OPTIONS[opt], f"out {opt}"))
         elif isinstance(node, A.IsIn):
             out.extend(Constant("number", v, "is_in") for v in (node.lat, node.lon) if v)
-    return _first_of_each(out)
+    return tuple(_first_of_each(out))
 
 
 def _first_of_each(constants: list[Constant]) -> list[Constant]:
