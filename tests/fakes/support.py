@@ -6,6 +6,7 @@ import html
 import json
 import re
 import socket
+import threading
 from functools import lru_cache
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
@@ -60,3 +61,22 @@ def embedded_geojson(fragment: str) -> dict:
     """The GeoJSON the map page draws, read back out of the iframe's srcdoc."""
     srcdoc = html.unescape(re.search(r'srcdoc="(.*)"', fragment, re.S).group(1))
     return json.loads(re.search(r"var data = (.*?);\nvar map", srcdoc, re.S).group(1).replace("<\\/", "</"))
+
+
+def run_concurrently(call, n: int) -> tuple[list, list]:
+    """``call()`` in ``n`` threads at once: its results and the exceptions raised (an exception in a
+    thread would otherwise pass silently)."""
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(call())
+        except Exception as exc:  # noqa: BLE001 (collected for the test to assert on)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, errors

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes.support import run_concurrently
 
 from geoql.eval.dataset import load_split
 from geoql.retrieval import embedding as E
@@ -256,19 +257,7 @@ def test_a_copy_that_answered_otherwise_is_not_used(model_beside):
 def test_concurrent_first_sessions_agree_and_leave_one_copy(model_beside):
     path, feeds = model_beside
     expected = _outputs(_original(path), feeds)
-    sessions, errors = [], []
-
-    def start():
-        try:
-            sessions.append(E.prepared_session(path, _session_options, feeds[0]))
-        except Exception as exc:  # collected: an exception in a thread would pass silently
-            errors.append(exc)
-
-    threads = [threading.Thread(target=start) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    sessions, errors = run_concurrently(lambda: E.prepared_session(path, _session_options, feeds[0]), 3)
     assert not errors and len(sessions) == 3
     for session in sessions:
         assert all(np.array_equal(a, b) for a, b in zip(expected, _outputs(session, feeds)))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 
 import pytest
+from fakes.support import run_concurrently
 
 from geoql.retrieval import TagRetriever
 from geoql.retrieval import artifacts as A
@@ -99,19 +99,7 @@ def test_an_unwritable_cache_only_costs_the_parse(small_index_dir, tmp_path, mon
 
 
 def test_concurrent_loads_agree_and_leave_one_whole_file(small_index_dir, cache):
-    results, errors = [], []
-
-    def load():
-        try:
-            results.append(T.load_tag_tables(small_index_dir))
-        except Exception as exc:  # collected: an exception in a thread would pass silently
-            errors.append(exc)
-
-    threads = [threading.Thread(target=load) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results, errors = run_concurrently(lambda: T.load_tag_tables(small_index_dir), 6)
     assert not errors
     assert len(results) == 6 and all(r == results[0] for r in results)
     key = T.cache_key(small_index_dir)
