@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from geoql.nl.cues import Matcher, Token, table, tokens
+from geoql.nl.cues import Matcher, table, tokens
 from geoql.nl.text import fold, spaceless
 from geoql.retrieval.artifacts import TAGS_JSONL, read_jsonl
 
@@ -137,7 +137,7 @@ class CodeSwitcher:
                 continue
             tok = toks[i]
             if tok.number or tok.upper or tok.fold not in self._drop:
-                pieces.append(_surface(tok))
+                pieces.append(tok.text)
             i += 1
         if not named:
             return None
@@ -153,10 +153,6 @@ def _add_phrases(names: dict, doc: dict, field: str, languages: dict) -> None:
             continue
         for phrase in phrases:
             names[lang].setdefault(phrase, target[0])
-
-
-def _surface(tok: Token) -> str:
-    return tok.text
 
 
 def _join(pieces: list[str], *, spaceless_language: bool) -> str:

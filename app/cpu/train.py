@@ -242,9 +242,11 @@ def train(nls: list[str], queries: list[str], config: CpuTrainConfig | None = No
         model.hints, model.index_fingerprint = hints, hints.fingerprint
     feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
     model.selector = fit_selector(feats, labels, config, groups)
+    pools = np.unique(groups)
+    first_copy = len(nls) if config.limit is None else min(config.limit, len(nls))  # copies' pools come after the requests'
     model.stats = {
-        "train_requests": int(np.sum(np.unique(groups) < len(nls if config.limit is None else nls[:config.limit]))),
-        "train_copies": int(np.sum(np.unique(groups) >= len(nls if config.limit is None else nls[:config.limit]))),
+        "train_requests": int(np.sum(pools < first_copy)),
+        "train_copies": int(np.sum(pools >= first_copy)),
         "train_candidates": int(len(labels)),
         "train_seconds": round(time.time() - start, 1),
         "train_fit_oqs": selection_quality(model.selector, feats, labels, groups),
