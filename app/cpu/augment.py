@@ -36,6 +36,9 @@ from geoql.retrieval.artifacts import TAGS_JSONL, read_jsonl
 
 # (cue table, id-tagging-schema language) of the languages the copies are written in.
 LANGUAGES = {"de": "de", "fr": "fr", "ru": "ru", "zh": "zh-CN", "yue": "yue", "ja": "ja", "ko": "ko"}
+# Written without spaces between words. Not Korean: Hangul letters are tokens of their own
+# (geoql.nl.text.spaceless) but Korean puts spaces between words.
+_NO_SPACES = ("zh", "yue", "ja")
 
 # Cue sections whose entries mean the same in every table (a list: any entry -> the first; a
 # dict: the same key; months: the same position). Markers, stop words and the place-name
@@ -141,7 +144,7 @@ class CodeSwitcher:
             i += 1
         if not named:
             return None
-        return _join(pieces, spaceless_language=lang in ("zh", "yue", "ja"))
+        return _join(pieces, spaceless_language=lang in _NO_SPACES)
 
 
 def _add_phrases(names: dict, doc: dict, field: str, languages: dict) -> None:

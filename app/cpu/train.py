@@ -101,7 +101,6 @@ class CpuTrainConfig:
         if self.max_iter < 1:
             raise ConfigError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
 
-
     @property
     def augment_languages(self) -> tuple[str, ...]:
         return tuple(lang.strip() for lang in self.augment.split(",") if lang.strip())
