@@ -26,6 +26,8 @@ def register(subparsers) -> None:
                             "(default: CpuTrainConfig.augment)")
     train.add_argument("--augment-share", type=float, default=None,
                        help="share of the training requests that get a copy (default: CpuTrainConfig.augment_share)")
+    train.add_argument("--workers", type=positive_int, default=None,
+                       help="processes that score the training requests (default: every usable core; same model)")
     train.set_defaults(handler=_train)
 
     ablation = sub.add_parser("ablation", help="dev OQS of copy top-1 -> + selection -> + each edit group")
@@ -42,7 +44,8 @@ def _train(args: argparse.Namespace) -> int:
 
     # Unset options keep CpuTrainConfig's defaults, so the defaults live in one place.
     given = {"k": args.k, "edits": args.edits, "limit": args.limit, "tag_hints": args.tag_hints,
-             "index_dir": args.index_dir, "augment": args.augment, "augment_share": args.augment_share}
+             "index_dir": args.index_dir, "augment": args.augment, "augment_share": args.augment_share,
+             "workers": args.workers}
     config = CpuTrainConfig(**{name: value for name, value in given.items() if value is not None})
     model = train_and_save(args.out, args.data_dir, config)
     stats = model.stats

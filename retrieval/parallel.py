@@ -17,6 +17,9 @@ from collections.abc import Callable, Sequence
 
 # Fewer items than this per worker are not worth starting a process (~2 s to import and load).
 MIN_CHUNK = 200
+# At most this many items per chunk: the caller's progress bar (which the demo's page shows as
+# its preparation) moves every few seconds instead of in eighths of a half-hour walk.
+MAX_CHUNK = 50
 
 _state: dict = {}
 
@@ -27,6 +30,15 @@ def usable_cores() -> int:
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # pragma: no cover - not Linux
         return max(os.cpu_count() or 1, 1)
+
+
+def planned_workers(n_items: int, workers: int | None = None) -> int:
+    """How many processes :func:`chunked_map` starts for ``n_items`` (1: it runs in this process).
+
+    >>> planned_workers(10, 2), planned_workers(10_000, 2), planned_workers(10_000, 1)
+    (1, 2, 1)
+    """
+    return min(workers or usable_cores(), max(n_items // MIN_CHUNK, 1))
 
 
 def _init(setup: Callable[[], object]) -> None:
@@ -48,7 +60,7 @@ def chunked_map(work: Callable[[object, object], object], items: Sequence, setup
     ``context`` (made by ``setup()`` when not given). ``progress(n)`` is called as chunks finish.
     """
     items = list(items)
-    workers = min(workers or usable_cores(), max(len(items) // MIN_CHUNK, 1))
+    workers = planned_workers(len(items), workers)
     if workers <= 1:
         ctx = setup() if context is None else context
         out = []
@@ -60,8 +72,7 @@ def chunked_map(work: Callable[[object, object], object], items: Sequence, setup
     import multiprocessing
 
     # Several chunks per worker: the progress bar moves, and a slow chunk does not leave a core idle.
-    n_chunks = workers * 4
-    size = -(-len(items) // n_chunks)
+    size = max(1, min(-(-len(items) // (workers * 4)), MAX_CHUNK))
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     out: list = []
     with multiprocessing.get_context("spawn").Pool(workers, initializer=_init, initargs=(setup,)) as pool:

@@ -13,9 +13,12 @@ query (otherwise the model would learn to trust the lexicon too much).
 
 from __future__ import annotations
 
+import pickle
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +38,7 @@ from geoql.index.build import build_index
 from geoql.index.config import IndexConfig
 from geoql.retrieval import IndexMissingError
 from geoql.retrieval.artifacts import load_manifest
+from geoql.retrieval.parallel import chunked_map, planned_workers
 from geoql.retrieval.ranker import same_query_positions
 
 
@@ -69,6 +73,8 @@ class CpuTrainConfig:
                 "(geoql.app.cpu.augment; needs the tag index), comma-separated; '' for none"})
     augment_share: float = field(default=0.5, metadata={"help": "share of the training requests that get a code-switched copy"})
     limit: int | None = field(default=None, metadata={"help": "train the selector on the first N training requests (None: all)"})
+    workers: int | None = field(default=None, metadata={
+        "help": "processes that score the training requests (None: every usable core); the model is the same"})
     # 5-fold cross-validation over the training requests (held-out selected OQS): 67.45 on raw
     # OQS labels, 67.80 on labels minus their pool's mean (with the pool-relative features).
     center: bool = field(default=True, metadata={"help": "learn each candidate's OQS relative to its pool's mean"})
@@ -98,6 +104,8 @@ class CpuTrainConfig:
                               f"{','.join(AUGMENT_LANGUAGES)} or ''")
         if not 0.0 <= self.augment_share <= 1.0:
             raise ConfigError(f"augment_share must be between 0 and 1 (got {self.augment_share}): use 0.5")
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"workers must be >= 1 (got {self.workers}): or leave it unset for every core")
         if self.max_iter < 1:
             raise ConfigError(f"max_iter must be >= 1 (got {self.max_iter}): use 300")
 
@@ -127,12 +135,55 @@ def load_hints(config: CpuTrainConfig, *, quiet: bool = False):
         return None
 
 
+@dataclass
+class _Scoring:
+    """What scoring one training request needs, the same in this process and in every worker."""
+
+    model: CpuModel  # pickled without its tag hints (FAISS inside), which a worker loads again
+    queries: list[str]
+    group_of: dict
+    fold_of: np.ndarray
+    fold_models: dict
+    pool_config: CpuConfig
+    index_dir: str | None = None  # the hints' index, for a worker to load
+    hints_k: int = 10
+    scorer: object | None = None  # None: the official metric (eval.metrics.get_scorer), made where it runs
+
+
+def _load_scoring(path: str) -> _Scoring:
+    """A worker's :class:`_Scoring`, from the file the trainer wrote (``retrieval.parallel`` setup)."""
+    with open(path, "rb") as f:
+        ctx = pickle.load(f)
+    if ctx.index_dir is not None:
+        ctx.model.hints = TagHints.load(ctx.index_dir, ctx.hints_k)
+    return ctx
+
+
+def _score_request(ctx: _Scoring, item) -> tuple[np.ndarray, list[float]] | None:
+    """One request's pool, leave-one-query-out: its features and the OQS of each candidate (``None``: no pool)."""
+    i, nl, found = item
+    model, queries = ctx.model, ctx.queries
+    if ctx.scorer is None:
+        ctx.scorer = get_scorer()
+    lex, aliases, places, spellings = ctx.fold_models[int(ctx.fold_of[i])]
+    hints = model.hints.for_training(queries[i], nl) if model.hints is not None else None
+    hint_exclude = model.hints.exclusions(queries[i]) if model.hints is not None else ()
+    _, cands, f = model.pool(nl, config=ctx.pool_config, lexicon=lex, aliases=aliases, neighbours=found,
+                             places=places, hints=hints, faith_aliases=spellings, exclude=set(ctx.group_of[i]),
+                             hint_exclude=hint_exclude)
+    if not cands:
+        return None
+    return f, [ctx.scorer.oqs(c.query, queries[i]) for c in cands]
+
+
 def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progress: bool = True):
-    """Features, OQS labels and request ids of every leave-one-query-out candidate."""
+    """Features, OQS labels and request ids of every leave-one-query-out candidate.
+
+    The requests are scored on ``config.workers`` processes (``retrieval.parallel``): the same
+    rows, in the same order, as one process makes. A given ``scorer`` must then be picklable.
+    """
     from tqdm import tqdm
 
-    if scorer is None:
-        scorer = get_scorer()
     nls, queries = model.train_nls, model.train_queries
     n = len(nls) if config.limit is None else min(config.limit, len(nls))
     # Leave-one-query-out, as dev and test requests are: the dataset splits by query, while 16 % of
@@ -148,25 +199,32 @@ def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progr
         aliases = learn_aliases(keep_nls, keep_queries, places=places)
         fold_models[f] = (TagLexicon.fit(keep_nls, keep_queries), aliases, places,
                           place_aliases(keep_nls, keep_queries, aliases))
-    pool_config = _pool_config(config, model.hints is not None)
     requests = [(i, nls[i]) for i in range(n)]
     copies = augmented_requests(model, config, n)
     excludes = [set(group_of[i]) for i, _ in requests + copies]
     neighbours = model.neighbours.search_many([nl for _, nl in requests + copies], config.k, excludes)
-    feats, labels, groups = [], [], []
+    items = [(i, nl, found) for (i, nl), found in zip(requests + copies, neighbours)]
+    ctx = _Scoring(model, queries, group_of, fold_of, fold_models, _pool_config(config, model.hints is not None),
+                   scorer=scorer)
+    if model.hints is not None:
+        ctx.index_dir, ctx.hints_k = str(model.hints.retriever.index_dir), model.hints.k
     desc = "scoring leave-one-query-out candidates" + (f" ({len(copies)} code-switched copies)" if copies else "")
-    for row, (i, nl) in enumerate(tqdm(requests + copies, desc=desc, disable=not progress, unit="req")):
-        lex, aliases, places, spellings = fold_models[int(fold_of[i])]
-        hints = model.hints.for_training(queries[i], nl) if model.hints is not None else None
-        hint_exclude = model.hints.exclusions(queries[i]) if model.hints is not None else ()
-        _, cands, f = model.pool(nl, config=pool_config, lexicon=lex, aliases=aliases, neighbours=neighbours[row],
-                                 places=places, hints=hints, faith_aliases=spellings, exclude=set(group_of[i]),
-                                 hint_exclude=hint_exclude)
-        if not cands:
+    workers = planned_workers(len(items), config.workers)
+    with tqdm(total=len(items), desc=desc, disable=not progress, unit="req") as bar, \
+            tempfile.TemporaryDirectory(prefix="geoql-train-") as tmp:
+        path = Path(tmp) / "scoring.pkl"
+        if workers > 1:
+            with open(path, "wb") as f:  # read once by each worker (spawned: nothing is inherited)
+                pickle.dump(ctx, f, protocol=pickle.HIGHEST_PROTOCOL)
+        scored = chunked_map(_score_request, items, partial(_load_scoring, str(path)), workers=workers,
+                             context=ctx, progress=bar.update)
+    feats, labels, groups = [], [], []
+    for row, result in enumerate(scored):
+        if result is None:
             continue
-        feats.append(f)
-        labels.append([scorer.oqs(c.query, queries[i]) for c in cands])
-        groups.append(np.full(len(cands), row))  # a copy is a pool of its own
+        feats.append(result[0])
+        labels.append(result[1])
+        groups.append(np.full(len(result[1]), row))  # a copy is a pool of its own
     return np.vstack(feats), np.concatenate(labels).astype(np.float32), np.concatenate(groups)
 
 

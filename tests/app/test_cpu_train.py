@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from geoql.app.cpu.features import FEATURE_NAMES
+from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.train import CpuTrainConfig, train, training_rows
 from geoql.app.cpu.model import CpuModel, CpuConfig
 from geoql.eval.dataset import load_split
@@ -73,10 +74,27 @@ def test_training_is_deterministic(pairs, small_model):
     assert [small_model.compile(nl)[0] for nl in nls] == [again.compile(nl)[0] for nl in nls]
 
 
+def test_rows_scored_on_two_processes_are_the_rows_of_one(small_index_dir, monkeypatch):
+    """Spawned workers load the model and the tag hints again: the same features, labels and pools, in order."""
+    from geoql.retrieval import parallel
+
+    train_split = load_split("train")[:200]
+    model = CpuModel.fit_retrieval([e.nl for e in train_split], [e.query for e in train_split], CpuConfig(k=5, tag_hints=True))
+    model.hints = TagHints.load(small_index_dir)
+    config = dict(k=5, limit=24, tag_hints="on", index_dir=str(small_index_dir), augment="de,zh")
+    one = training_rows(model, CpuTrainConfig(**config, workers=1), progress=False)
+    monkeypatch.setattr(parallel, "MIN_CHUNK", 5)  # 24 requests and their copies are worth two processes here
+    two = training_rows(model, CpuTrainConfig(**config, workers=2), progress=False)
+    assert len(np.unique(one[2])) > 24  # the copies are scored too
+    for a, b in zip(one, two):
+        assert a.shape == b.shape and np.array_equal(a, b)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"folds": 1}, "folds must be >= 2"), ({"limit": 3}, "limit must be at least 20"),
-     ({"k": 0}, "k must be between 1 and 100"), ({"edits": "colour"}, "unknown edit group")],
+     ({"k": 0}, "k must be between 1 and 100"),
+     ({"workers": 0}, "workers must be >= 1"), ({"edits": "colour"}, "unknown edit group")],
 )
 def test_config_errors_name_the_fix(kwargs, message):
     with pytest.raises(ValueError, match=message):
