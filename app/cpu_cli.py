@@ -11,7 +11,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("cpu", help="train and measure the CPU default compiler (no LLM)")
     sub = parser.add_subparsers(dest="cpu_command", metavar="ACTION")
 
-    train = sub.add_parser("train", help="fit the CPU model on the training split (a few minutes)")
+    train = sub.add_parser("train", help="fit the CPU model on the training split (about 8 minutes on 2 cores)")
     train.add_argument("--out", help="model directory (default: $GEOQL_CPU_MODEL_DIR or the user data dir)")
     train.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
     train.add_argument("--k", type=int, default=None, help="neighbours per request (default: CpuTrainConfig.k)")

@@ -30,7 +30,8 @@ from typing import Any, Callable, Optional
 
 import overpassql
 
-from geoql.app.backends.cpu import CpuBackend
+from geoql.app.backends import canonical_name
+from geoql.app.backends.cpu import QUICK_TRAINING, CpuBackend
 from geoql.app.compile import Compiler
 from geoql.app.cpu.model import MODEL_FILE, default_model_dir
 from geoql.app.explain import explain
@@ -316,9 +317,11 @@ class Preparation:
     :meth:`start` starts it, :meth:`wait` waits for it); meanwhile every progress bar it
     opens becomes a :class:`Step` with its progress and time left."""
 
-    def __init__(self, work: Callable[[], None], *, poll_s: float = 0.5):
+    def __init__(self, work: Callable[[], None], *, poll_s: float = 0.5, background: Callable[[], str] | None = None):
         self._work = work
         self._poll_s = poll_s
+        # After the work: a line while something it started goes on (the CPU default's full model), else ''.
+        self._background = background or (lambda: "")
         self.state = "idle"  # idle -> preparing -> ready | failed
         self.error = ""
         self.started: float | None = None
@@ -360,6 +363,17 @@ class Preparation:
     def _watch(self) -> None:
         while not self._done.wait(self._poll_s):
             self._sample()
+        while self.background():  # the steps of what goes on behind the ready compiler
+            time.sleep(self._poll_s)
+            self._sample()
+
+    def background(self) -> str:
+        """What goes on after the work (``''``: nothing); never raises."""
+        try:
+            return self._background() or ""
+        except Exception:  # noqa: BLE001 (the page must not break over a status line)
+            log.exception("background status failed")
+            return ""
 
     def _sample(self) -> None:
         seen = set()
@@ -379,17 +393,24 @@ class Preparation:
                     step.rate = step.n / step.elapsed_s
         with self._lock:
             for name, step in self._steps.items():
-                if name not in seen:
+                if name not in seen and not step.done:
+                    # A bar closes when its work is through; its last updates may fall between two samples.
                     step.done = True
+                    if step.total:
+                        step.n = step.total
 
     def steps(self) -> list[Step]:
         with self._lock:
             return [Step(**vars(s)) for s in self._steps.values()]
 
     def markdown(self) -> str:
-        """What the page shows: nothing once ready; the steps with their progress before."""
+        """What the page shows: the steps with their progress before it is ready; after, only
+        what still goes on behind it (the CPU default's full model), else nothing."""
         if self.state == "ready":
-            return ""
+            note = self.background()
+            if not note:
+                return ""
+            return "\n".join([note] + [s.line() for s in self.steps() if not s.done])
         if self.state == "failed":
             return f"**The compiler could not be prepared:** {_md_escape(self.error)}"
         if self.state == "idle":
@@ -433,13 +454,16 @@ class DemoService:
         self._notices: list[str] | None = None
         self._notices_lock = threading.Lock()
         self.download_dir = Path(tempfile.mkdtemp(prefix="geoql-ui-"))
-        self.preparation = Preparation(self._prepare)
+        self.preparation = Preparation(self._prepare, background=self.background_note)
 
     # -- collaborators, built lazily so the app starts at once
     def compiler(self):
         with self._compiler_lock:
             if self._compiler is None:
-                self._compiler = Compiler(self._backend)
+                # The CPU default answers from a quick first model while its full model trains.
+                is_cpu = self._backend is None or (isinstance(self._backend, str)
+                                                   and canonical_name(self._backend) == CpuBackend.name)
+                self._compiler = Compiler(self._backend, **({"quick_start": True} if is_cpu else {}))
             return self._compiler
 
     @property
@@ -461,6 +485,20 @@ class DemoService:
         backend = self.compiler().backend()
         # The CPU default loads (or, the first time, trains) its model on first use.
         getattr(backend, "model", None)
+
+    def background_note(self) -> str:
+        """While the CPU default's full model trains behind its quick one: what the page says (else '')."""
+        if not self.preparation.ready:  # asked only once the backend is made (making one may load a model)
+            return ""
+        backend = self.compiler().backend()
+        if not getattr(backend, "quick_model", False):
+            return ""
+        if getattr(backend, "upgrade_error", ""):
+            return (f"**Answers come from the quick first model:** training the full one failed "
+                    f"({_md_escape(backend.upgrade_error)}); `geoql cpu train` trains it.")
+        return (f"**Answers come from a quick first model** (trained on the first {QUICK_TRAINING['limit']:,} "
+                "training requests) while the full model trains; it takes over by itself when it is done, "
+                "and answers may then change.")
 
     def warm_up_in_background(self) -> Preparation:
         """Load (or, for the CPU default, build and train once) the backend while the page opens."""
@@ -737,7 +775,7 @@ def build_app(service: DemoService):
             banner,
             gr.update(value="Compile" + (why if waiting else ""), interactive=not waiting),
             gr.update(value="Compile & run" + (why if waiting else ""), interactive=not waiting),
-            gr.Timer(active=not prep.ready),
+            gr.Timer(active=not prep.ready or bool(prep.background())),
         )
 
     default_view = parse_bbox(service.config.default_bbox)

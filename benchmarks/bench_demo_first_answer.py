@@ -62,8 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds (default 3600)")
     parser.add_argument("--sample-s", type=float, default=60, help="print the preparation shown every N s (default 60)")
     parser.add_argument("--shots", help="save a screenshot of the preparation and of the answer here")
+    parser.add_argument("--wait-full", action="store_true",
+                        help="after the first answer (a quick model's), wait until the full model has taken over "
+                             "and compile the request again")
     args = parser.parse_args(argv)
-    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.by import By  # the test tools (scripts/setup.sh --dev), not GeoQL's
+    from selenium.webdriver.support.ui import WebDriverWait
 
     geoql = Path(args.checkout).resolve() / ".venv" / "bin" / "geoql"
     if not geoql.exists():
@@ -90,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{since():7.1f} s  the page serves ({url})", flush=True)
         driver = _browser(home / "chromium")
         driver.get(url)
-        box = driver.find_element(By.CSS_SELECTOR, "#request textarea")
+        # The page draws itself with JavaScript after it loads.
+        box = WebDriverWait(driver, 120).until(lambda d: d.find_element(By.CSS_SELECTOR, "#request textarea"))
         box.send_keys(args.request)
         button = driver.find_element(By.CSS_SELECTOR, "#compile")
         next_sample, shot = 0.0, False
@@ -119,6 +124,21 @@ def main(argv: list[str] | None = None) -> int:
         print("           " + query.replace("\n", "\n           "))
         if args.shots:
             driver.save_screenshot(str(Path(args.shots) / "first_answer.png"))
+        note = driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip()
+        if note:
+            print(f"{since():7.1f} s  page shows: {note}", flush=True)
+        if args.wait_full:
+            while driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip():
+                if server.poll() is not None or since() > args.timeout:
+                    raise SystemExit("the full model never took over")
+                time.sleep(2.0)
+            print(f"{since():7.1f} s  the full model has taken over (the page's note is gone)", flush=True)
+            button.click()
+            old = query
+            time.sleep(5.0)  # a compile takes a fraction of a second; the page then shows the new answer
+            query = driver.find_element(By.CSS_SELECTOR, "#query textarea").get_attribute("value")
+            print(f"{since():7.1f} s  answer of the full model ({'the same' if query == old else 'changed'}):")
+            print("           " + query.replace("\n", "\n           "))
         answered = True
     finally:
         if driver is not None:

@@ -5,13 +5,16 @@ towards the request (place, tags, element types, counting, numbers) through
 the ``overpassql`` AST and returns the candidate that a model trained on the
 training split predicts to score best (``app.cpu``). The trained model lives in
 ``app.cpu.model.default_model_dir()``; when it is missing the backend trains it
-on first use (a few minutes, with a progress bar) unless told not to.
+on first use (minutes, with a progress bar) unless told not to. With ``quick_start``
+(the demo's choice) it first trains a small model, answers with it within about a
+minute, and trains the full one on a thread of its own, which takes over once saved.
 
 Registered as ``cpu``; ``retrieval``, its old name, still works for one release.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -23,6 +26,15 @@ from geoql.app.cpu.model import CpuConfig, CpuModel, ModelMissingError, default_
 from geoql.core.files import check_writable_dir
 from geoql.eval import dataset as eval_dataset
 from geoql.retrieval import RetrievedExample
+
+log = logging.getLogger(__name__)
+
+# The quick first model (``quick_start``): the selector learns from the first 1,000 training
+# requests without code-switched copies, about a ninth of the full training's pools.
+# Measured in docs/notes/2026-12-cold-start.md.
+QUICK_TRAINING = {"limit": 1000, "augment": ""}
+# Options of the full training beyond ``CpuTrainConfig``'s defaults (none: the model `geoql cpu train` makes).
+FULL_TRAINING: dict = {}
 
 
 class CpuBackend(Backend):
@@ -36,7 +48,9 @@ class CpuBackend(Backend):
     ``$GEOQL_INDEX_DIR`` or the user data dir), ``faithful`` (``all``: no answer
     carries a place, name, id, user, date or output format the request does not give;
     ``core``: the output format may come from a neighbour; ``off``), ``compose``
-    (False: no query composed from the request alone, ``app.cpu.compose``).
+    (False: no query composed from the request alone, ``app.cpu.compose``), ``quick_start``
+    (when the model must be trained: answer from a quick model first while the full one trains
+    in the background; :attr:`upgrading` says whether it still does).
     """
 
     name: ClassVar[str] = "cpu"
@@ -49,9 +63,11 @@ class CpuBackend(Backend):
 
     def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
                  select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None,
-                 index_dir: str | Path | None = None, faithful: str | None = None, compose: bool | None = None):
+                 index_dir: str | Path | None = None, faithful: str | None = None, compose: bool | None = None,
+                 quick_start: bool = False):
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.train_if_missing = _as_bool(train_if_missing, "train_if_missing")
+        self.quick_start = _as_bool(quick_start, "quick_start")
         self.data_dir = data_dir
         self.index_dir = Path(index_dir).expanduser() if index_dir else None
         self._overrides = {key: value for key, value in (("k", k), ("edits", edits), ("select", select),
@@ -69,6 +85,9 @@ class CpuBackend(Backend):
         self._config = None
         self._lock = threading.Lock()
         self._training_failed: tuple[float, str] | None = None  # (when, why)
+        self._full_training: threading.Thread | None = None  # quick_start: the full model's training
+        self.quick_model = False  # answering from the quick first model
+        self.upgrade_error = ""  # why the full model's training failed (the quick model stays)
 
     # The model is loaded (or trained) on first use so that building a
     # Compiler stays instant.
@@ -78,11 +97,26 @@ class CpuBackend(Backend):
             if self._model is None:
                 if self._training_failed and time.monotonic() - self._training_failed[0] < self.retry_training_after_s:
                     raise BackendError(self._training_failed[1])
-                self._model = self._load_or_train()
-                base = vars(self._model.config).copy()
-                base.update(self._overrides)
-                self._config = CpuConfig(**base)
+                self._use(self._load_or_train())
             return self._model
+
+    def _use(self, model: CpuModel) -> None:
+        base = vars(model.config).copy()
+        base.update(self._overrides)
+        self._model, self._config = model, CpuConfig(**base)
+
+    @property
+    def upgrading(self) -> bool:
+        """Whether the full model is still training behind the quick one (``quick_start``)."""
+        thread = self._full_training
+        return thread is not None and thread.is_alive()
+
+    def wait_for_full_model(self, timeout: float | None = None) -> bool:
+        """Wait for the background training (``quick_start``); True when none is running any more."""
+        thread = self._full_training
+        if thread is not None:
+            thread.join(timeout)
+        return not self.upgrading
 
     def _load_or_train(self) -> CpuModel:
         target = self.model_dir or default_model_dir()
@@ -94,7 +128,7 @@ class CpuBackend(Backend):
             print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
         # Here, not at the top: training's code (and the index builder it imports) is ~0.02 s of
         # every cold `geoql compile`, which only loads a model.
-        from geoql.app.cpu.train import CpuTrainConfig, ensure_index, train_and_save
+        from geoql.app.cpu.train import CpuTrainConfig, ensure_index, train, train_and_save
 
         try:
             eval_dataset.load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
@@ -105,28 +139,58 @@ class CpuBackend(Backend):
                 except ModelMissingError:
                     pass
             index_dir = str(self.index_dir) if self.index_dir else None
-            return train_and_save(target, self.data_dir, CpuTrainConfig(index_dir=index_dir))
+            full = CpuTrainConfig(index_dir=index_dir, **FULL_TRAINING)
+            if not self.quick_start:
+                return train_and_save(target, self.data_dir, full)
+            examples = eval_dataset.load_split("train", self.data_dir)
+            quick = train([e.nl for e in examples], [e.query for e in examples],
+                          CpuTrainConfig(index_dir=index_dir, **QUICK_TRAINING))
+            self.quick_model = True
+            self._full_training = threading.Thread(target=self._train_full, args=(target, full),
+                                                   name="geoql-cpu-full-model", daemon=True)
+            self._full_training.start()
+            return quick
         except (eval_dataset.DatasetError, OSError) as exc:  # no dataset; a model directory that cannot be written
             why = f"cannot train the CPU model: {exc}"
             self._training_failed = (time.monotonic(), why)
             raise BackendError(why) from None
 
+    def _train_full(self, target: Path, config) -> None:
+        """The full model, trained and saved (atomically) while the quick one answers; then it answers."""
+        from geoql.app.cpu.train import train_and_save
+
+        try:
+            model = train_and_save(target, self.data_dir, config)
+        except Exception as exc:  # noqa: BLE001 (the quick model keeps answering; the next start trains again)
+            log.exception("training the full CPU model failed")
+            self.upgrade_error = f"{type(exc).__name__}: {exc}"
+            return
+        with self._lock:
+            self._use(model)
+            self.quick_model = False
+
     def generate(self, request: GenerationRequest) -> list[str]:
         """Candidates for ``request``; ``request.tags`` / ``examples`` become the tag hints
         (when the model uses the index) and the nearest training requests it worked from."""
-        model = self.model
+        self.model  # noqa: B018 (loads, or trains, on first use)
+        with self._lock:  # the model and its config together: the full model may take over meanwhile
+            model, config = self._model, self._config
         nl = (request.nl or "").strip()
         if not nl:
             raise BackendError("empty request: describe what to find, e.g. 'cafes in Bonn'")
-        found = model.retrieve(nl, self._config)
+        found = model.retrieve(nl, config)
         request.tags = list(found.hits or [])
         request.examples = [RetrievedExample(nb.index, model.train_nls[nb.index], model.train_queries[nb.index],
                                              round(nb.score, 6)) for nb in found.neighbours]
-        return model.compile(nl, n=request.n, config=self._config, retrieved=found)
+        return model.compile(nl, n=request.n, config=config, retrieved=found)
 
     def describe(self) -> str:
         where = self.model_dir or default_model_dir()
         opts = ", ".join(f"{k}={v}" for k, v in sorted(self._overrides.items()))
+        if self.quick_model:
+            limit = QUICK_TRAINING.get("limit")
+            doing = f"the full one failed: {self.upgrade_error}" if self.upgrade_error else "while the full one trains"
+            opts = f"quick first model ({limit} training requests) {doing}" + (", " + opts if opts else "")
         return f"cpu (model {where}{'; ' + opts if opts else ''})"
 
     def close(self) -> None:

@@ -63,7 +63,7 @@ class CpuTrainConfig:
     add_tags: bool = field(default=True, metadata={"help": "also offer each edited query with the tags the request calls for added"})
     drop_tags: bool = field(default=True, metadata={"help": "also offer each edited query without tags only the example explains"})
     folds: int = field(default=5, metadata={"help": "folds for the lexicon/aliases seen by the pools"})
-    # All 6,352 requests (about 70,000 scored candidates, ~4 minutes): in 5-fold cross-validation
+    # All 6,352 requests (with the copies ~180,000 scored candidates, ~7.5 minutes on 2 cores): in 5-fold cross-validation
     # over the training requests, a selector fitted on all other folds chooses better
     # (67.46 OQS) than one fitted on the first 2,500 requests only (67.00), in every fold.
     # The selector learns from English requests only; translated requests would otherwise put
@@ -209,6 +209,8 @@ def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progr
     if model.hints is not None:
         ctx.index_dir, ctx.hints_k = str(model.hints.retriever.index_dir), model.hints.k
     desc = "scoring leave-one-query-out candidates" + (f" ({len(copies)} code-switched copies)" if copies else "")
+    if n < len(nls):  # a quick model's bar beside the full one's (app.backends.cpu quick_start)
+        desc += f" (first {n} requests)"
     workers = planned_workers(len(items), config.workers)
     with tqdm(total=len(items), desc=desc, disable=not progress, unit="req") as bar, \
             tempfile.TemporaryDirectory(prefix="geoql-train-") as tmp:

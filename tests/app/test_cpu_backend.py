@@ -141,3 +141,58 @@ def test_unwritable_model_dir_fails_before_building_the_index(tmp_path, capsys):
     assert "building the tag index" not in capsys.readouterr().err
     assert not (tmp_path / "index").exists()
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "the user's file"
+
+
+def test_quick_start_answers_at_once_and_the_full_model_takes_over(tmp_path, small_index_dir, monkeypatch):
+    """The demo's first start: a quick model answers while the full one trains on a thread, then takes over."""
+    import threading
+
+    from geoql.app.backends import cpu as cpu_backend
+    from geoql.app.backends.cpu import CpuBackend
+    from geoql.app.cpu import train as cpu_train
+
+    small = {"k": 5, "max_iter": 10, "augment": ""}
+    monkeypatch.setattr(cpu_backend, "QUICK_TRAINING", {**small, "limit": 20})
+    monkeypatch.setattr(cpu_backend, "FULL_TRAINING", {**small, "limit": 40})
+    release, real = threading.Event(), cpu_train.train_and_save
+
+    def held(*args, **kwargs):  # the full training waits until the test has seen the quick model
+        assert release.wait(300)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cpu_train, "train_and_save", held)
+    model_dir = tmp_path / "model"
+    backend = get_backend("cpu", model_dir=model_dir, index_dir=small_index_dir, quick_start=True)
+    (query,) = backend.generate(_request("drinking water taps in Vienna"))
+    overpassql.parse(query)
+    assert backend.model.stats["train_requests"] == 20 and backend.quick_model and backend.upgrading
+    assert "quick first model (20 training requests) while the full one trains" in backend.describe()
+    assert not (model_dir / "model.pkl").exists()  # the quick model is never saved as the model
+
+    release.set()
+    assert backend.wait_for_full_model(600)
+    assert backend.model.stats["train_requests"] == 40 and not backend.quick_model and not backend.upgrade_error
+    assert "quick first model" not in backend.describe()
+    (query,) = backend.generate(_request("drinking water taps in Vienna"))
+    overpassql.parse(query)
+    # saved: the next start loads it instead of training again
+    again = CpuBackend(model_dir, index_dir=small_index_dir, train_if_missing=False)
+    assert again.model.stats["train_requests"] == 40
+
+
+def test_quick_start_keeps_answering_when_the_full_training_fails(tmp_path, small_index_dir, hinted_cpu_model,
+                                                                 monkeypatch):
+    from geoql.app.cpu import train as cpu_train
+
+    def no_room(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cpu_train, "train", lambda *args, **kwargs: hinted_cpu_model)  # the quick model, ready-made
+    monkeypatch.setattr(cpu_train, "train_and_save", no_room)
+    backend = get_backend("cpu", model_dir=tmp_path / "model", index_dir=small_index_dir, quick_start=True)
+    assert backend.model is hinted_cpu_model
+    assert backend.wait_for_full_model(60)
+    assert backend.quick_model and "No space left on device" in backend.upgrade_error
+    assert "the full one failed: OSError" in backend.describe()
+    (query,) = backend.generate(_request("cafes in Bonn"))
+    overpassql.parse(query)

@@ -267,6 +267,88 @@ def test_preparation_shows_each_step_with_progress_and_time_left():
     assert all(step.done for step in prep.steps())
 
 
+def test_a_step_that_ends_between_two_samples_shows_its_total():
+    """The demo's first start showed "✓ embedding: done (13952/14156 text)": the last updates fell between samples."""
+    from tqdm import tqdm
+
+    from geoql.app.ui import Preparation, _live_bars
+
+    sampled, go_on = threading.Event(), threading.Event()
+
+    def work():
+        with tqdm(total=14156, desc="embedding", unit="text") as bar:
+            bar.update(13952)
+            sampled.wait(30)
+            bar.update(204)
+        with tqdm(total=3, desc="next step", unit="step") as bar:
+            go_on.wait(30)
+
+    prep = Preparation(work, poll_s=0.05)
+    prep.start()
+    deadline = time.monotonic() + 30
+    while "13952/14156" not in prep.markdown() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sampled.set()
+    while "next step" not in [bar.desc for bar in _live_bars()]:  # the embedding bar has closed
+        time.sleep(0.01)
+    prep._sample()
+    assert "- ✓ embedding: done (14156/14156 text" in prep.markdown()
+    go_on.set()
+    assert prep.wait(30) and prep.state == "ready"
+
+
+def test_after_the_work_the_page_shows_what_goes_on_behind_it():
+    """The CPU default's quick start: ready (buttons work) while the full model trains behind it."""
+    from tqdm import tqdm
+
+    from geoql.app.ui import Preparation
+
+    training, finish = threading.Event(), threading.Event()
+    note = {"text": "**Answers come from a quick first model** while the full model trains"}
+
+    def behind():
+        with tqdm(total=50, desc="scoring leave-one-query-out candidates", unit="req") as bar:
+            bar.update(20)
+            training.set()
+            finish.wait(30)
+            bar.update(30)
+        note["text"] = ""
+
+    prep = Preparation(lambda: threading.Thread(target=behind, daemon=True).start(), poll_s=0.05,
+                       background=lambda: note["text"])
+    assert prep.wait(30) and prep.state == "ready" and training.wait(30)
+    deadline = time.monotonic() + 30
+    while "20/50" not in prep.markdown() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shown = prep.markdown()
+    assert shown.startswith("**Answers come from a quick first model**")
+    assert "- scoring leave-one-query-out candidates: 20/50 req (40 %)" in shown
+    finish.set()
+    deadline = time.monotonic() + 30
+    while prep.markdown() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert prep.markdown() == "" and prep.background() == ""
+
+
+def test_the_demo_asks_the_cpu_default_for_a_quick_start_and_says_so(tmp_path, hinted_cpu_model_dir, small_index_dir):
+    from geoql.app import Compiler
+    from geoql.app.backends.cpu import CpuBackend
+    from geoql.app.ui import DemoService
+
+    assert DemoService(DemoConfig(check_services=False)).compiler().backend().quick_start
+    for name in ("cpu", "openai"):
+        options = DemoService(DemoConfig(backend=name, check_services=False)).compiler().config.backend_options
+        assert options.get("quick_start", False) == (name == "cpu")
+    backend = CpuBackend(hinted_cpu_model_dir, index_dir=small_index_dir)
+    service = DemoService(DemoConfig(check_services=False, cache_dir=str(tmp_path)), compiler=Compiler(backend))
+    assert service.background_note() == ""  # not prepared yet: nothing is asked of the backend
+    assert service.preparation.wait(120) and service.background_note() == ""
+    backend.quick_model = True  # as while the full model trains behind the quick one
+    assert service.background_note().startswith("**Answers come from a quick first model** (trained on the first 1,000 ")
+    backend.upgrade_error = "OSError: [Errno 28] No space left on device"
+    assert "training the full one failed (OSError" in service.background_note()
+
+
 def test_a_failed_preparation_says_why():
     from geoql.app.ui import Preparation
 
