@@ -168,6 +168,7 @@ def build_index(config: IndexConfig) -> Path:
         steps.set_postfix_str("BM25")
         _bm25(staging / A.TAGS_BM25, [tag_bm25_tokens(d) for d in docs])
         _bm25(staging / A.EXAMPLES_BM25, [tokenize(e.nl) or ["__empty__"] for e in examples])
+        steps.set_postfix_str("lexicon")
         lexicon = Lexicon.build([(i, lang, text) for i, d in enumerate(docs) for lang, text in lexicon_surfaces(d)],
                                 progress=config.progress)
         lexicon.save(staging / A.TAG_LEXICON)
@@ -176,6 +177,7 @@ def build_index(config: IndexConfig) -> Path:
         manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon)
         _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
+            steps.set_postfix_str("ranker")  # the page's preparation shows it: a minute or more of the build
             _fit_ranker(staging, config.progress)
             # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
             manifest["build_seconds"] = round(time.time() - started, 1)
