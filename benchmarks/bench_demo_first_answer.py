@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds (default 3600)")
     parser.add_argument("--sample-s", type=float, default=60, help="print the preparation shown every N s (default 60)")
     parser.add_argument("--shots", help="save a screenshot of the preparation and of the answer here")
+    parser.add_argument("--index-dir", help="use this built tag index (GEOQL_INDEX_DIR) instead of building one: "
+                                             "then only the models are trained")
     parser.add_argument("--wait-full", action="store_true",
                         help="after the first answer (a quick model's), wait until the full model has taken over "
                              "and compile the request again")
@@ -69,12 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     from selenium.webdriver.common.by import By  # the test tools (scripts/setup.sh --dev), not GeoQL's
     from selenium.webdriver.support.ui import WebDriverWait
 
+    if args.shots:
+        Path(args.shots).mkdir(parents=True, exist_ok=True)
     geoql = Path(args.checkout).resolve() / ".venv" / "bin" / "geoql"
     if not geoql.exists():
         raise SystemExit(f"{geoql} is missing: run scripts/setup.sh in {args.checkout} first")
     home = Path(tempfile.mkdtemp(prefix="geoql-demo-home-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "GEOQL_")) or k == "GEOQL_DATA_DIR"}
     env.update(HOME=str(home), HF_HUB_OFFLINE="1")
+    if args.index_dir:
+        env["GEOQL_INDEX_DIR"] = str(Path(args.index_dir).resolve())
     port = _free_port()
     url = f"http://127.0.0.1:{port}/"
     log = open(home / "ui.log", "wb")
@@ -97,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         # The page draws itself with JavaScript after it loads.
         box = WebDriverWait(driver, 120).until(lambda d: d.find_element(By.CSS_SELECTOR, "#request textarea"))
         box.send_keys(args.request)
+        # The buttons are drawn enabled and the page's load event then sets them from the preparation's
+        # state: give it that moment, or a click lands before the page knows it is getting ready.
+        time.sleep(3.0)
         button = driver.find_element(By.CSS_SELECTOR, "#compile")
         next_sample, shot = 0.0, False
         while not (button.is_enabled() and button.text == "Compile"):
@@ -104,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
                 shown = driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip().replace("\n", "\n           ")
                 print(f"{since():7.1f} s  page shows: {shown or '(nothing)'}; button: {button.text!r}", flush=True)
                 if args.shots and not shot and shown:
-                    Path(args.shots).mkdir(parents=True, exist_ok=True)
                     shot = driver.save_screenshot(str(Path(args.shots) / "first_start_preparing.png"))
                 next_sample = since() + args.sample_s
             if server.poll() is not None or since() > args.timeout:
@@ -128,7 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         if note:
             print(f"{since():7.1f} s  page shows: {note}", flush=True)
         if args.wait_full:
-            while driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip():
+            shot = False
+            while (shown := driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip()):
+                if args.shots and not shot and "scoring" in shown:  # the full training's progress under the note
+                    shot = driver.save_screenshot(str(Path(args.shots) / "full_model_training.png"))
+                    print(f"{since():7.1f} s  page shows: {shown}", flush=True)
                 if server.poll() is not None or since() > args.timeout:
                     raise SystemExit("the full model never took over")
                 time.sleep(2.0)
