@@ -131,7 +131,7 @@ class CpuBackend(Backend):
         from geoql.app.cpu.train import CpuTrainConfig, ensure_index, train, train_and_save
 
         try:
-            eval_dataset.load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
+            examples = eval_dataset.load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
             check_writable_dir(target)  # nor is the index worth minutes when the model cannot be saved
             if ensure_index(self.index_dir, self.data_dir):
                 try:  # a model that only lacked its index needs no retraining
@@ -142,7 +142,6 @@ class CpuBackend(Backend):
             full = CpuTrainConfig(index_dir=index_dir, **FULL_TRAINING)
             if not self.quick_start:
                 return train_and_save(target, self.data_dir, full)
-            examples = eval_dataset.load_split("train", self.data_dir)
             quick = train([e.nl for e in examples], [e.query for e in examples],
                           CpuTrainConfig(index_dir=index_dir, **QUICK_TRAINING))
             self.quick_model = True
