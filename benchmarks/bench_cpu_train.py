@@ -21,30 +21,15 @@ import os
 import pickle
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench_cold_start import _measured  # noqa: E402 (the child's wall, CPU with its workers, peak RSS)
 from geoql.app.cpu.model import CpuModel  # noqa: E402
-
-
-def _measured(argv: list[str], env: dict) -> dict:
-    """Run ``argv``; its wall time, and CPU time and peak RSS with its reaped children (``os.wait4``)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    out = proc.stdout.read().decode(errors="replace")
-    proc.stdout.close()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"`{' '.join(argv)}` failed with exit code {code}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024, "out": out.strip()}
 
 
 def _selector_bytes(model_dir: Path) -> bytes:
@@ -72,10 +57,12 @@ def main(argv: list[str] | None = None) -> int:
                 out = root / f"{workers}-{r}"
                 argv = [sys.executable, "-m", "geoql", "cpu", "train", "--out", str(out), "--index-dir", args.index_dir,
                         "--workers", str(workers)] + (["--limit", str(args.limit)] if args.limit else [])
-                result = _measured(argv, env)
+                result = _measured(argv, env, REPO)
+                if result["code"] != 0:
+                    raise SystemExit(f"`{' '.join(argv)}` failed with exit code {result['code']}: {result['err'][-2000:]}")
                 result["model"] = out
                 runs[name].append(result)
-        print(runs[next(iter(sides))][0]["out"])
+        print(runs[next(iter(sides))][0]["out"].strip())
         print(f"\n{'':12} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12}")
         medians = {}
         for name in sides:

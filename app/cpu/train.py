@@ -113,6 +113,14 @@ class CpuTrainConfig:
     def augment_languages(self) -> tuple[str, ...]:
         return tuple(lang.strip() for lang in self.augment.split(",") if lang.strip())
 
+    def requests_of(self, total: int) -> int:
+        """How many of ``total`` training requests the selector learns from (``limit``); their copies come after them.
+
+        >>> CpuTrainConfig(limit=1000).requests_of(6352), CpuTrainConfig().requests_of(6352)
+        (1000, 6352)
+        """
+        return total if self.limit is None else min(self.limit, total)
+
 
 def _pool_config(config: CpuTrainConfig, tag_hints: bool = False) -> CpuConfig:
     return CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place,
@@ -185,7 +193,7 @@ def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progr
     from tqdm import tqdm
 
     nls, queries = model.train_nls, model.train_queries
-    n = len(nls) if config.limit is None else min(config.limit, len(nls))
+    n = config.requests_of(len(nls))
     # Leave-one-query-out, as dev and test requests are: the dataset splits by query, while 16 % of
     # training requests share their gold query with another (eval.metrics.same_query_key). Requests with the same query share a
     # fold, and none is another's neighbour or hint source.
@@ -302,7 +310,7 @@ def train(nls: list[str], queries: list[str], config: CpuTrainConfig | None = No
     feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
     model.selector = fit_selector(feats, labels, config, groups)
     pools = np.unique(groups)
-    first_copy = len(nls) if config.limit is None else min(config.limit, len(nls))  # copies' pools come after the requests'
+    first_copy = config.requests_of(len(nls))  # copies' pools come after the requests'
     model.stats = {
         "train_requests": int(np.sum(pools < first_copy)),
         "train_copies": int(np.sum(pools >= first_copy)),
