@@ -27,6 +27,7 @@ from geoql.retrieval.lexicon import Lexicon
 from geoql.retrieval.ranker import fit_ranker, write_ranker
 from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
+from . import glossary as glossary_source
 from . import schema as schema_source
 from . import taginfo as taginfo_source
 from .config import IndexConfig, default_cache_dir
@@ -116,7 +117,7 @@ def build_index(config: IndexConfig) -> Path:
     out_dir = config.out_dir or A.default_index_dir()
     cache_dir = config.cache_dir or default_cache_dir()
     check_writable_dir(out_dir.parent)  # the new index is staged beside its destination; fail before the work
-    steps = tqdm(total=6, desc="index build", unit="step", disable=not config.progress)
+    steps = tqdm(total=7, desc="index build", unit="step", disable=not config.progress)
     staging = None
     try:
         steps.set_postfix_str("id-tagging-schema")
@@ -172,9 +173,14 @@ def build_index(config: IndexConfig) -> Path:
         lexicon = Lexicon.build([(i, lang, text) for i, d in enumerate(docs) for lang, text in lexicon_surfaces(d)],
                                 progress=config.progress)
         lexicon.save(staging / A.TAG_LEXICON)
+        steps.set_postfix_str("glossaries")
+        glossaries = glossary_source.build_glossaries(
+            config.glossaries, glossary_source.english_vocabulary(e.nl for e in train), staging, cache_dir,
+            mirror=config.debian_mirror, timeout=config.glossary_timeout)
         steps.update()
 
-        manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon)
+        manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon,
+                             glossaries)
         _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
             steps.set_postfix_str("ranker")  # the page's preparation shows it: a minute or more of the build
@@ -252,7 +258,7 @@ def _surface_vectors(config: IndexConfig, surfaces, examples, example_vecs, know
     return out
 
 
-def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim, started, lexicon) -> dict:
+def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim, started, lexicon, glossaries) -> dict:
     def ver(pkg: str) -> str:
         try:
             return version(pkg)
@@ -280,11 +286,14 @@ def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim
             },
             A.TRAIN_SOURCE: {"split": "train", "examples": len(train), "sha256": train_digest},
             "taginfo": taginfo_info,
+            "glossaries": glossaries,  # language -> FreeDict package, or why it is missing
         },
         "embedding": {"model": config.embedding_model, "resolved": resolve_model(config.embedding_model), "dim": int(dim), "normalized": True},
         "counts": {**tag_counts(docs), "tag_surfaces": len(surfaces), "surface_kinds": surface_kinds, "examples": len(examples),
                    "lexicon_surfaces": len(lexicon)},
         # every language with a tag name in the index, English first: what TagRetriever.search reads
         "languages": ["en"] + [lang for lang in lexicon.langs if lang != "en"],
+        # requests in these languages are read word by word in English (retrieval.glossary)
+        "glossary_languages": [lang for lang, info in glossaries.items() if info.get("status") == "ok"],
         "libraries": {p: ver(p) for p in ("faiss-cpu", "bm25s", "sentence-transformers", "torch")},
     }

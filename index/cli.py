@@ -19,6 +19,9 @@ def register(subparsers) -> None:
     build.add_argument("--registry", type=str, default=None, help="npm registry URL")
     build.add_argument("--model", type=str, default=None, help="sentence-transformers model name or path")
     build.add_argument("--no-taginfo", action="store_true", help="do not try the taginfo API")
+    build.add_argument("--no-glossaries", action="store_true",
+                       help="do not fetch the bilingual dictionaries (requests in other languages are then read by tag names only)")
+    build.add_argument("--debian-mirror", type=str, default=None, help="Debian mirror for the dictionaries")
     build.add_argument("--reuse-embeddings", type=str, default=None, metavar="INDEX_DIR",
                        help="take the vectors of texts an earlier index (same model) already embedded")
     build.add_argument("--train-limit", type=int, default=None, help=argparse.SUPPRESS)
@@ -45,6 +48,10 @@ def _build(args) -> int:
         options["registry"] = args.registry
     if args.model:
         options["embedding_model"] = args.model
+    if args.no_glossaries:
+        options["glossaries"] = ()
+    if args.debian_mirror:
+        options["debian_mirror"] = args.debian_mirror
     out = build_index(IndexConfig(**options))
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     counts = manifest["counts"]

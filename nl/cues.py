@@ -249,3 +249,47 @@ def distance_unit_words() -> dict[str, tuple[str, ...]]:
         for unit, words in t["units"].items():
             out.setdefault(unit, []).extend(words)
     return {unit: tuple(dict.fromkeys(words)) for unit, words in out.items()}
+
+
+# Cue sections whose entries mean the same in every table (a list: any entry -> the first; a
+# dict: the same key; months: the same position). Markers, stop words and the place-name
+# heuristics are not meanings.
+ALIGNED_SECTIONS = (("view",), ("around", "before"), ("around", "after"), ("units",), ("output",), ("negation", "before"),
+                    ("types",), ("users",), ("names",), ("months",), ("place", "prepositions"))
+
+
+def _section(cues, path: tuple[str, ...]):
+    for key in path:
+        cues = cues.get(key) if isinstance(cues, dict) else None
+    return cues
+
+
+def _aligned_pairs(src, dst) -> list[tuple[str, str]]:
+    """Each cue of ``src`` -> ``dst``'s first cue of the same meaning, for one section."""
+    if isinstance(src, dict) and isinstance(dst, dict):
+        return [pair for key in src if key in dst for pair in _aligned_pairs(src[key], dst[key])]
+    if isinstance(src, list) and isinstance(dst, list) and dst:
+        if all(isinstance(x, list) for x in src) and all(isinstance(x, list) for x in dst):
+            return [(word, o[0]) for e, o in zip(src, dst) if o for word in e]  # months: by position
+        first = dst[0]
+        if isinstance(first, str):
+            return [(word, first) for word in src if isinstance(word, str) and not word.endswith("*")]
+    return []
+
+
+@lru_cache(maxsize=None)
+def aligned_cues(src: str, dst: str, sections: tuple[tuple[str, ...], ...] = ALIGNED_SECTIONS) -> dict[str, str]:
+    """Folded cue of language ``src`` -> the cue of the same meaning in ``dst`` (the first listed).
+    A cue listed in two sections takes its meaning from the first of ``sections``.
+
+    >>> aligned_cues("de", "en")["im aktuellen kartenausschnitt"]
+    'in current view'
+    >>> aligned_cues("en", "de")["in current view"]
+    'im aktuellen kartenausschnitt'
+    """
+    a, b = table(src), table(dst)
+    out: dict[str, str] = {}
+    for path in sections:
+        for cue, other in _aligned_pairs(_section(a, path), _section(b, path)):
+            out.setdefault(fold(cue), other)
+    return out

@@ -33,6 +33,7 @@ from . import artifacts as A
 from .bm25_reader import load_bm25
 from .config import RetrievalConfig
 from .embedding import run_single_threaded
+from .glossary import Translator
 from .examples import ExampleRetriever, RetrievedExample, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
 from .lexicon import LexicalMatch, Lexicon
@@ -94,6 +95,7 @@ class TagRetriever:
                 self._train_count[doc] = self._train_count.get(doc, 0) + 1
         self._tag_words: dict[int, tuple] = {}  # filled as tags become candidates: tokenising all 5k up front costs ~1 s
         self._tag_quality: dict[int, tuple] = {}  # likewise, as tags become candidates
+        self._translator: Translator | None = None
         self.ranker = None
         if self.config.fusion == "learned" and (index_dir / RANKER_JSON).is_file():
             try:
@@ -133,6 +135,38 @@ class TagRetriever:
         if self._lexicon is None:
             self._lexicon = Lexicon.load(self.index_dir / A.TAG_LEXICON)
         return self._lexicon
+
+    @property
+    def translator(self) -> Translator:
+        """The index's glossaries (``retrieval.glossary``); none in an index built without them."""
+        if self._translator is None:
+            self._translator = Translator.from_index(self.index_dir)
+        return self._translator
+
+    def translation(self, nl: str) -> str | None:
+        """``nl`` word by word in English when its language has a glossary in the index, else ``None``."""
+        text = clean_request(nl)
+        if not self.translator.languages or not has_content(text):
+            return None
+        return self.translator.translate(text, guess_language(text))
+
+    def english_text(self, nl: str) -> str | None:
+        """The request as the English sources read it when it is not English and its language has a
+        glossary, else ``None``: its translation, then the English names of its best lexical matches
+        ("Welche Bahnhöfe gibt es in Schweden?" -> "stations in Sweden Train Station ...")."""
+        text = clean_request(nl)
+        if not has_content(text) or self.is_english(text):
+            return None
+        translated = self.translation(text)
+        if translated is None:
+            return None
+        return self._names_after(translated, self.lexicon.search(text, GLOSS_TAGS)) or text
+
+    def _names_after(self, base: str, matches: list[LexicalMatch]) -> str:
+        """``base`` followed by the English names of the best ``matches`` (within GLOSS_SHARE of the best)."""
+        best = matches[0].score if matches else 0.0
+        names = [self.docs[m.doc]["names"][0] for m in matches[:GLOSS_TAGS] if m.score >= GLOSS_SHARE * best and self.docs[m.doc]["names"]]
+        return " ".join([base] + names).strip()
 
     @property
     def languages(self) -> list[str]:
@@ -181,10 +215,12 @@ class TagRetriever:
         return self._gloss(text, self.lexicon.search(text, GLOSS_TAGS))
 
     def _gloss(self, text: str, matches: list[LexicalMatch]) -> str:
-        best = matches[0].score if matches else 0.0
-        names = [self.docs[m.doc]["names"][0] for m in matches[:GLOSS_TAGS] if m.score >= GLOSS_SHARE * best and self.docs[m.doc]["names"]]
-        base = text if main_script(text) in {"Latin", "Common"} else " ".join(_LATIN_WORD.findall(text))
-        return " ".join([base] + names).strip() or text
+        translated = self.translation(text)  # word by word where the index has a glossary of the language
+        if translated is not None:
+            base = translated
+        else:  # else the words a Latin-script request shares with English (names, numbers)
+            base = text if main_script(text) in {"Latin", "Common"} else " ".join(_LATIN_WORD.findall(text))
+        return self._names_after(base, matches) or text
 
     def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
         lexical: dict[int, LexicalMatch] = {}

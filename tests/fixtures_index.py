@@ -115,6 +115,7 @@ def build_small_index(out_dir: Path, data_dir: Path, cache_dir: Path, *, train_l
             registry=registry.url,
             train_limit=train_limit,
             taginfo=False,
+            glossaries=(),  # the dictionaries come from Debian; tests/index/test_glossary.py serves its own
             progress=False,
         )
         return build_index(config)
@@ -125,3 +126,19 @@ def small_index_dir(tmp_path_factory, overpassnl_dir) -> Path:
     """A real small index (≈370 presets, 300 training examples), built once per session."""
     base = tmp_path_factory.mktemp("small_index")
     return build_small_index(base / "index", overpassnl_dir, base / "cache")
+
+
+@pytest.fixture(scope="session")
+def glossed_index_dir(small_index_dir, tmp_path_factory) -> Path:
+    """The small index with a small German glossary, as ``geoql index build`` writes one from FreeDict
+    (tests/index/test_glossary.py builds one from a real-format package)."""
+    import shutil
+
+    from geoql.retrieval import artifacts as A
+
+    out = tmp_path_factory.mktemp("glossed") / "index"
+    shutil.copytree(small_index_dir, out)
+    words = {"honigmacher": "beekeeper", "briefkasten": "post box", "kinder": "children", "spielplätze": "playgrounds"}
+    doc = {"language": "de", "endings": ["n", "en", "e", "s"], "compounds": True, "source": {}, "words": words}
+    (out / A.glossary_file("de")).write_text(json.dumps(doc), encoding="utf-8")
+    return out

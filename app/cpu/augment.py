@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from geoql.nl.cues import Matcher, table, tokens
+from geoql.nl.cues import Matcher, aligned_cues, table, tokens
 from geoql.nl.text import fold, spaceless
 from geoql.retrieval.artifacts import TAGS_JSONL, read_jsonl
 
@@ -39,19 +39,6 @@ LANGUAGES = {"de": "de", "fr": "fr", "ru": "ru", "zh": "zh-CN", "yue": "yue", "j
 # Written without spaces between words. Not Korean: Hangul letters are tokens of their own
 # (geoql.nl.text.spaceless) but Korean puts spaces between words.
 _NO_SPACES = ("zh", "yue", "ja")
-
-# Cue sections whose entries mean the same in every table (a list: any entry -> the first; a
-# dict: the same key; months: the same position). Markers, stop words and the place-name
-# heuristics are not meanings.
-_ALIGNED = (("view",), ("around", "before"), ("around", "after"), ("units",), ("output",), ("negation", "before"),
-            ("types",), ("users",), ("names",), ("months",), ("place", "prepositions"))
-
-
-def _section(cues: dict, path: tuple[str, ...]):
-    for key in path:
-        cues = cues.get(key) if isinstance(cues, dict) else None
-    return cues
-
 
 def _plural_forms(word: str) -> tuple[str, ...]:
     """English plural spellings of a folded word ("pharmacy" -> "pharmacies")."""
@@ -71,19 +58,6 @@ def _clean_name(name: str) -> str:
     return name.strip()
 
 
-def _aligned_pairs(en, other) -> list[tuple[str, str]]:
-    """English cue -> the other table's cue of the same meaning, for one section."""
-    if isinstance(en, dict) and isinstance(other, dict):
-        return [pair for key in en if key in other for pair in _aligned_pairs(en[key], other[key])]
-    if isinstance(en, list) and isinstance(other, list) and other:
-        if all(isinstance(x, list) for x in en) and all(isinstance(x, list) for x in other):
-            return [(word, o[0]) for e, o in zip(en, other) if o for word in e]  # months: by position
-        first = other[0]
-        if isinstance(first, str):
-            return [(word, first) for word in en if isinstance(word, str) and not word.endswith("*")]
-    return []
-
-
 class CodeSwitcher:
     """Writes a training request with another language's preset names and cue words."""
 
@@ -93,11 +67,7 @@ class CodeSwitcher:
         self._drop = {fold(w) for w in english["stop"]} | {fold(w) for w in english["markers"]}
         self._matchers: dict[str, Matcher] = {}
         for lang, names in preset_names.items():
-            other = table(lang)
-            cues: dict[str, str] = {}
-            for path in _ALIGNED:
-                for en_cue, cue in _aligned_pairs(_section(english, path), _section(other, path)):
-                    cues.setdefault(fold(en_cue), cue)
+            cues = aligned_cues("en", lang)
             pairs = []
             for phrase, name in names.items():
                 words = fold(phrase).split()

@@ -227,11 +227,18 @@ class CpuModel:
                                     f"CpuModel.load() or attach app.cpu.hints.TagHints ({INDEX_HINT})")
         return self.hints
 
+    def neighbour_text(self, nl: str) -> str:
+        """What the nearest training requests are searched by: the request, or, when the attached index
+        has a glossary of its language, its English word by word (``TagRetriever.english_text``)."""
+        if self.hints is None:
+            return nl
+        return self.hints.retriever.english_text(nl) or nl
+
     def retrieve(self, nl: str, config: CpuConfig | None = None) -> Retrieved:
         """The request's nearest training requests and, when the model uses the index, its tag hits."""
         config = config or self.config
         hits = self._tag_hints().hits(nl) if getattr(config, "tag_hints", False) else None
-        return Retrieved(self.neighbours.search(nl, config.k), hits)
+        return Retrieved(self.neighbours.search(self.neighbour_text(nl), config.k), hits)
 
     def pool(self, nl: str, *, exclude=frozenset(), config: CpuConfig | None = None,
              lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None,
@@ -252,8 +259,9 @@ class CpuModel:
         use_frame = getattr(config, "frame", False)
         if use_frame:
             merge_frame(info, frame)
+        english = self.neighbour_text(nl)
         if neighbours is None:
-            neighbours = self.neighbours.search(nl, config.k, exclude)
+            neighbours = self.neighbours.search(english, config.k, exclude)
         lex = lexicon or self.lexicon
         al = self.aliases if aliases is None else aliases
         place = al.get(info.area, info.area) if info.area else None
@@ -262,7 +270,7 @@ class CpuModel:
         if frame_k and getattr(self, "frame_neighbours", None) is not None and hints:
             seen = set(exclude) | {nb.index for nb in neighbours}
             picked = self.frame_neighbours.search(hints, shape.where, shape.count, frame_k, seen)
-            sims = similarities(self.neighbours, nl, [i for i, _ in picked])
+            sims = similarities(self.neighbours, english, [i for i, _ in picked])
             neighbours = list(neighbours) + [Neighbour(i, s, frame=True) for (i, _), s in zip(picked, sims)]
 
         wanted = lex.best_tags(info.words, limit=8)

@@ -134,3 +134,18 @@ def test_compile_shows_the_hints_and_neighbours_it_used(hinted_model, tmp_path, 
     assert [e.index for e in comp.examples] == [n.index for n in hinted_model.neighbours.search("beekeepers in Berlin", 5)]
     # each retrieved once, for showing and for using
     assert sorted(searches, key=str) == [("neighbours", "beekeepers in Berlin"), "beekeepers in Berlin"]
+
+
+def test_neighbours_of_a_request_in_a_glossary_language_are_found_by_its_english(hinted_model, glossed_index_dir):
+    """The nearest training requests of "Welche Honigmacher gibt es?" are those of its English, "beekeeper"."""
+    import copy
+
+    model = copy.copy(hinted_model)
+    model.hints = TagHints.load(glossed_index_dir)
+    german = "Welche Honigmacher gibt es?"
+    assert model.neighbour_text(german).startswith("beekeeper")
+    assert model.neighbour_text("beekeepers in Bonn") == "beekeepers in Bonn"  # English: as it is
+    assert [n.index for n in model.retrieve(german).neighbours] == [n.index for n in model.neighbours.search(
+        model.neighbour_text(german), model.config.k)]
+    model.hints = hinted_model.hints
+    assert model.neighbour_text(german) == german  # the index without a glossary: the request itself

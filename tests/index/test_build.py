@@ -59,7 +59,7 @@ def test_failed_build_keeps_previous_index(tmp_path, overpassnl_dir):
     (out / "manifest.json").write_text('{"user": "keep me"}')
     with FakeNpmRegistry(integrity="sha512-" + "A" * 86 + "==") as registry:  # every download fails the check
         config = IndexConfig(out_dir=out, data_dir=overpassnl_dir, cache_dir=tmp_path / "cache", registry=registry.url,
-                             train_limit=5, taginfo=False, progress=True)
+                             train_limit=5, taginfo=False, glossaries=(), progress=True)
         from geoql.index.build import build_index
 
         with pytest.raises(SchemaError, match="integrity") as failure:
@@ -118,7 +118,7 @@ def test_reused_embeddings_are_the_same_vectors(small_index_dir, tmp_path, overp
 
     with FakeNpmRegistry() as registry:
         out = build_index(IndexConfig(out_dir=tmp_path / "again", data_dir=overpassnl_dir, cache_dir=tmp_path / "cache",
-                                      registry=registry.url, train_limit=300, taginfo=False, progress=False,
+                                      registry=registry.url, train_limit=300, taginfo=False, glossaries=(), progress=False,
                                       fit_ranker=False, reuse_embeddings=small_index_dir))
     for name in (A.EXAMPLES_FAISS, A.TAG_SURFACES_FAISS):
         old, new = (faiss.read_index(str(d / name)) for d in (small_index_dir, out))
@@ -131,5 +131,19 @@ def test_reuse_needs_an_index_of_the_same_model(tmp_path, overpassnl_dir):
 
     with FakeNpmRegistry() as registry, pytest.raises(ConfigError, match="--reuse-embeddings"):
         build_index(IndexConfig(out_dir=tmp_path / "x", data_dir=overpassnl_dir, cache_dir=tmp_path / "cache",
-                                registry=registry.url, train_limit=5, taginfo=False, progress=False,
+                                registry=registry.url, train_limit=5, taginfo=False, glossaries=(), progress=False,
                                 reuse_embeddings=tmp_path / "no-index"))
+
+
+def test_a_dictionary_that_cannot_be_fetched_leaves_the_build_going(tmp_path, overpassnl_dir):
+    """No Debian mirror: the index is built, and its manifest says which glossary is missing and why."""
+    from geoql.index.build import build_index
+
+    with FakeNpmRegistry() as registry:
+        out = build_index(IndexConfig(out_dir=tmp_path / "index", data_dir=overpassnl_dir, cache_dir=tmp_path / "cache",
+                                      registry=registry.url, train_limit=5, taginfo=False, glossaries=("fr",),
+                                      debian_mirror="http://127.0.0.1:9", glossary_timeout=5, fit_ranker=False,
+                                      progress=False))
+    manifest = json.loads((out / A.MANIFEST).read_text())
+    assert manifest["sources"]["glossaries"]["fr"]["status"].startswith("skipped: cannot fetch http://127.0.0.1:9/pool/main/f/")
+    assert manifest["glossary_languages"] == [] and not list(out.glob(A.GLOSSARY_PREFIX + "*"))

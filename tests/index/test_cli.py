@@ -12,7 +12,7 @@ def test_index_build_command(tmp_path, overpassnl_dir, capsys):
     out = tmp_path / "idx"
     with FakeNpmRegistry() as registry:
         code = main(["index", "build", "--out", str(out), "--data-dir", str(overpassnl_dir), "--cache-dir", str(tmp_path / "c"),
-                     "--registry", registry.url, "--no-taginfo", "--train-limit", "8"])
+                     "--registry", registry.url, "--no-taginfo", "--no-glossaries", "--train-limit", "8"])
     assert code == 0
     assert f"index written to {out}" in capsys.readouterr().out
     assert json.loads((out / "manifest.json").read_text())["counts"]["examples"] == 8
@@ -20,7 +20,7 @@ def test_index_build_command(tmp_path, overpassnl_dir, capsys):
 
 def test_unreachable_registry_is_a_user_error(tmp_path, overpassnl_dir, capsys):
     code = main(["index", "build", "--out", str(tmp_path / "idx"), "--data-dir", str(overpassnl_dir),
-                 "--cache-dir", str(tmp_path / "c"), "--registry", "http://127.0.0.1:9", "--no-taginfo"])
+                 "--cache-dir", str(tmp_path / "c"), "--registry", "http://127.0.0.1:9", "--no-taginfo", "--no-glossaries"])
     assert code == 2
     err = capsys.readouterr().err
     assert "geoql index: error: could not fetch @openstreetmap/id-tagging-schema@7.2.0" in err
@@ -32,7 +32,7 @@ def test_unwritable_output_fails_before_any_download(tmp_path, overpassnl_dir, c
     (tmp_path / "file").write_text("a user's file")
     with FakeNpmRegistry() as registry:
         code = main(["index", "build", "--out", str(tmp_path / "file" / "idx"), "--data-dir", str(overpassnl_dir),
-                     "--cache-dir", str(tmp_path / "c"), "--registry", registry.url, "--no-taginfo"])
+                     "--cache-dir", str(tmp_path / "c"), "--registry", registry.url, "--no-taginfo", "--no-glossaries"])
         assert registry.requests == []
     assert code == 2
     err = capsys.readouterr().err

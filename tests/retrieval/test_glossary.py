@@ -1,0 +1,82 @@
+"""Word-by-word English from a glossary: cue phrases, small words, inflections, compounds, names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from geoql.index.glossary import LANGUAGES
+from geoql.nl.cues import aligned_cues, table
+from geoql.nl.text import fold
+from geoql.retrieval import artifacts as A
+from geoql.retrieval.glossary import Glossary, Translator
+
+GERMAN = Glossary("de", {"apotheke": "pharmacy", "bahnhöfe": "stations", "biogas": "biogas", "tankstelle": "filling station",
+                         "schule": "school", "bank": "bench"}, endings=("n", "en"), compounds=True)
+
+
+@pytest.mark.parametrize("word, english", [
+    ("Apotheke", "pharmacy"),
+    ("Apotheken", "pharmacy"),  # an inflection ending off
+    ("BAHNHÖFE", "stations"),  # any case
+    ("Biogastankstellen", "biogas filling station"),  # two known words
+    ("Schulbank", "school bench"),  # the head is "schule" without its "e"
+    ("Hausbank", None),  # an unknown head: no half translation
+    ("Heidelberg", None),  # a name
+    ("Bank", "bench"),
+])
+def test_a_word_is_known_inflected_or_compounded(word, english):
+    assert GERMAN.english(word) == english
+
+
+def test_compounds_are_split_only_where_the_language_writes_them():
+    french = Glossary("fr", {"biogas": "biogas", "tankstelle": "filling station"})
+    assert french.english("biogastankstelle") is None
+
+
+def test_cue_phrases_small_words_numbers_and_names():
+    t = Translator({"de": GERMAN})
+    out = t.translate("Welche Apotheken gibt es im Umkreis von 500 m um den Bahnhöfe in Heidelberg, ohne ID 42?", "de")
+    words = out.split()
+    assert "pharmacy" in words and "stations" in words
+    assert "500" in words and "Heidelberg" in words and "ID" in words and "42" in words
+    assert not {"welche", "gibt", "es", "den"} & {w.lower() for w in words}  # the cue table's small words go
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_glossary_language_writes_its_cues_in_english(lang):
+    """Each dictionary language has a cue table whose map-view cue reads as the English one."""
+    cue = table(lang)["view"][0]
+    t = Translator({lang: Glossary(lang, {})})
+    assert t.translate(cue, lang) == aligned_cues(lang, "en")[fold(cue)] == table("en")["view"][0]
+
+
+def test_a_language_without_a_glossary_is_not_translated():
+    assert Translator({"de": GERMAN}).translate("Pharmacies à Lyon", "fr") is None
+
+
+def test_the_glossaries_of_an_index_directory(tmp_path):
+    doc = {"language": "de", "endings": ["n"], "compounds": False, "source": {}, "words": {"apotheke": "pharmacy"}}
+    (tmp_path / A.glossary_file("de")).write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / A.glossary_file("xx")).write_text(json.dumps({**doc, "language": "xx"}), encoding="utf-8")  # no cue table
+    t = Translator.from_index(tmp_path)
+    assert t.languages == ("de",)
+    assert t.translate("Apotheken", "de") == "pharmacy"
+    assert Translator.from_index(tmp_path / "missing").languages == ()
+
+
+CHINESE = Glossary("zh", {"博物馆": "museum", "博物": "natural science", "西安": "Xi'an", "格尼": "Gurney"})
+
+
+def test_a_request_without_spaces_is_read_longest_word_first():
+    out = Translator({"zh": CHINESE}).translate("西安有哪些博物馆？", "zh")
+    assert out.startswith("Xi'an") and out.endswith("museum") and "natural science" not in out
+
+
+def test_letters_without_a_word_of_two_or_more_stay_as_they_are():
+    """A transliterated name ("马格尼托哥尔斯克") is letters the glossary mostly does not know; a single
+    letter is never looked up, so the name keeps its letters except where two of them spell a word."""
+    out = Translator({"zh": CHINESE}).translate("马格尼托哥尔斯克的博物馆", "zh")
+    assert out.split()[0] == "马" and "museum" in out
+    assert Translator({"ja": Glossary("ja", {"駅": "station"})}).translate("駅", "ja") == "駅"
