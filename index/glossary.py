@@ -281,11 +281,17 @@ def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, ou
     return {"status": "ok", **source_info, "words": len(words)}
 
 
-def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Path) -> dict:
-    """Write ``glossary.<lang>.json`` from the installed CC-CEDICT package; return its manifest entry."""
+def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Path, _read: dict | None = None) -> dict:
+    """Write ``glossary.<lang>.json`` from the installed CC-CEDICT package; return its manifest entry.
+    ``_read`` keeps what one call parsed for the next (Mandarin and Cantonese read the same file)."""
     from importlib import resources
     from importlib.metadata import PackageNotFoundError, version
 
+    key = (source.package, source.resource, source.min_letters)
+    if _read is not None and key in _read:
+        words, source_info = _read[key]
+        _write_glossary(out_dir, source.language, words, source_info)
+        return {"status": "ok", **source_info, "words": len(words)}
     try:
         data = resources.files(source.package).joinpath(source.resource).read_bytes()
         package_version = version(source.package)
@@ -294,6 +300,8 @@ def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Pa
     text = gzip.decompress(data).decode("utf-8", "replace") if data[:2] == b"\x1f\x8b" else data.decode("utf-8", "replace")
     words = glossary_words(cedict_entries(text), vocabulary, source.min_letters)
     source_info = {"package": source.package, "version": package_version, "sha256": hashlib.sha256(data).hexdigest()}
+    if _read is not None:
+        _read[key] = (words, source_info)
     _write_glossary(out_dir, source.language, words, source_info)
     return {"status": "ok", **source_info, "words": len(words)}
 
@@ -308,6 +316,7 @@ def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: P
     """Glossaries of ``languages`` into ``out_dir``; language -> manifest entry (``status`` ok or why not)."""
     sources = {**SOURCES, **CEDICT_SOURCES} if sources is None else sources
     info: dict[str, dict] = {}
+    parsed: dict = {}
     for lang in languages:
         source = sources.get(lang)
         if source is None:
@@ -315,7 +324,7 @@ def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: P
             continue
         try:
             if isinstance(source, CedictSource):
-                info[lang] = build_cedict_glossary(source, vocabulary, out_dir)
+                info[lang] = build_cedict_glossary(source, vocabulary, out_dir, parsed)
             else:
                 info[lang] = build_glossary(source, fetch_package(source, mirror, cache_dir, timeout=timeout), vocabulary, out_dir)
         except GlossaryError as e:
