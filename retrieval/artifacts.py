@@ -32,12 +32,13 @@ EXAMPLES_JSONL = "examples.jsonl"
 EXAMPLES_FAISS = "examples.faiss"
 EXAMPLES_BM25 = "examples.bm25"
 TAG_LEXICON = "tag_lexicon.npz"  # tag names in every language of the schema (retrieval.lexicon)
-GLOSSARY_PREFIX = "glossary."  # glossary.<lang>.json: words of a language -> English (retrieval.glossary); optional
+GLOSSARY_PREFIX, GLOSSARY_SUFFIX = "glossary.", ".sqlite"  # glossary.<lang>.sqlite: a language's words -> English
+# (retrieval.glossary); optional
 
 
 def glossary_file(lang: str) -> str:
     """File name of ``lang``'s glossary in an index directory."""
-    return f"{GLOSSARY_PREFIX}{lang}.json"
+    return f"{GLOSSARY_PREFIX}{lang}{GLOSSARY_SUFFIX}"
 
 
 REQUIRED_FILES = (

@@ -1,6 +1,6 @@
 """Word-by-word English for a request in another language, from the index's glossaries.
 
-A glossary (``glossary.<lang>.json``, written by ``geoql index build`` from a bilingual
+A glossary (``glossary.<lang>.sqlite``, written by ``geoql index build`` from a bilingual
 dictionary: ``index.glossary``) maps the words of one language to the English word the
 training requests use for them. ``Translator.translate`` reads a request as tokens and writes:
 
@@ -27,8 +27,10 @@ True
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from geoql.nl.cues import ALIGNED_SECTIONS, LANGUAGES, Matcher, aligned_cues, table, tokens
 from geoql.nl.text import fold
@@ -41,10 +43,54 @@ _MIN_PART = 4  # the shortest word a compound is split into
 _CUE_SECTIONS = (("place", "prepositions"),) + tuple(s for s in ALIGNED_SECTIONS if s != ("place", "prepositions"))
 
 
+_LONGEST_WORD = 12  # letters of the longest word looked up in a script without spaces
+
+
+def write_glossary(path: str | Path, language: str, words: dict[str, str], source: dict, *, endings=(),
+                   compounds: bool = False) -> Path:
+    """Write a glossary file: SQLite, so that a request reads the few words it needs instead of
+    loading 280,000 (a loaded German glossary was 157 MB of a cold ``geoql compile``)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    db = sqlite3.connect(tmp)
+    try:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("CREATE TABLE words (word TEXT PRIMARY KEY, english TEXT NOT NULL) WITHOUT ROWID")
+        meta = {"language": language, "endings": list(endings), "compounds": bool(compounds), "source": source,
+                "longest": max((len(w) for w in words), default=0)}
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()])
+        db.executemany("INSERT INTO words VALUES (?, ?)", sorted(words.items()))
+        db.commit()
+    finally:
+        db.close()
+    tmp.replace(path)  # whole or not at all
+    return path
+
+
+class _StoredWords(Mapping):
+    """The words table of a glossary file, read word by word (``Mapping``: ``get``, ``in``)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self._db = db
+
+    def __getitem__(self, word: str) -> str:
+        row = self._db.execute("SELECT english FROM words WHERE word = ?", (word,)).fetchone()
+        if row is None:
+            raise KeyError(word)
+        return row[0]
+
+    def __iter__(self):
+        return (w for (w,) in self._db.execute("SELECT word FROM words ORDER BY word"))
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT count(*) FROM words").fetchone()[0]
+
+
 @dataclass
 class Glossary:
     language: str
-    words: dict[str, str]  # lower-case word -> English
+    words: Mapping[str, str]  # lower-case word -> English (a dict, or a glossary file's table)
     endings: tuple[str, ...] = ()
     compounds: bool = False
     _cache: dict[str, str | None] = field(default_factory=dict, repr=False)
@@ -52,8 +98,16 @@ class Glossary:
 
     @classmethod
     def load(cls, path: str | Path) -> "Glossary":
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        return cls(doc["language"], doc["words"], tuple(doc.get("endings", ())), bool(doc.get("compounds")))
+        """A glossary file written by :func:`write_glossary`; its words stay on disk."""
+        try:
+            # read-only; check_same_thread off: the demo compiles on worker threads (SQLite serialises)
+            db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False)
+            meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+            glossary = cls(meta["language"], _StoredWords(db), tuple(meta.get("endings", ())), bool(meta.get("compounds")))
+        except (sqlite3.Error, ValueError, KeyError) as e:
+            raise A.IndexMissingError(f"{path} is no readable glossary ({e}); rebuild the index with `{A.BUILD_COMMAND}`") from None
+        glossary._longest = min(int(meta.get("longest") or 0), _LONGEST_WORD)
+        return glossary
 
     def longest_at(self, letters: list[str], i: int) -> tuple[int, str] | None:
         """For a script written without spaces: ``(end, English)`` of the longest word of the glossary
@@ -64,7 +118,7 @@ class Glossary:
         (5, 'museum')
         """
         if not self._longest:
-            self._longest = max((len(w) for w in self.words), default=1)
+            self._longest = min(max((len(w) for w in self.words), default=1), _LONGEST_WORD)
         for end in range(min(len(letters), i + self._longest), i + 1, -1):
             english = self.words.get("".join(letters[i:end]))
             if english:
@@ -84,11 +138,14 @@ class Glossary:
         return self._cache[w]
 
     def _known(self, w: str) -> str | None:
-        if w in self.words:
-            return self.words[w]
+        english = self.words.get(w)
+        if english is not None:
+            return english
         for ending in self.endings:
-            if w.endswith(ending) and len(w) - len(ending) >= 3 and w[: -len(ending)] in self.words:
-                return self.words[w[: -len(ending)]]
+            if w.endswith(ending) and len(w) - len(ending) >= 3:
+                english = self.words.get(w[: -len(ending)])
+                if english is not None:
+                    return english
         return None
 
     def _compound(self, w: str) -> str | None:
@@ -101,8 +158,9 @@ class Glossary:
                 continue
             head = w[:i]
             for form in (head, head[:-1] if head.endswith("s") else None, head + "e"):
-                if form and form in self.words:
-                    return f"{self.words[form]} {tail}"
+                english = self.words.get(form) if form else None
+                if english is not None:
+                    return f"{english} {tail}"
         return None
 
 
@@ -127,8 +185,8 @@ class Translator:
     def from_index(cls, index_dir: str | Path) -> "Translator":
         """The glossaries found in ``index_dir`` (none: a translator that translates nothing)."""
         out: dict[str, Glossary | Path] = {}
-        for path in sorted(Path(index_dir).glob(f"{A.GLOSSARY_PREFIX}*.json")):
-            lang = path.name[len(A.GLOSSARY_PREFIX):-len(".json")]
+        for path in sorted(Path(index_dir).glob(f"{A.GLOSSARY_PREFIX}*{A.GLOSSARY_SUFFIX}")):
+            lang = path.name[len(A.GLOSSARY_PREFIX):-len(A.GLOSSARY_SUFFIX)]
             if lang in LANGUAGES:
                 out[lang] = path
         return cls(out)

@@ -148,6 +148,8 @@ class TagRetriever:
         text = clean_request(nl)
         if not self.translator.languages or not has_content(text):
             return None
+        # A short request without cue words ("Apotheken in Berlin") is guessed English and keeps the
+        # lexicon's gloss: a language guessed from single foreign words misreads English requests.
         return self.translator.translate(text, guess_language(text))
 
     def english_text(self, nl: str) -> str | None:

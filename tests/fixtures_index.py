@@ -135,10 +135,10 @@ def glossed_index_dir(small_index_dir, tmp_path_factory) -> Path:
     import shutil
 
     from geoql.retrieval import artifacts as A
+    from geoql.retrieval.glossary import write_glossary
 
     out = tmp_path_factory.mktemp("glossed") / "index"
     shutil.copytree(small_index_dir, out)
     words = {"honigmacher": "beekeeper", "briefkasten": "post box", "kinder": "children", "spielplätze": "playgrounds"}
-    doc = {"language": "de", "endings": ["n", "en", "e", "s"], "compounds": True, "source": {}, "words": words}
-    (out / A.glossary_file("de")).write_text(json.dumps(doc), encoding="utf-8")
+    write_glossary(out / A.glossary_file("de"), "de", words, {}, endings=("n", "en", "e", "s"), compounds=True)
     return out

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from geoql.index.glossary import LANGUAGES
 from geoql.nl.cues import aligned_cues, table
 from geoql.nl.text import fold
 from geoql.retrieval import artifacts as A
-from geoql.retrieval.glossary import Glossary, Translator
+from geoql.retrieval.glossary import Glossary, Translator, write_glossary
 
 GERMAN = Glossary("de", {"apotheke": "pharmacy", "bahnhöfe": "stations", "biogas": "biogas", "tankstelle": "filling station",
                          "schule": "school", "bank": "bench"}, endings=("n", "en"), compounds=True)
@@ -57,13 +55,28 @@ def test_a_language_without_a_glossary_is_not_translated():
 
 
 def test_the_glossaries_of_an_index_directory(tmp_path):
-    doc = {"language": "de", "endings": ["n"], "compounds": False, "source": {}, "words": {"apotheke": "pharmacy"}}
-    (tmp_path / A.glossary_file("de")).write_text(json.dumps(doc), encoding="utf-8")
-    (tmp_path / A.glossary_file("xx")).write_text(json.dumps({**doc, "language": "xx"}), encoding="utf-8")  # no cue table
+    write_glossary(tmp_path / A.glossary_file("de"), "de", {"apotheke": "pharmacy"}, {}, endings=("n",))
+    write_glossary(tmp_path / A.glossary_file("xx"), "xx", {"apotheke": "pharmacy"}, {})  # no cue table: ignored
     t = Translator.from_index(tmp_path)
     assert t.languages == ("de",)
     assert t.translate("Apotheken", "de") == "pharmacy"
     assert Translator.from_index(tmp_path / "missing").languages == ()
+
+
+def test_a_glossary_file_is_read_word_by_word_and_rewritten_whole(tmp_path):
+    path = write_glossary(tmp_path / A.glossary_file("de"), "de", {"b": "2", "a": "1"}, {"package": "p"}, compounds=True)
+    g = Glossary.load(path)
+    assert (g.language, g.compounds, len(g.words), list(g.words), g.words.get("a"), g.words.get("zz")) == \
+        ("de", True, 2, ["a", "b"], "1", None)
+    write_glossary(path, "de", {"c": "3"}, {})  # a rebuild replaces the file, never mixes two
+    assert dict(Glossary.load(path).words) == {"c": "3"} and not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_damaged_glossary_file_names_the_rebuild(tmp_path):
+    path = tmp_path / A.glossary_file("de")
+    path.write_bytes(b"not a database")
+    with pytest.raises(A.IndexMissingError, match="geoql index build"):
+        Glossary.load(path)
 
 
 CHINESE = Glossary("zh", {"博物馆": "museum", "博物": "natural science", "西安": "Xi'an", "格尼": "Gurney"})
