@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -41,9 +42,8 @@ _MIN_PART = 4  # the shortest word a compound is split into
 # A bare "in" is a place preposition before it is a distance ("in 500 m"): the translation keeps the
 # sentence's "in", which the training requests use, and the frame reads the distance from the request.
 _CUE_SECTIONS = (("place", "prepositions"),) + tuple(s for s in ALIGNED_SECTIONS if s != ("place", "prepositions"))
-
-
 _LONGEST_WORD = 12  # letters of the longest word looked up in a script without spaces
+_CACHE_WORDS = 50_000  # words remembered per glossary; a long-running demo must not grow without end
 
 
 def write_glossary(path: str | Path, language: str, words: dict[str, str], source: dict, *, endings=(),
@@ -73,9 +73,11 @@ class _StoredWords(Mapping):
 
     def __init__(self, db: sqlite3.Connection):
         self._db = db
+        self._lock = threading.Lock()  # one connection, shared by the demo's worker threads
 
     def __getitem__(self, word: str) -> str:
-        row = self._db.execute("SELECT english FROM words WHERE word = ?", (word,)).fetchone()
+        with self._lock:
+            row = self._db.execute("SELECT english FROM words WHERE word = ?", (word,)).fetchone()
         if row is None:
             raise KeyError(word)
         return row[0]
@@ -100,7 +102,7 @@ class Glossary:
     def load(cls, path: str | Path) -> "Glossary":
         """A glossary file written by :func:`write_glossary`; its words stay on disk."""
         try:
-            # read-only; check_same_thread off: the demo compiles on worker threads (SQLite serialises)
+            # read-only; check_same_thread off: the demo compiles on worker threads (_StoredWords locks)
             db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False)
             meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
             glossary = cls(meta["language"], _StoredWords(db), tuple(meta.get("endings", ())), bool(meta.get("compounds")))
@@ -134,6 +136,8 @@ class Glossary:
         """
         w = word.lower()
         if w not in self._cache:
+            if len(self._cache) >= _CACHE_WORDS:
+                self._cache.clear()
             self._cache[w] = self._known(w) or (self._compound(w) if self.compounds else None)
         return self._cache[w]
 

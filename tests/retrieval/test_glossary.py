@@ -93,3 +93,14 @@ def test_letters_without_a_word_of_two_or_more_stay_as_they_are():
     out = Translator({"zh": CHINESE}).translate("马格尼托哥尔斯克的博物馆", "zh")
     assert out.split()[0] == "马" and "museum" in out
     assert Translator({"ja": Glossary("ja", {"駅": "station"})}).translate("駅", "ja") == "駅"
+
+
+def test_a_glossary_file_answers_from_several_threads(tmp_path):
+    """The demo compiles on worker threads that share one loaded index."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    words = {f"wort{i}": f"word{i}" for i in range(500)}
+    g = Glossary.load(write_glossary(tmp_path / A.glossary_file("de"), "de", words, {}))
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(g.words.get, list(words) * 4))
+    assert got == list(words.values()) * 4
