@@ -103,6 +103,7 @@ class CedictSource:
 CEDICT_SOURCES = {lang: CedictSource(lang) for lang in ("zh", "yue")}
 _CEDICT_LINE = re.compile(r"(\S+) (\S+) \[[^\]]*\] /(.*)/")
 # senses that name no thing: measure words, cross-references, surnames, abbreviations
+_CEDICT_SEE = re.compile(r"^see (?:also )?([^|\[\s]+)")  # a cross-reference: "see 西安區|西安区[Xi1 an1 Qu1]"
 _CEDICT_SKIP = re.compile(r"^CL:|variant of|surname|abbr\.|see also|used in", re.IGNORECASE)
 
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
@@ -228,17 +229,28 @@ def english_vocabulary(texts) -> Counter:
 
 
 def cedict_entries(text: str):
-    """``(headword, renderings)`` of CC-CEDICT text, once per spelling (traditional, simplified).
+    """``(headword, renderings)`` of CC-CEDICT text, once per spelling (traditional, simplified). An
+    entry that only points to another ("see 西安區|西安区") takes the renderings of the entry it names.
 
     >>> list(cedict_entries("博物館 博物馆 [bo2 wu4 guan3] /museum/\\n藥房 药房 [yao4 fang2] /pharmacy/drugstore/CL:家[jia1]/"))
     [('博物館', ['museum']), ('博物馆', ['museum']), ('藥房', ['pharmacy', 'drugstore']), ('药房', ['pharmacy', 'drugstore'])]
+    >>> dict(cedict_entries("西安 西安 [Xi1 an1] /see 西安區|西安区[Xi1 an1 Qu1]/\\n西安區 西安区 [Xi1 an1 Qu1] /Xi'an district/"))["西安"]
+    ["Xi'an district"]
     """
+    items_of: dict[str, list[str]] = {}
+    see_of: dict[str, str] = {}
+    order: list[str] = []
     for line in text.splitlines():
         m = _CEDICT_LINE.match(line)
         if not m or line.startswith("#"):
             continue
         items: list[str] = []
+        see = None
         for sense in m.group(3).split("/"):
+            ref = _CEDICT_SEE.match(sense)
+            if ref:
+                see = see or ref.group(1)
+                continue
             if _CEDICT_SKIP.search(sense):
                 continue
             for part in sense.split(";"):
@@ -246,7 +258,13 @@ def cedict_entries(text: str):
                 if part and len(part) < 40 and _ENGLISH_WORD.search(part.lower()):
                     items.append(part)
         for headword in dict.fromkeys((m.group(1), m.group(2))):
-            yield headword, items[:6]
+            if headword not in items_of:
+                order.append(headword)
+            items_of.setdefault(headword, []).extend(items[:6])
+            if see:
+                see_of.setdefault(headword, see)
+    for headword in order:
+        yield headword, items_of[headword] or items_of.get(see_of.get(headword, ""), [])
 
 
 def glossary_words(entries, vocabulary: Counter, min_letters: int = 1) -> dict[str, str]:

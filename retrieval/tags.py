@@ -206,10 +206,12 @@ class TagRetriever:
         return self.lexicon.search(text, k)
 
     def gloss(self, nl: str) -> str:
-        """The request as the English sources read it: unchanged when it is English, else its Latin-script
-        words (all of them in a Latin-script language, only names and numbers in other scripts) followed by
-        the English names of its best lexical matches ("Apotheken in Berlin" -> "Apotheken in Berlin
-        Pharmacy ...", "西安的博物馆" -> "Museum ...").
+        """The request as the English sources read it: unchanged when it is English; else its word-by-word
+        English where the index has a glossary of its language (:meth:`translation`), or else its
+        Latin-script words (all of them in a Latin-script language, only names and numbers in other
+        scripts); then the English names of its best lexical matches ("Apotheken in Berlin" ->
+        "Apotheken in Berlin Pharmacy ...", "西安的博物馆" -> "Xi'an museum Museum ..." with the
+        Chinese glossary, "Museum ..." without).
         """
         text = clean_request(nl)
         if not has_content(text) or self.is_english(text):
