@@ -286,7 +286,7 @@ def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim
             },
             A.TRAIN_SOURCE: {"split": "train", "examples": len(train), "sha256": train_digest},
             "taginfo": taginfo_info,
-            "glossaries": glossaries,  # language -> FreeDict package, or why it is missing
+            "glossaries": glossaries,  # language -> its dictionary (FreeDict or CC-CEDICT), or why it is missing
         },
         "embedding": {"model": config.embedding_model, "resolved": resolve_model(config.embedding_model), "dim": int(dim), "normalized": True},
         "counts": {**tag_counts(docs), "tag_surfaces": len(surfaces), "surface_kinds": surface_kinds, "examples": len(examples),

@@ -210,8 +210,8 @@ class TagRetriever:
         English where the index has a glossary of its language (:meth:`translation`), or else its
         Latin-script words (all of them in a Latin-script language, only names and numbers in other
         scripts); then the English names of its best lexical matches ("Apotheken in Berlin" ->
-        "Apotheken in Berlin Pharmacy ...", "西安的博物馆" -> "Xi'an museum Museum ..." with the
-        Chinese glossary, "Museum ..." without).
+        "Apotheken in Berlin Pharmacy ...", "西安的博物馆" -> "西 安 museum Museum ..." with the
+        Chinese glossary, whose "西安" is only a cross-reference, and "Museum ..." without).
         """
         text = clean_request(nl)
         if not has_content(text) or self.is_english(text):
