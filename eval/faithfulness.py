@@ -38,7 +38,7 @@ import json
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
@@ -99,6 +99,15 @@ class _Request:
     digits: frozenset[str]
     dates: tuple[tuple[int, int | None, int | None], ...]
     periods: tuple[tuple[float | None, str], ...]  # (days or None, unit)
+    # output kind -> whether a cue asks for it: the CPU default checks ~30 candidates per request
+    _asks: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def asks_output(self, kind: str) -> bool:
+        """Whether a cue of any language asks for this output ("count", "meta", "csv", ...)."""
+        hit = self._asks.get(kind)
+        if hit is None:
+            hit = self._asks[kind] = any(_has_cue(self, cue) for cue in _cues()["output"].get(kind, ()))
+        return hit
 
     def has_words(self, folded_value: str) -> bool:
         seq = _words(folded_value)
@@ -361,6 +370,10 @@ def _read_request(nl: str) -> _Request:
                     dates=_read_dates(text, words), periods=_read_periods(words, joined))
 
 
+# The same request is checked against every candidate of its pool: read it once.
+_request_of = lru_cache(maxsize=256)(_read_request)
+
+
 # ------------------------------------------------------------------ the query's constants
 
 def _unquote(text: str) -> str:
@@ -580,7 +593,7 @@ def _supported(c: Constant, req: _Request, aliases: dict[str, set[str]]) -> bool
             return _period_supported(c.value[len("{{date:"):-2], req)
         return _date_supported(c.value, req)
     if c.kind == "output":
-        return any(_has_cue(req, cue) for cue in _cues()["output"].get(c.value, ()))
+        return req.asks_output(c.value)
     return True
 
 
@@ -600,7 +613,7 @@ def unsupported_constants(nl: str, query: str, *, aliases: Mapping[str, Iterable
     constants = query_constants(query)
     if not constants:
         return []
-    req = _read_request(nl if isinstance(nl, str) else "")
+    req = _request_of(nl if isinstance(nl, str) else "")
     folded = _folded_aliases(aliases)
     return [c for c in constants if not _supported(c, req, folded)]
 

@@ -303,10 +303,22 @@ def walk(node) -> Iterator:
         cur = stack.pop()
         yield cur
         children = []
-        for f in fields(cur):
-            value = getattr(cur, f.name)
+        for name in _field_names(type(cur)):
+            value = getattr(cur, name)
             if isinstance(value, list):
                 children.extend(v for v in value if hasattr(v, "__dataclass_fields__"))
             elif hasattr(value, "__dataclass_fields__") and not isinstance(value, Diagnostic):
                 children.append(value)
         stack.extend(reversed(children))
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    # dataclasses.fields() builds a fresh tuple of Field objects per call; the CPU default walks
+    # ~2,000 nodes per request, so the names are looked up once per node class.
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
