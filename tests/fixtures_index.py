@@ -141,4 +141,7 @@ def glossed_index_dir(small_index_dir, tmp_path_factory) -> Path:
     shutil.copytree(small_index_dir, out)
     words = {"honigmacher": "beekeeper", "briefkasten": "post box", "kinder": "children", "spielplätze": "playgrounds"}
     write_glossary(out / A.glossary_file("de"), "de", words, {}, endings=("n", "en", "e", "s"), compounds=True)
+    # Russian: dictionary forms only, as FreeDict's WikDict edition has them; pymorphy3 finds them
+    write_glossary(out / A.glossary_file("ru"), "ru", {"медовик": "beekeeper", "детский": "children"}, {},
+                   lemmatizer="pymorphy3")
     return out

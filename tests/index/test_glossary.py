@@ -72,7 +72,7 @@ def deb_package(files: dict[str, bytes]) -> bytes:
 
 
 class FakeDebianMirror:
-    """Serves ``GET /pool/main/f/freedict/<file>`` as deb.debian.org does; 404 for anything else."""
+    """Serves ``GET /pool/main/f/<source package>/<file>`` as deb.debian.org does; 404 for anything else."""
 
     def __init__(self, packages: dict[str, bytes]):
         self.packages, self.requests = packages, []
@@ -82,7 +82,7 @@ class FakeDebianMirror:
             def do_GET(self):  # noqa: N802 (http.server API)
                 mirror.requests.append(self.path)
                 name = self.path.rsplit("/", 1)[-1]
-                body = mirror.packages.get(name) if self.path.startswith("/pool/main/f/freedict/") else None
+                body = mirror.packages.get(name) if self.path.startswith("/pool/main/f/freedict") else None
                 self.send_response(200 if body is not None else 404)
                 self.send_header("Content-Type", "application/vnd.debian.binary-package")
                 self.send_header("Content-Length", str(len(body or b"")))
@@ -170,7 +170,8 @@ def test_every_source_names_a_cue_table_and_a_file(language):
     source = G.SOURCES.get(language) or G.CEDICT_SOURCES[language]
     assert source.language == language and language in LANGUAGES
     if isinstance(source, G.DictionarySource):
-        assert source.url(G.DEBIAN_MIRROR) == f"https://deb.debian.org/debian/pool/main/f/freedict/{source.package}_{source.version}_all.deb"
+        assert source.pool in ("f/freedict", "f/freedict-wikdict")  # FreeDict's own and its WikDict editions
+        assert source.url(G.DEBIAN_MIRROR) == f"https://deb.debian.org/debian/pool/main/{source.pool}/{source.package}_{source.version}_all.deb"
     else:
         from importlib import resources
 
@@ -199,3 +200,36 @@ def test_the_chinese_glossaries_come_from_the_installed_cc_cedict(tmp_path):
 def test_a_source_with_a_malformed_checksum_says_where_to_take_it():
     with pytest.raises(ValueError, match="sha256sum"):
         G.DictionarySource("de", "p", "1", "abc", "d")
+
+
+# Entries as FreeDict's WikDict edition writes them: English lines, each followed by a Russian definition.
+WIKDICT_ENTRIES = {
+    "замок": "замок /zamˈok/ <n>\n1. castle, stronghold\n2. lock 2.\nустройство для запирания чего-либо ключом\n",
+    "дорога": "дорога /dʌrˈoɡa/ <n>\n1. please., the way\nпуть сообщения\n2. travel\nпоездка\n3. road, way\nнаправление\n",
+    "приём": "приём /prʲijˈɵm/ <n>\n1. reception\nдействие по значению гл. принимать\n",
+    "Германия": "Германия /ɡʲirmˈɑnʲija/ <n>\nGermany\nгосударство в Центральной Европе\n",
+}
+
+
+def test_a_russian_glossary_reads_inflected_words_through_their_dictionary_forms(tmp_path):
+    deb = deb_package(dictd_files(WIKDICT_ENTRIES, "freedict-rus-eng"))
+    source = G.DictionarySource("ru", "dict-freedict-rus-eng", "2024.11.01-2", hashlib.sha256(deb).hexdigest(),
+                                "freedict-rus-eng", pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3",
+                                variants=(("ё", "е"),))
+    with FakeDebianMirror({source.filename: deb}) as mirror:
+        info = G.build_glossaries(["ru"], Counter({"castle": 30, "lock": 5, "road": 40, "way": 20}), tmp_path,
+                                  tmp_path / "cache", mirror=mirror.url, sources={"ru": source})
+    assert info["ru"]["status"] == "ok"
+    assert mirror.requests == [f"/pool/main/f/freedict-wikdict/{source.filename}"]
+    glossary = Glossary.load(tmp_path / A.glossary_file("ru"))
+    assert glossary.lemmatizer == "pymorphy3"
+    words = dict(glossary.words)
+    assert words["замок"] == "castle" and words["дорога"] == "road"  # the third sense competes
+    assert words["прием"] == words["приём"] == "reception"  # "ё" is mostly written "е"
+    # plural, a fleeting vowel, the prepositional case, a genitive written with "е"
+    assert [glossary.english(w) for w in ("замки", "Германии", "дорогах", "приема", "Берлине")] == \
+        ["castle", "Germany", "road", "reception", None]
+
+
+def test_sense_numbers_are_no_part_of_a_rendering():
+    assert G.renderings("замок /z/ <n>\n1. castle\n2. lock 2.\nустройство\n") == ["castle", "lock"]

@@ -50,6 +50,36 @@ def test_every_glossary_language_writes_its_cues_in_english(lang):
     assert t.translate(cue, lang) == aligned_cues(lang, "en")[fold(cue)] == table("en")["view"][0]
 
 
+RUSSIAN = Glossary("ru", {"замок": "castle", "германия": "Germany", "исторический": "historic", "школа": "school"},
+                   lemmatizer="pymorphy3")
+
+
+def test_a_russian_request_is_read_through_its_words_dictionary_forms():
+    """pymorphy3 (the ``index`` extra) gives the dictionary form the glossary holds."""
+    out = Translator({"ru": RUSSIAN}).translate("Какие исторические замки есть в Германии?", "ru")
+    assert out.split() == ["historic", "castle", "in", "Germany"]
+
+
+def test_without_its_lemmatizer_a_glossary_knows_dictionary_forms_only(monkeypatch):
+    from geoql.retrieval import glossary as G
+
+    def missing(word):
+        raise ImportError("No module named 'pymorphy3'")
+
+    monkeypatch.setitem(G.LEMMATIZERS, "pymorphy3", missing)
+    monkeypatch.setattr(G, "_MISSING_WARNED", set())
+    glossary = Glossary("ru", dict(RUSSIAN.words), lemmatizer="pymorphy3")
+    with pytest.warns(UserWarning, match="pip install"):
+        assert glossary.english("замки") is None
+    assert glossary.english("замок") == "castle" and glossary.english("школы") is None  # warned once, then quiet
+
+
+def test_a_glossary_names_only_a_known_lemmatizer(tmp_path):
+    with pytest.raises(ValueError, match="known: pymorphy3"):
+        write_glossary(tmp_path / A.glossary_file("ru"), "ru", {"замок": "castle"}, {}, lemmatizer="stemmer")
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_language_without_a_glossary_is_not_translated():
     assert Translator({"de": GERMAN}).translate("Pharmacies à Lyon", "fr") is None
 

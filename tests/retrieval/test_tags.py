@@ -157,6 +157,17 @@ def test_a_word_only_the_glossary_knows_is_found(tags, glossed_index_dir):
     assert tags.translation(nl) is None and tags.english_text(nl) is None
 
 
+def test_an_inflected_russian_word_is_read_through_its_dictionary_form(tags, glossed_index_dir):
+    """ "медовики" (plural) is in no tag name; the glossary holds "медовик" (an entry made up, like
+    "Honigmacher"), pymorphy3 the way there."""
+    nl = "Какие медовики есть?"
+    glossed = TagRetriever.load(glossed_index_dir)
+    assert glossed.translation(nl) == "beekeeper"
+    assert glossed.translation("Сколько медовиков в Москве?") == "how many beekeeper in Москве"  # names stay
+    assert glossed.search(nl, 3)[0].tag == "craft=beekeeper"
+    assert "craft=beekeeper" not in [h.tag for h in tags.search(nl, 3)]
+
+
 def test_english_text_is_for_requests_in_a_glossary_language_only(glossed_index_dir):
     glossed = TagRetriever.load(glossed_index_dir)
     assert glossed.english_text("playgrounds in Berlin") is None  # English: searched as it is
