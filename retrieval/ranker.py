@@ -8,8 +8,9 @@ standardised features and their pairwise products, re-scores stage 1's best
 more when another agrees). Both are fitted on the index's own training requests,
 each searched leaving out every training request with the same gold query (they
 neither vote nor appear as phrase surfaces; tags only they brought in are no
-candidates). The fit is deterministic (lbfgs, no randomness) and takes a few
-minutes on the full index; ``geoql index fit-ranker`` (or ``geoql index build``)
+candidates). The fit is deterministic (lbfgs for the first stage, Newton steps for the
+second, no randomness) and takes under a minute on the full index on two cores (the
+features are most of it); ``geoql index fit-ranker`` (or ``geoql index build``)
 writes the coefficients as readable JSON (``ranker.json``) next to the other
 artifacts. Without that file the retriever uses the hand-tuned linear fusion.
 
