@@ -35,7 +35,7 @@ from pathlib import Path
 from geoql.core.errors import GeoqlError
 from geoql.core.files import write_atomic
 from geoql.retrieval import artifacts as A
-from geoql.retrieval.glossary import write_glossary
+from geoql.retrieval.glossary import LEMMATIZERS, write_glossary
 
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 
@@ -64,6 +64,10 @@ class DictionarySource:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
             raise ValueError(f"{self.package}: sha256 must be 64 hex digits; take it from `sha256sum` of the .deb")
+        if self.senses < 1:
+            raise ValueError(f"{self.package}: senses must be at least 1 (got {self.senses}); 2 suits most dictionaries")
+        if self.lemmatizer and self.lemmatizer not in LEMMATIZERS:
+            raise ValueError(f"{self.package}: unknown lemmatizer {self.lemmatizer!r}; use one of {', '.join(LEMMATIZERS)} or none")
 
     @property
     def filename(self) -> str:

@@ -202,6 +202,12 @@ def test_a_source_with_a_malformed_checksum_says_where_to_take_it():
         G.DictionarySource("de", "p", "1", "abc", "d")
 
 
+@pytest.mark.parametrize("field, fix", [({"senses": 0}, "at least 1"), ({"lemmatizer": "snowball"}, "use one of pymorphy3")])
+def test_a_source_with_a_bad_setting_names_the_fix(field, fix):
+    with pytest.raises(ValueError, match=fix):
+        G.DictionarySource("ru", "p", "1", "0" * 64, "d", **field)
+
+
 # Entries as FreeDict's WikDict edition writes them: English lines, each followed by a Russian definition.
 WIKDICT_ENTRIES = {
     "замок": "замок /zamˈok/ <n>\n1. castle, stronghold\n2. lock 2.\nустройство для запирания чего-либо ключом\n",
