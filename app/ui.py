@@ -417,7 +417,7 @@ class Preparation:
             return "_The compiler is prepared on the first request._"
         since = _clock(time.monotonic() - (self.started or time.monotonic()))
         lines = [f"**Getting ready ({since}):** on its first start on a machine the CPU default builds its tag "
-                 "index and trains a quick first model (about 5 minutes on 2 cores, once; the full model then "
+                 "index and trains a quick first model (about 4 minutes on 2 cores, once; the full model then "
                  "trains behind it). The buttons work when it is done."]
         lines += [s.line() for s in self.steps()] or ["- loading the compiler"]
         return "\n".join(lines)
