@@ -126,6 +126,8 @@ _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
 _STOP_LINE = ("see", "Synonym", "Synonyms", "Note", "Antonym", "Example")
 _ENGLISH_WORD = re.compile(r"[a-z]+")
 _SENSE_NUMBER = re.compile(r"\s+\d+\.?$")  # WikDict's "lock 2.": the number of a sense in the source
+_LINE_NUMBER = re.compile(r"^\s*\d+\.\s*")  # "2. travel": a numbered sense line
+_ITEM_SPLIT = re.compile(r"[,;]")
 
 
 def _b64(text: str) -> int:
@@ -207,12 +209,12 @@ def renderings(entry: str, groups: int = 2, per_group: int = 4) -> list[str]:
     out: list[str] = []
     found = 0
     for line in entry.split("\n")[1:]:
-        text = re.sub(r"^\s*\d+\.\s*", "", line.strip())
+        text = _LINE_NUMBER.sub("", line.strip())
         if not text:
             continue
         if text.startswith('"') or text.split(":")[0] in _STOP_LINE:
             break
-        items = [_SENSE_NUMBER.sub("", " ".join(p.split()).strip(" ;.")) for p in re.split(r"[,;]", _MARKUP.sub(" ", text))]
+        items = [_SENSE_NUMBER.sub("", " ".join(p.split()).strip(" ;.")) for p in _ITEM_SPLIT.split(_MARKUP.sub(" ", text))]
         items = [p for p in items if p and len(p) < 40 and "/" not in p and _ENGLISH_WORD.search(p.lower())]
         if items:
             out.extend(items[:per_group])
@@ -222,18 +224,21 @@ def renderings(entry: str, groups: int = 2, per_group: int = 4) -> list[str]:
     return out
 
 
-def best_rendering(candidates: list[str], vocabulary: Counter) -> str | None:
+def best_rendering(candidates: list[str], vocabulary: Counter, *, logs: dict[str, float] | None = None) -> str | None:
     """The candidate whose words the training requests use most (mean log count); earlier wins ties.
+    ``logs``: ``log1p`` of the vocabulary's counts, made once for a whole dictionary.
 
     >>> best_rendering(["pods", "schools"], Counter({"schools": 40, "school": 90}))
     'schools'
     """
+    if logs is None:
+        logs = {w: math.log1p(c) for w, c in vocabulary.items()}
     best: tuple[float, str] | None = None
     for rank, text in enumerate(candidates):
         words = _ENGLISH_WORD.findall(text.lower())
         if not words:
             continue
-        score = sum(math.log1p(vocabulary[w]) for w in words) / len(words) - 0.01 * rank
+        score = sum(logs.get(w, 0.0) for w in words) / len(words) - 0.01 * rank
         if best is None or score > best[0]:
             best = (score, text)
     return best[1] if best else None
@@ -298,8 +303,12 @@ def glossary_words(entries, vocabulary: Counter, min_letters: int = 1, *, senses
             continue
         by_word.setdefault(word, []).extend(renderings(entry, groups=senses) if isinstance(entry, str) else entry)
     out = {}
+    logs = {w: math.log1p(c) for w, c in vocabulary.items()}
     for word, candidates in by_word.items():
-        best = best_rendering(candidates, vocabulary)
+        if len(candidates) == 1 and _ENGLISH_WORD.search(candidates[0].lower()):
+            out[word] = candidates[0]  # nothing to choose between (most headwords)
+            continue
+        best = best_rendering(candidates, vocabulary, logs=logs)
         if best:
             out[word] = best
     for letter, other in variants:
