@@ -247,14 +247,16 @@ def analyse(nl: str, places: dict[str, str] | None = None) -> RequestInfo:
 
 def merge_frame(info: RequestInfo, frame) -> RequestInfo:
     """Fill in what the English rules missed from the intent frame (``geoql.nl.frame.Frame``):
-    its place (unless the request means the map view), the map view, counting, element types.
+    the map view, else its place; counting, element types. The view comes first: a request that
+    names it wants the view's box, and a word before a particle is a place only by its position
+    ("現在の表示範囲内で、車椅子で…": in the current view, by wheelchair).
     Changes ``info`` in place and returns it."""
     if info.area is None and not info.in_view:
-        if frame.place:
+        if frame.in_view:
+            info.in_view = True
+        elif frame.place:
             info.area = frame.place
             info.words = info.words - content_words(frame.place)
-        elif frame.in_view:
-            info.in_view = True
     info.count = info.count or "count" in frame.output
     if not info.types:
         info.types = set(frame.types) & {"node", "way", "relation"}

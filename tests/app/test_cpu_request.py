@@ -136,6 +136,8 @@ FRAME_CASES = [
     ("Wie viele Apotheken gibt es im aktuellen Kartenausschnitt?", None, True, True),
     ("What breweries are in the specified area?", None, True, False),
     ("Cafes in Rio de Janeiro, Brazil", "Rio de Janeiro, Brazil", False, False),
+    # the map view wins over a word the frame reads as a place ("車椅子で": by wheelchair)
+    ("現在の表示範囲内で、車椅子で利用可能な駐車場はどこにありますか？", None, True, False),
 ]
 
 
