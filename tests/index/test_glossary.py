@@ -232,7 +232,7 @@ def test_a_russian_glossary_reads_inflected_words_through_their_dictionary_forms
     words = dict(glossary.words)
     assert words["замок"] == "castle" and words["дорога"] == "road"  # the third sense competes
     assert words["прием"] == words["приём"] == "reception"  # "ё" is mostly written "е"
-    # plural, a fleeting vowel, the prepositional case, a genitive written with "е"
+    # a plural that drops a vowel, a genitive, a prepositional plural, a genitive written with "е", a name
     assert [glossary.english(w) for w in ("замки", "Германии", "дорогах", "приема", "Берлине")] == \
         ["castle", "Germany", "road", "reception", None]
 
