@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from geoql.core.files import write_atomic
 from geoql.nl.cues import ALIGNED_SECTIONS, LANGUAGES, Matcher, aligned_cues, table, tokens
 from geoql.nl.text import fold
 
@@ -54,10 +55,7 @@ def write_glossary(path: str | Path, language: str, words: dict[str, str], sourc
     loading 280,000 (a loaded German glossary was 157 MB of a cold ``geoql compile``)."""
     if lemmatizer and lemmatizer not in LEMMATIZERS:
         raise ValueError(f"unknown lemmatizer {lemmatizer!r}; known: {', '.join(LEMMATIZERS)}")
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    db = sqlite3.connect(tmp)
+    db = sqlite3.connect(":memory:")  # built in memory, then written whole or not at all
     try:
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         db.execute("CREATE TABLE words (word TEXT PRIMARY KEY, english TEXT NOT NULL) WITHOUT ROWID")
@@ -66,10 +64,10 @@ def write_glossary(path: str | Path, language: str, words: dict[str, str], sourc
         db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()])
         db.executemany("INSERT INTO words VALUES (?, ?)", sorted(words.items()))
         db.commit()
+        data = db.serialize()
     finally:
         db.close()
-    tmp.replace(path)  # whole or not at all
-    return path
+    return write_atomic(path, data)
 
 
 class _StoredWords(Mapping):
