@@ -27,6 +27,7 @@ from pathlib import Path
 from weakref import WeakKeyDictionary
 
 from geoql.core.errors import ConfigError
+from geoql.core.files import write_atomic
 from geoql.eval.metrics import same_query_key
 
 from .artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
@@ -453,8 +454,4 @@ def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, r
 
 
 def write_ranker(ranker: CascadeRanker, index_dir: Path) -> Path:
-    out = Path(index_dir) / RANKER_JSON
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(ranker.to_json(), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return write_atomic(Path(index_dir) / RANKER_JSON, json.dumps(ranker.to_json(), indent=2) + "\n")
