@@ -30,6 +30,12 @@ def register(subparsers) -> None:
                        help="processes that score the training requests (default: every usable core; same model)")
     train.set_defaults(handler=_train)
 
+    ship = sub.add_parser("ship", help="(maintainers) put a trained model's selector and its index's ranker into the "
+                                       "package: a fresh install with the same index takes them instead of training")
+    ship.add_argument("--model-dir", help="trained model directory (default: as for train)")
+    ship.add_argument("--index-dir", help="the tag index it was trained with (default: $GEOQL_INDEX_DIR or the user data dir)")
+    ship.set_defaults(handler=_ship)
+
     ablation = sub.add_parser("ablation", help="dev OQS of copy top-1 -> + selection -> + each edit group")
     ablation.add_argument("--split", default="dev", choices=("dev", "test"))
     ablation.add_argument("--model-dir", help="trained model directory (default: as for train)")
@@ -55,6 +61,16 @@ def _train(args: argparse.Namespace) -> int:
         f"in {stats['train_seconds']} s; leave-one-out OQS {stats['train_fit_oqs']}; "
         f"tag hints: {'index ' + model.index_fingerprint if model.index_fingerprint else 'none'}"
     )
+    return 0
+
+
+def _ship(args: argparse.Namespace) -> int:
+    from geoql.app.cpu.model import CpuModel  # numpy and the model: not for `geoql --help`
+    from geoql.app.cpu.prebuilt import ship
+
+    model = CpuModel.load(args.model_dir, args.index_dir)
+    for path in ship(model, args.index_dir):
+        print(f"wrote {path}")
     return 0
 
 

@@ -417,8 +417,9 @@ class Preparation:
             return "_The compiler is prepared on the first request._"
         since = _clock(time.monotonic() - (self.started or time.monotonic()))
         lines = [f"**Getting ready ({since}):** on its first start on a machine the CPU default builds its tag "
-                 "index and trains a quick first model (about 4 minutes on 2 cores, once; the full model then "
-                 "trains behind it). The buttons work when it is done."]
+                 "index (about 2 minutes on 2 cores, once) and takes the selector shipped with GeoQL (seconds). Where "
+                 "the index differs from the one that selector was trained with, it trains a quick first model "
+                 "instead (about 1.5 minutes) and the full model behind it. The buttons work when it is done."]
         lines += [s.line() for s in self.steps()] or ["- loading the compiler"]
         return "\n".join(lines)
 

@@ -11,6 +11,7 @@ The release also carries the geocoder answers the authors' evaluation used
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -235,6 +236,16 @@ def load_split(split: str, data_dir: str | os.PathLike | None = None) -> list[Ex
         raise DatasetError(f"unknown split {split!r}; choose one of {', '.join(SPLIT_SIZES)}")
     path = resolve_data_dir(data_dir)
     return list(_load_split_cached(str(path.resolve()), split))
+
+
+def pairs_digest(nls, queries) -> str:
+    """SHA-256 of request/query pairs: what the index's manifest records of the training split
+    and what a shipped model checks before it trusts features computed over these pairs.
+
+    >>> pairs_digest(["cafes in Bonn"], ["nwr[amenity=cafe];out;"])[:12]
+    'cb541cc104e8'
+    """
+    return hashlib.sha256("\n".join(f"{nl}\t{query}" for nl, query in zip(nls, queries, strict=True)).encode()).hexdigest()
 
 
 def read_example_lines(path: str | os.PathLike, option: str) -> list[str]:

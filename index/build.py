@@ -6,7 +6,6 @@ a failed or interrupted build leaves the previous index untouched.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from geoql.core.errors import ConfigError
 from geoql.core.files import check_writable_dir, replace_dir, write_atomic
-from geoql.eval.dataset import load_split
+from geoql.eval.dataset import load_split, pairs_digest
 from geoql.retrieval import RetrievalConfig, TagRetriever
 from geoql.retrieval import artifacts as A
 from geoql.nl.text import fold
@@ -28,6 +27,7 @@ from geoql.retrieval.ranker import fit_ranker, write_ranker
 from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
 from . import glossary as glossary_source
+from . import prebuilt
 from . import schema as schema_source
 from . import taginfo as taginfo_source
 from .config import IndexConfig, default_cache_dir
@@ -184,7 +184,10 @@ def build_index(config: IndexConfig) -> Path:
         _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
             steps.set_postfix_str("ranker")  # the page's preparation shows it: a minute or more of the build
-            _fit_ranker(staging, config.progress)
+            shipped = config.prebuilt_ranker and prebuilt.use_shipped_ranker(staging)
+            if not shipped:
+                _fit_ranker(staging, config.progress)
+            manifest["ranker"] = "prebuilt" if shipped else "fitted"
             # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
             manifest["build_seconds"] = round(time.time() - started, 1)
             _write_json(staging / A.MANIFEST, manifest)
@@ -265,7 +268,7 @@ def _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, dim
         except PackageNotFoundError:
             return "unknown"
 
-    train_digest = hashlib.sha256("\n".join(f"{e.nl}\t{e.query}" for e in train).encode()).hexdigest()
+    train_digest = pairs_digest([e.nl for e in train], [e.query for e in train])
     surface_kinds: dict[str, int] = {}
     for _, kind, _ in surfaces:
         surface_kinds[kind] = surface_kinds.get(kind, 0) + 1

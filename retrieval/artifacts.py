@@ -7,6 +7,7 @@ usable when its ``manifest.json`` exists, carries the current
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -130,3 +131,31 @@ def read_jsonl(path: Path) -> list[dict]:
     # One parse of the whole file: a json.loads per line took twice as long for the index's
     # 26,000 tag surfaces, on every cold start.
     return json.loads("[" + ",".join(lines) + "]") if lines else []
+
+
+def content_key(index_dir: str | os.PathLike | None = None) -> str:
+    """What an index holds, as a SHA-256: equal for two builds from the same sources by the same code.
+
+    Learned parts fitted once on one index (the ranker ``index.prebuilt`` ships, the CPU
+    default's selector ``app.cpu.prebuilt`` ships) fit another index with this key. It reads the
+    documents the build wrote (tag documents with their taginfo counts, surfaces, training
+    requests) and the manifest's sources, but not the build's time, place or floating-point
+    vectors: the same texts give the same vectors up to the last bits of the processor's arithmetic.
+    """
+    path = resolve_index_dir(index_dir)
+    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    sources = manifest.get("sources", {})
+    schema = sources.get(SCHEMA_SOURCE, {})
+    glossaries = {lang: [info.get("status"), info.get("sha256"), info.get("words")]
+                  for lang, info in sorted(sources.get("glossaries", {}).items())}
+    digest = hashlib.sha256()
+    digest.update(json.dumps({
+        "format": manifest.get("format_version"), "tokenizer": manifest.get("tokenizer_version"),
+        "embedding": manifest.get("embedding", {}).get("model"),
+        "schema": [schema.get("version"), schema.get("integrity")],
+        "train": sources.get(TRAIN_SOURCE, {}).get("sha256"), "glossaries": glossaries,
+    }, sort_keys=True).encode())
+    for name in (TAGS_JSONL, TAG_SURFACES_JSONL, EXAMPLES_JSONL):
+        with open(path / name, "rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+    return digest.hexdigest()

@@ -40,6 +40,9 @@ def test_the_wheel_holds_one_package_and_its_data(installed):
     assert (installed / "overpassql" / "grammar.lark").is_file()
     assert {p.name for p in (installed / "geoql" / "training" / "configs").glob("*.yaml")} >= {
         "qwen3-4b-sft-lora-r64.yaml", "qwen3-4b-grpo.yaml", "tiny-sft.yaml"}
+    # fitted once and shipped: a fresh install with the canonical index takes them instead of training
+    for shipped in ("app/cpu/shipped/selector.npz", "app/cpu/shipped/selector.json", "index/shipped/ranker.json"):
+        assert (installed / "geoql" / shipped).is_file(), shipped
     for layer in ("core", "osm", "nl", "eval", "retrieval", "index", "app", "training"):
         assert (installed / "geoql" / layer / "__init__.py").is_file(), layer
 

@@ -5,9 +5,11 @@ towards the request (place, tags, element types, counting, numbers) through
 the ``overpassql`` AST and returns the candidate that a model trained on the
 training split predicts to score best (``app.cpu``). The trained model lives in
 ``app.cpu.model.default_model_dir()``; when it is missing the backend trains it
-on first use (minutes, with a progress bar) unless told not to. With ``quick_start``
-(the demo's choice) it first trains a small model, answers with it within about a
-minute, and trains the full one on a thread of its own, which takes over once saved.
+on first use (minutes, with a progress bar) unless told not to: in seconds where the selector shipped with GeoQL fits the
+training pairs and the tag index (``app.cpu.prebuilt``), else in minutes. When it must
+train, with ``quick_start`` (the demo's choice) it first trains a small model, answers with
+it within about a minute, and trains the full one on a thread of its own, which takes over
+once saved.
 
 Registered as ``cpu``; ``retrieval``, its old name, still works for one release.
 """
@@ -23,6 +25,7 @@ from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, GenerationRequest
 from geoql.app.cpu.model import CpuConfig, CpuModel, ModelMissingError, default_model_dir
+from geoql.app.cpu.prebuilt import shipped_model
 from geoql.core.files import check_writable_dir
 from geoql.eval import dataset as eval_dataset
 from geoql.retrieval import RetrievedExample
@@ -125,7 +128,8 @@ class CpuBackend(Backend):
         except ModelMissingError as exc:
             if not self.train_if_missing:
                 raise BackendError(str(exc)) from None
-            print(f"geoql: {exc}; training it now (one time, a few minutes)", file=sys.stderr)
+            print(f"geoql: {exc}; preparing it now (one time: seconds where the selector shipped with GeoQL fits, "
+                  "else minutes of training)", file=sys.stderr)
         # Here, not at the top: training's code (and the index builder it imports) is ~0.02 s of
         # every cold `geoql compile`, which only loads a model.
         from geoql.app.cpu.train import CpuTrainConfig, ensure_index, train, train_and_save
@@ -138,6 +142,13 @@ class CpuBackend(Backend):
                     return CpuModel.load(target, self.index_dir)
                 except ModelMissingError:
                     pass
+            # The selector shipped with GeoQL, where it was trained on these pairs and an index like this one:
+            # the full model in seconds, saved as if `geoql cpu train` had made it.
+            shipped, why = shipped_model([e.nl for e in examples], [e.query for e in examples], self.index_dir)
+            if shipped is not None:
+                shipped.save(target)
+                return shipped
+            print(f"geoql: the shipped CPU selector does not fit here ({why}); training one", file=sys.stderr)
             index_dir = str(self.index_dir) if self.index_dir else None
             full = CpuTrainConfig(index_dir=index_dir, **FULL_TRAINING)
             if not self.quick_start:

@@ -82,6 +82,42 @@ class TreeEnsemble:
         self._left = nodes["left"].astype(np.int64) + tree_of  # child ids are per tree; make them global
         self._right = nodes["right"].astype(np.int64) + tree_of
 
+    # The arrays that make the ensemble: what ``app.cpu.prebuilt`` ships (``to_arrays`` / ``from_arrays``).
+    _ARRAYS = ("_roots", "_leaf", "_value", "_feature", "_threshold", "_missing_left", "_left", "_right")
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The ensemble as named numpy arrays (node ids global), for ``np.savez``."""
+        out = {name.lstrip("_"): getattr(self, name) for name in self._ARRAYS}
+        out["baseline"] = np.array([self.baseline], dtype=np.float64)
+        out["n_features"] = np.array([self.n_features_in_], dtype=np.int64)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "TreeEnsemble":
+        """The inverse of :meth:`to_arrays`; ``ValueError`` when an array is missing or they disagree."""
+        self = cls.__new__(cls)
+        try:
+            self.baseline = float(arrays["baseline"][0])
+            self.n_features_in_ = int(arrays["n_features"][0])
+            for name in cls._ARRAYS:
+                setattr(self, name, np.asarray(arrays[name.lstrip("_")]))
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(f"not a tree ensemble ({type(exc).__name__}: {exc})") from None
+        nodes = len(self._leaf)
+        if not all(len(getattr(self, name)) == nodes for name in cls._ARRAYS[1:]) or not len(self._roots):
+            raise ValueError("the tree ensemble's node arrays differ in length")
+        inner = ~self._leaf.astype(bool)
+        at = np.flatnonzero(inner)
+        # Children come after their parent (scikit-learn's order): a walk always ends at a leaf.
+        if nodes and (self._roots.max() >= nodes or (inner.any() and (
+                self._left[inner].max() >= nodes or self._right[inner].max() >= nodes
+                or (self._left[inner] <= at).any() or (self._right[inner] <= at).any()
+                or self._feature[inner].max() >= self.n_features_in_ or self._feature[inner].min() < 0))):
+            raise ValueError("the tree ensemble points outside its nodes or features")
+        self._leaf = self._leaf.astype(bool)
+        self._missing_left = self._missing_left.astype(bool)
+        return self
+
     @classmethod
     def from_sklearn_state(cls, state: dict) -> "TreeEnsemble":
         if state.get("loss") != "squared_error" or state.get("n_trees_per_iteration_") != 1:
