@@ -2,7 +2,7 @@
 
     scripts/setup.sh                     # in a fresh clone (the README's first command)
     GEOQL_DATA_DIR=../shared/overpassnl .venv/bin/python benchmarks/bench_demo_first_answer.py \\
-        --checkout FRESH_CLONE [--request "pubs in Dublin"] [--shots DIR]
+        --checkout FRESH_CLONE [--before OLD_CLONE] [--request "pubs in Dublin"] [--shots DIR]
 
 It starts ``FRESH_CLONE/.venv/bin/geoql ui`` with a new, empty ``$HOME`` (so the tag index,
 the CPU model and every cache are made from scratch, as on a new machine), opens the page
@@ -67,15 +67,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wait-full", action="store_true",
                         help="after the first answer (a quick model's), wait until the full model has taken over "
                              "and compile the request again")
+    parser.add_argument("--before", metavar="CHECKOUT",
+                        help="first measure this clone (after its scripts/setup.sh) the same way, then --checkout, "
+                             "and print both with their ratio")
     args = parser.parse_args(argv)
+    if args.shots:
+        Path(args.shots).mkdir(parents=True, exist_ok=True)
+    sides = ([("before", args.before)] if args.before else []) + [("after" if args.before else "this", args.checkout)]
+    for _, checkout in sides:  # both installed before minutes of measuring
+        if not (Path(checkout).resolve() / ".venv" / "bin" / "geoql").exists():
+            raise SystemExit(f"{checkout}/.venv/bin/geoql is missing: run scripts/setup.sh in {checkout} first")
+    results = {}
+    for name, checkout in sides:
+        print(f"== {name}: {checkout}", flush=True)
+        shots = str(Path(args.shots) / name) if args.shots and args.before else args.shots
+        results[name] = _first_answer(checkout, args, shots)
+    if args.before:
+        print(f"{'':8} {'page serves':>12} {'Compile enabled':>16} {'first answer':>13}")
+        for name, times in results.items():
+            print(f"{name:8} {times['serves']:11.1f}s {times['enabled']:15.1f}s {times['answer']:12.1f}s")
+        print(f"first answer before/after: {results['before']['answer'] / results['after']['answer']:.2f}x")
+    return 0
+
+
+def _first_answer(checkout: str, args, shots: str | None) -> dict:
+    """One fresh start of ``checkout``'s demo, driven to its first answer; the times from the command's start."""
     from selenium.webdriver.common.by import By  # the test tools (scripts/setup.sh --dev), not GeoQL's
     from selenium.webdriver.support.ui import WebDriverWait
 
-    if args.shots:
-        Path(args.shots).mkdir(parents=True, exist_ok=True)
-    geoql = Path(args.checkout).resolve() / ".venv" / "bin" / "geoql"
-    if not geoql.exists():
-        raise SystemExit(f"{geoql} is missing: run scripts/setup.sh in {args.checkout} first")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+    geoql = Path(checkout).resolve() / ".venv" / "bin" / "geoql"
+    times: dict[str, float] = {}
     home = Path(tempfile.mkdtemp(prefix="geoql-demo-home-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "GEOQL_")) or k == "GEOQL_DATA_DIR"}
     env.update(HOME=str(home), HF_HUB_OFFLINE="1")
@@ -85,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}/"
     log = open(home / "ui.log", "wb")
     start = time.monotonic()
-    server = subprocess.Popen([str(geoql), "ui", "--port", str(port)], env=env, cwd=args.checkout,
+    server = subprocess.Popen([str(geoql), "ui", "--port", str(port)], env=env, cwd=checkout,
                               stdout=log, stderr=subprocess.STDOUT)
     driver, answered = None, False
 
@@ -97,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             if server.poll() is not None or since() > args.timeout:
                 raise SystemExit(f"the demo never served (exit {server.poll()}); log: {home / 'ui.log'}")
             time.sleep(0.5)
+        times["serves"] = since()
         print(f"{since():7.1f} s  the page serves ({url})", flush=True)
         driver = _browser(home / "chromium")
         driver.get(url)
@@ -112,12 +136,13 @@ def main(argv: list[str] | None = None) -> int:
             if since() >= next_sample:
                 shown = driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip().replace("\n", "\n           ")
                 print(f"{since():7.1f} s  page shows: {shown or '(nothing)'}; button: {button.text!r}", flush=True)
-                if args.shots and not shot and shown:
-                    shot = driver.save_screenshot(str(Path(args.shots) / "first_start_preparing.png"))
+                if shots and not shot and shown:
+                    shot = driver.save_screenshot(str(Path(shots) / "first_start_preparing.png"))
                 next_sample = since() + args.sample_s
             if server.poll() is not None or since() > args.timeout:
                 raise SystemExit(f"the demo never got ready (exit {server.poll()}); log: {home / 'ui.log'}")
             time.sleep(1.0)
+        times["enabled"] = since()
         print(f"{since():7.1f} s  Compile is enabled", flush=True)
         button.click()
         while True:
@@ -128,18 +153,19 @@ def main(argv: list[str] | None = None) -> int:
             if since() > args.timeout:
                 raise SystemExit("no answer on the page")
             time.sleep(0.2)
+        times["answer"] = since()
         print(f"{since():7.1f} s  first answer on the page: {status.splitlines()[0]}", flush=True)
         print("           " + query.replace("\n", "\n           "))
-        if args.shots:
-            driver.save_screenshot(str(Path(args.shots) / "first_answer.png"))
+        if shots:
+            driver.save_screenshot(str(Path(shots) / "first_answer.png"))
         note = driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip()
         if note:
             print(f"{since():7.1f} s  page shows: {note}", flush=True)
         if args.wait_full:
             shot = False
             while (shown := driver.find_element(By.CSS_SELECTOR, "#readiness").text.strip()):
-                if args.shots and not shot and "scoring" in shown:  # the full training's progress under the note
-                    shot = driver.save_screenshot(str(Path(args.shots) / "full_model_training.png"))
+                if shots and not shot and "scoring" in shown:  # the full training's progress under the note
+                    shot = driver.save_screenshot(str(Path(shots) / "full_model_training.png"))
                     print(f"{since():7.1f} s  page shows: {shown}", flush=True)
                 if server.poll() is not None or since() > args.timeout:
                     raise SystemExit("the full model never took over")
@@ -165,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(home, ignore_errors=True)
         else:  # what the server said is the way to why
             print(f"the server's log stays in {home / 'ui.log'}", file=sys.stderr)
-    return 0
+    return times
 
 
 if __name__ == "__main__":
