@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from geoql.core.cli import positive_int
+from geoql.core.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -42,6 +43,16 @@ def register(subparsers) -> None:
     ablation.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
     ablation.add_argument("--limit", type=positive_int, help="only the first N requests of the split")
     ablation.set_defaults(handler=_ablation)
+
+    ceiling = sub.add_parser("ceiling", help="per language: OQS of the answers and of the best candidate of their pools "
+                                             "(a perfect selector), against the OverpassNL dev gold")
+    ceiling.add_argument("--osmnl-dir", required=True, help="directory with dev.<lang>.nl, line i deriving from OverpassNL dev line i")
+    ceiling.add_argument("--languages", default="en,de,fr,ru,zh,yue,ja,ko", help="comma-separated (default: all eight)")
+    ceiling.add_argument("--original", action="store_true", help="add a first row for the OverpassNL dev requests themselves")
+    ceiling.add_argument("--model-dir", help="trained model directory (default: as for train)")
+    ceiling.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
+    ceiling.add_argument("--limit", type=positive_int, help="only the first N requests of each language")
+    ceiling.set_defaults(handler=_ceiling)
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
 
 
@@ -71,6 +82,30 @@ def _ship(args: argparse.Namespace) -> int:
     model = CpuModel.load(args.model_dir, args.index_dir)
     for path in ship(model, args.index_dir):
         print(f"wrote {path}")
+    return 0
+
+
+def _ceiling(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from geoql.app.cpu.ablation import pool_ceiling  # numpy and the model: not for `geoql --help`
+    from geoql.app.cpu.model import CpuModel
+    from geoql.eval.dataset import load_split, read_example_lines
+
+    dev = load_split("dev", args.data_dir)[: args.limit]
+    golds = [e.query for e in dev]
+    rows = [("orig", [e.nl for e in dev])] if args.original else []
+    for lang in (part.strip() for part in args.languages.split(",") if part.strip()):
+        requests = read_example_lines(Path(args.osmnl_dir).expanduser() / f"dev.{lang}.nl", "--osmnl-dir")[: args.limit]
+        if len(requests) != len(golds):
+            raise UserError(f"dev.{lang}.nl has {len(requests)} lines where OverpassNL dev has {len(golds)}: "
+                            "pass the OsmNL folder whose lines follow OverpassNL dev")
+        rows.append((lang, requests))
+    model = CpuModel.load(args.model_dir)
+    print(f"{'requests':<9} {'answer OQS':>10} {'pool ceiling':>12} {'candidates':>10}")
+    for name, requests in rows:
+        figures = pool_ceiling(model, requests, golds, desc=name)
+        print(f"{name:<9} {figures['selected']:10.2f} {figures['ceiling']:12.2f} {figures['pool']:10.1f}", flush=True)
     return 0
 
 
