@@ -35,6 +35,8 @@ def register(subparsers) -> None:
                                        "package: a fresh install with the same index takes them instead of training")
     ship.add_argument("--model-dir", help="trained model directory (default: as for train)")
     ship.add_argument("--index-dir", help="the tag index it was trained with (default: $GEOQL_INDEX_DIR or the user data dir)")
+    ship.add_argument("--out", help="write the three files into this folder instead (default: the package's "
+                                    "app/cpu/shipped/ and index/shipped/)")
     ship.set_defaults(handler=_ship)
 
     ablation = sub.add_parser("ablation", help="dev OQS of copy top-1 -> + selection -> + each edit group")
@@ -76,11 +78,14 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _ship(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from geoql.app.cpu.model import CpuModel  # numpy and the model: not for `geoql --help`
     from geoql.app.cpu.prebuilt import ship
 
     model = CpuModel.load(args.model_dir, args.index_dir)
-    for path in ship(model, args.index_dir):
+    where = {"folder": Path(args.out), "ranker_file": Path(args.out) / "ranker.json"} if args.out else {}
+    for path in ship(model, args.index_dir, **where):
         print(f"wrote {path}")
     return 0
 
