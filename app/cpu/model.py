@@ -105,6 +105,9 @@ class CpuConfig:
         "help": "more neighbours picked by the request's tag hints and shape (needs the tag index)"})
     compose: bool = field(default=True, metadata={
         "help": "also offer the query composed from the request alone (app.cpu.compose)"})
+    gloss_words: bool = field(default=False, metadata={
+        "help": "a request read through a glossary gives the lexicon, the tag edits and the word features its "
+                "English words (TagRetriever.english_text) instead of its own"})
     faithful: str = field(default="all", metadata={
         "help": "never offer a query with a constant the request does not support (repaired, else dropped): "
                 "all (place, name, id, user, date, output format), formats (all but out meta), core (no output "
@@ -260,6 +263,10 @@ class CpuModel:
         if use_frame:
             merge_frame(info, frame)
         english = self.neighbour_text(nl)
+        if english != nl and getattr(config, "gloss_words", False):
+            # The lexicon and the training requests speak English: "Museen" meets neither, "museum" both.
+            translated = self.hints.retriever.translation(nl) or english
+            info.words = content_words(translated) - (content_words(info.area) if info.area else set())
         if neighbours is None:
             neighbours = self.neighbours.search(english, config.k, exclude)
         lex = lexicon or self.lexicon

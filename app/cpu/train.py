@@ -58,6 +58,8 @@ class CpuTrainConfig:
     frame: bool = field(default=True, metadata={"help": "read the request's intent frame too (geoql.nl.frame)"})
     frame_k: int = field(default=3, metadata={"help": "more neighbours picked by the request's tag hints and shape"})
     compose: bool = field(default=True, metadata={"help": "also offer the query composed from the request alone"})
+    gloss_words: bool = field(default=True, metadata={
+        "help": "a request read through a glossary gives the lexicon, the tag edits and the word features its English words"})
     # Measured together and apart (train CV / dev OQS, k=10): both 68.11 / 63.65, add only
     # 68.06 / 63.65, neither 68.18 / 63.61: neutral overall, +0.5 KVS on the dev hard subset.
     add_tags: bool = field(default=True, metadata={"help": "also offer each edited query with the tags the request calls for added"})
@@ -125,7 +127,7 @@ class CpuTrainConfig:
 def _pool_config(config: CpuTrainConfig, tag_hints: bool = False) -> CpuConfig:
     return CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place,
                      add_tags=config.add_tags, drop_tags=config.drop_tags, tag_hints=tag_hints, faithful=config.faithful,
-                     frame=config.frame, frame_k=config.frame_k, compose=config.compose)
+                     frame=config.frame, frame_k=config.frame_k, compose=config.compose, gloss_words=config.gloss_words)
 
 
 def load_hints(config: CpuTrainConfig, *, quiet: bool = False):

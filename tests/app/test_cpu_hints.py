@@ -149,3 +149,19 @@ def test_neighbours_of_a_request_in_a_glossary_language_are_found_by_its_english
         model.neighbour_text(german), model.config.k)]
     model.hints = hinted_model.hints
     assert model.neighbour_text(german) == german  # the index without a glossary: the request itself
+
+
+@pytest.mark.parametrize("gloss_words", [True, False])
+def test_a_request_read_through_a_glossary_gives_its_english_words(hinted_model, glossed_index_dir, gloss_words):
+    """With ``gloss_words`` the lexicon and the word features read "beekeeper" in "Welche Honigmacher gibt es in Bonn?";
+    the place stays out, as in English requests."""
+    import copy
+    from dataclasses import replace
+
+    model = copy.copy(hinted_model)
+    model.hints = TagHints.load(glossed_index_dir)
+    config = replace(model.config, gloss_words=gloss_words)
+    info, cands, _ = model.pool("Welche Honigmacher gibt es in Bonn?", config=config)
+    assert ("beekeeper" in info.words) is gloss_words and "bonn" not in info.words and cands
+    english, _, _ = model.pool("beekeepers in Bonn", config=config)
+    assert english.words == {"beekeeper"}  # an English request reads its own words either way
