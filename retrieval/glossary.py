@@ -216,6 +216,19 @@ def lemmas(lemmatizer: str, word: str) -> list[str]:
         return []
 
 
+def _stop_end(toks, i: int, stop: set[str], longest: int) -> int:
+    """In a script written without spaces: the end of the longest stop phrase of two letters or more that
+    starts at token ``i`` ("教えてください", "有哪些"), else ``i``. Each letter is a token there, so the
+    phrases of the cue table's stop list are matched across letters."""
+    end = i
+    while end < len(toks) and end - i < longest and toks[end].spaceless:
+        end += 1
+    for stop_at in range(end, i + 1, -1):
+        if fold("".join(t.text for t in toks[i:stop_at])) in stop:
+            return stop_at
+    return i
+
+
 def _spaceless_run(toks, i: int) -> int:
     """How many letters of a script written without spaces follow from token ``i`` on (at most 2 counted)."""
     n = 0
@@ -232,6 +245,7 @@ class Translator:
         self.glossaries = dict(glossaries)
         self._cues: dict[str, Matcher] = {}
         self._stop: dict[str, set[str]] = {}
+        self._stop_longest: dict[str, int] = {}
 
     @classmethod
     def from_index(cls, index_dir: str | Path) -> "Translator":
@@ -262,6 +276,7 @@ class Translator:
             self._cues[lang] = Matcher(aligned_cues(lang, "en", _CUE_SECTIONS).items())
             cues = table(lang)
             self._stop[lang] = {fold(w) for w in cues["stop"]} | {fold(w) for w in cues["markers"]}
+            self._stop_longest[lang] = max((len(w) for w in self._stop[lang]), default=0)
         matcher, stop = self._cues[lang], self._stop[lang]
         toks = tokens(text)
         letters = [t.text for t in toks]
@@ -276,6 +291,12 @@ class Translator:
             tok = toks[i]
             if tok.spaceless:
                 word = glossary.longest_at(letters, i) if _spaceless_run(toks, i) >= 2 else None
+                # A stop phrase at least as long as the word found here is the sentence's frame, not its
+                # content: "教えてください" (please tell me) is no "teaching wiles".
+                skip = _stop_end(toks, i, stop, self._stop_longest[lang])
+                if skip > i and (word is None or skip >= word[0]):
+                    i = skip
+                    continue
                 if word:
                     i, english = word
                     out.append(english)

@@ -125,6 +125,27 @@ def test_letters_without_a_word_of_two_or_more_stay_as_they_are():
     assert Translator({"ja": Glossary("ja", {"駅": "station"})}).translate("駅", "ja") == "駅"
 
 
+JAPANESE = Glossary("ja", {"鉄道駅": "train station", "教え": "teaching", "教えて": "teaching wiles", "何で": "spit",
+                           "スウェーデン": "Sweden", "城": "castle"})
+
+
+@pytest.mark.parametrize("lang, glossary, request_, english", [
+    # the cue table's stop phrases are the sentence's frame: matched across letters, longer than any word there
+    ("ja", JAPANESE, "スウェーデンにある鉄道駅を教えてください。", "Sweden train station"),
+    ("ja", JAPANESE, "スウェーデンの鉄道駅は何ですか？", "Sweden train station"),
+    ("zh", CHINESE, "西安有哪些博物馆？", "Xi'an museum"),
+    ("zh", Glossary("zh", {"哪些": "which ones", "博物馆": "museum"}), "有哪些博物馆", "museum"),
+])
+def test_stop_phrases_of_a_script_without_spaces_are_dropped(lang, glossary, request_, english):
+    assert Translator({lang: glossary}).translate(request_, lang) == english
+
+
+def test_a_word_longer_than_a_stop_phrase_at_its_start_is_read():
+    """"ある" is a stop phrase; a longer word that starts with it is still a word."""
+    glossary = Glossary("ja", {"あるく": "walk", "道": "road"})
+    assert Translator({"ja": glossary}).translate("あるく", "ja") == "walk"
+
+
 def test_a_glossary_file_answers_from_several_threads(tmp_path):
     """The demo compiles on worker threads that share one loaded index."""
     from concurrent.futures import ThreadPoolExecutor
