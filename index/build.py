@@ -185,9 +185,7 @@ def build_index(config: IndexConfig) -> Path:
         if config.fit_ranker:
             steps.set_postfix_str("ranker")  # the page's preparation shows it: a minute or more of the build
             shipped = config.prebuilt_ranker and prebuilt.use_shipped_ranker(staging)
-            if not shipped:
-                _fit_ranker(staging, config.progress)
-            manifest["ranker"] = "prebuilt" if shipped else "fitted"
+            manifest["ranker"] = "prebuilt" if shipped else "fitted" if _fit_ranker(staging, config.progress) else "none"
             # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
             manifest["build_seconds"] = round(time.time() - started, 1)
             _write_json(staging / A.MANIFEST, manifest)
@@ -200,13 +198,14 @@ def build_index(config: IndexConfig) -> Path:
     return out_dir
 
 
-def _fit_ranker(index_dir: Path, progress: bool) -> None:
-    """Fit ``ranker.json`` on the staged index (leave-one-out over its training requests)."""
+def _fit_ranker(index_dir: Path, progress: bool) -> bool:
+    """Fit ``ranker.json`` on the staged index (leave-one-out over its training requests); False when it cannot be."""
     retriever = TagRetriever.load(index_dir, RetrievalConfig(fusion="linear"))
     try:
         write_ranker(fit_ranker(retriever, progress=progress), index_dir)
     except ValueError:  # too few gold tags (tiny test indexes): the retriever falls back to linear fusion
-        pass
+        return False
+    return True
 
 
 def _reused_vectors(config: IndexConfig) -> dict:

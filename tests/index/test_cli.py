@@ -75,3 +75,22 @@ def test_build_fits_the_ranker(small_index_dir):
 def test_fit_ranker_bad_rerank_is_a_user_error(small_index_dir, tmp_path, capsys):
     assert main(["index", "fit-ranker", "--index-dir", str(small_index_dir), "--rerank", "0"]) == 2
     assert "rerank must be at least 1" in capsys.readouterr().err
+
+
+def test_fit_ranker_fits_even_where_the_shipped_one_fits(small_index_dir, overpassnl_dir, tmp_path, capsys, monkeypatch):
+    """``--fit-ranker``: the build of the small index's sources fits its own ranker instead of taking the shipped one."""
+    from geoql.index import prebuilt
+
+    shipped = tmp_path / "ranker.json"
+    prebuilt.ship_ranker(small_index_dir, shipped)
+    monkeypatch.setattr(prebuilt, "RANKER_FILE", shipped)
+    out = tmp_path / "idx"
+    with FakeNpmRegistry() as registry:
+        code = main(["index", "build", "--out", str(out), "--data-dir", str(overpassnl_dir), "--cache-dir", str(tmp_path / "c"),
+                     "--registry", registry.url, "--no-taginfo", "--no-glossaries", "--train-limit", "300", "--fit-ranker"])
+    assert code == 0
+    assert capsys.readouterr().out.rstrip().endswith("; ranker fitted")
+    assert json.loads((out / "manifest.json").read_text())["ranker"] == "fitted"
+    from geoql.retrieval.artifacts import content_key
+
+    assert content_key(out) == content_key(small_index_dir)  # without the flag the shipped one would fit
