@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -155,9 +158,6 @@ def test_neighbours_of_a_request_in_a_glossary_language_are_found_by_its_english
 def test_a_request_read_through_a_glossary_gives_its_english_words(hinted_model, glossed_index_dir, gloss_words):
     """With ``gloss_words`` the lexicon and the word features read "beekeeper" in "Welche Honigmacher gibt es in Bonn?";
     the place stays out, as in English requests."""
-    import copy
-    from dataclasses import replace
-
     model = copy.copy(hinted_model)
     model.hints = TagHints.load(glossed_index_dir)
     config = replace(model.config, gloss_words=gloss_words)

@@ -9,13 +9,16 @@ import numpy as np
 import pytest
 
 import overpassql
+from geoql.app.backends import cpu as cpu_backend
 from geoql.app.backends import get_backend
 from geoql.app.backends.base import GenerationRequest
 from geoql.app.cpu import prebuilt
 from geoql.app.cpu.features import FEATURE_NAMES
 from geoql.app.cpu.lite import TreeEnsemble
+from geoql.app.cpu import train as cpu_train
 from geoql.app.cpu.model import CpuModel
 from geoql.eval.dataset import load_split, pairs_digest
+from geoql.index.prebuilt import shipped_ranker
 from geoql.retrieval.artifacts import content_key
 
 REQUESTS = ("drinking water taps in Vienna", "cafes in Bonn", "how many pharmacies are in Berlin?",
@@ -125,9 +128,6 @@ def test_only_a_loaded_model_trained_with_its_index_ships(hinted_cpu_model, smal
 def test_the_backend_takes_the_shipped_selector_instead_of_training(loaded, shipped_dir, small_index_dir, tmp_path,
                                                                      monkeypatch, capsys):
     """A first start with the dataset and an index like the shipped one: the full model in seconds, saved."""
-    from geoql.app.backends import cpu as cpu_backend
-    from geoql.app.cpu import train as cpu_train
-
     train = load_split("train")
     folder = _variant(shipped_dir, tmp_path, train_sha256=pairs_digest([e.nl for e in train], [e.query for e in train]))
 
@@ -160,6 +160,4 @@ def test_the_shipped_files_fit_this_version():
     assert len(train) - 5 <= meta["stats"]["train_requests"] <= len(train)  # every request that has a candidate pool
     selector = prebuilt.load_selector()
     assert selector.n_features_in_ == len(meta["feature_names"])
-    from geoql.index.prebuilt import shipped_ranker
-
     assert shipped_ranker(meta["index_key"]) is not None

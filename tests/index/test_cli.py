@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
-from geoql.app.cli import main
 from fixtures_index import FakeNpmRegistry
+from geoql.app.cli import main
+from geoql.index import prebuilt
+from geoql.retrieval.artifacts import content_key
 
 
 def test_index_build_command(tmp_path, overpassnl_dir, capsys):
@@ -79,8 +81,6 @@ def test_fit_ranker_bad_rerank_is_a_user_error(small_index_dir, tmp_path, capsys
 
 def test_fit_ranker_fits_even_where_the_shipped_one_fits(small_index_dir, overpassnl_dir, tmp_path, capsys, monkeypatch):
     """``--fit-ranker``: the build of the small index's sources fits its own ranker instead of taking the shipped one."""
-    from geoql.index import prebuilt
-
     shipped = tmp_path / "ranker.json"
     prebuilt.ship_ranker(small_index_dir, shipped)
     monkeypatch.setattr(prebuilt, "RANKER_FILE", shipped)
@@ -91,6 +91,4 @@ def test_fit_ranker_fits_even_where_the_shipped_one_fits(small_index_dir, overpa
     assert code == 0
     assert capsys.readouterr().out.rstrip().endswith("; ranker fitted")
     assert json.loads((out / "manifest.json").read_text())["ranker"] == "fitted"
-    from geoql.retrieval.artifacts import content_key
-
     assert content_key(out) == content_key(small_index_dir)  # without the flag the shipped one would fit
