@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,9 @@ from .text import split_value, tokenize
 GLOSS_TAGS = 4
 GLOSS_SHARE = 0.5
 ENGLISH_GUESSES = frozenset({"en", "und"})  # guess_language's answers that keep a request as it is
+# Translations kept: one compile() asks for a request's up to four times (its tag search, its neighbours
+# twice, the CPU default's words), and a Japanese one takes ~1.7 ms.
+TRANSLATIONS_KEPT = 256
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-]*")
 
 
@@ -96,6 +100,8 @@ class TagRetriever:
         self._tag_words: dict[int, tuple] = {}  # filled as tags become candidates: tokenising all 5k up front costs ~1 s
         self._tag_quality: dict[int, tuple] = {}  # likewise, as tags become candidates
         self._translator: Translator | None = None
+        self._translations: dict[str, str | None] = {}  # the newest TRANSLATIONS_KEPT, oldest first
+        self._translations_lock = threading.Lock()  # the demo's worker threads share one retriever
         self.ranker = None
         if self.config.fusion == "learned" and (index_dir / RANKER_JSON).is_file():
             try:
@@ -148,9 +154,17 @@ class TagRetriever:
         text = clean_request(nl)
         if not self.translator.languages or not has_content(text):
             return None
+        with self._translations_lock:
+            if text in self._translations:
+                return self._translations[text]
         # A short request without cue words ("Apotheken in Berlin") is guessed English and keeps the
         # lexicon's gloss: a language guessed from single foreign words misreads English requests.
-        return self.translator.translate(text, guess_language(text))
+        translated = self.translator.translate(text, guess_language(text))
+        with self._translations_lock:
+            self._translations[text] = translated
+            while len(self._translations) > TRANSLATIONS_KEPT:
+                del self._translations[next(iter(self._translations))]
+        return translated
 
     def english_text(self, nl: str) -> str | None:
         """The request as the English sources read it when it is not English and its language has a

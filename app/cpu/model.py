@@ -106,8 +106,8 @@ class CpuConfig:
     compose: bool = field(default=True, metadata={
         "help": "also offer the query composed from the request alone (app.cpu.compose)"})
     gloss_words: bool = field(default=False, metadata={
-        "help": "a request read through a glossary gives the lexicon, the tag edits and the word features its "
-                "English words (TagRetriever.english_text) instead of its own"})
+        "help": "a request read through a glossary gives the lexicon, the tag edits and the word features the "
+                "words of its translation (TagRetriever.translation) instead of its own"})
     faithful: str = field(default="all", metadata={
         "help": "never offer a query with a constant the request does not support (repaired, else dropped): "
                 "all (place, name, id, user, date, output format), formats (all but out meta), core (no output "

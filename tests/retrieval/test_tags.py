@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from geoql.retrieval import RetrievalConfig, TagHit, TagRetriever
+from geoql.retrieval import tags as tags_module
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +174,19 @@ def test_english_text_is_for_requests_in_a_glossary_language_only(glossed_index_
     assert glossed.english_text("playgrounds in Berlin") is None  # English: searched as it is
     assert glossed.english_text("西安的博物馆") is None  # no Chinese glossary
     assert glossed.english_text("Kinderspielplätze in Berlin").startswith("children playgrounds in Berlin")
+
+
+def test_translations_are_remembered_newest_first_and_bounded(glossed_index_dir, monkeypatch):
+    """One compile() asks for a request's translation several times: the translator runs once, and only
+    the newest TRANSLATIONS_KEPT are kept."""
+    glossed = TagRetriever.load(glossed_index_dir)
+    calls = []
+    real = glossed.translator.translate
+    monkeypatch.setattr(glossed.translator, "translate", lambda text, lang: calls.append(text) or real(text, lang))
+    first = glossed.translation("Welche Honigmacher gibt es?")
+    assert first.startswith("beekeeper") and glossed.translation("Welche Honigmacher gibt es?") == first
+    assert len(calls) == 1
+    monkeypatch.setattr(tags_module, "TRANSLATIONS_KEPT", 3)
+    for i in range(5):
+        glossed.translation(f"Welche Honigmacher gibt es in Ort{i}?")
+    assert list(glossed._translations) == [f"Welche Honigmacher gibt es in Ort{i}?" for i in (2, 3, 4)]
