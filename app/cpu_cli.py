@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from geoql.app.eval_cli import LANGUAGES
 from geoql.core.cli import positive_int
 from geoql.core.errors import UserError
 
@@ -49,7 +50,7 @@ def register(subparsers) -> None:
     ceiling = sub.add_parser("ceiling", help="per language: OQS of the answers and of the best candidate of their pools "
                                              "(a perfect selector), against the OverpassNL dev gold")
     ceiling.add_argument("--osmnl-dir", required=True, help="directory with dev.<lang>.nl, line i deriving from OverpassNL dev line i")
-    ceiling.add_argument("--languages", default="en,de,fr,ru,zh,yue,ja,ko", help="comma-separated (default: all eight)")
+    ceiling.add_argument("--languages", default=",".join(LANGUAGES), help="comma-separated (default: all eight of OsmNL)")
     ceiling.add_argument("--original", action="store_true", help="add a first row for the OverpassNL dev requests themselves")
     ceiling.add_argument("--model-dir", help="trained model directory (default: as for train)")
     ceiling.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
