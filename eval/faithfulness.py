@@ -21,7 +21,8 @@ How a constant counts as supported (all text compared case- and accent-folded, N
   ``1 km`` is also 1000 m, ``49.79821`` also supports a rounded ``49.798``); an area
   id ``3600062422`` is also supported by the relation id 62422;
 * a date: the request names it in words or digits (``November 1, 2018``,
-  ``1.11.2018``, ``since 2018`` supports any date of 2018), and a turbo period
+  ``1.11.2018``; ``since 2018`` supports any date of 2018, ``July 15, 2019`` that day only,
+  ``November 2018`` any day of that month), and a turbo period
   ``{{date:1 week}}`` a period of about that length ("last week", "7 days");
 * an output format (``[out:csv]``, ``out count``, ``out meta``, ``out geom``,
   ``out center``): a cue word of its kind in the request.
@@ -293,9 +294,16 @@ def _read_dates(text: str, words: tuple[str, ...]) -> tuple:
         days = [x for x in (words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else "")
                 if re.fullmatch(r"\d{1,2}", x) or re.fullmatch(r"\d{1,2}(?:st|nd|rd|th|er)", x)]
         for y in years:
-            add(y, month)
+            if not days:  # "November 2018": any day of it; "November 1, 2018": that day only
+                add(y, month)
             for d in days:
                 add(y, month, re.match(r"\d+", d).group())
+    # "on July 15, 2019" supports that day, not any day of 2019: a year alone counts where it
+    # appears more often than the dates around it ("since 2019 ... on July 15, 2019").
+    for y in {y for y, mo, _ in dates if mo is None}:
+        within = {date for date in dates if date[0] == y and date[1] is not None}
+        if within and len(re.findall(rf"(?<!\d){y}(?!\d)", text)) <= len(within):
+            dates.discard((y, None, None))
     return tuple(sorted(dates, key=lambda t: (t[0], t[1] or 0, t[2] or 0)))
 
 

@@ -182,6 +182,36 @@ def table(lang: str) -> dict:
         raise CueError(f"cue table {lang}.json unreadable ({e}); reinstall geoql") from e
 
 
+@lru_cache(maxsize=None)
+def _stop_matcher(lang: str) -> Matcher:
+    return Matcher(table(lang)["stop"])
+
+
+def without_stop_words(text: str, lang: str) -> str:
+    """``text`` with the stop words and phrases of ``lang``'s cue table blanked out (unchanged when
+    there is no table): what is left names things. In scripts without spaces a stop phrase counts
+    only with two letters or more, since a single letter is as often part of a longer word.
+
+    >>> without_stop_words("Welche Bars gibt es in den Niederlanden?", "de")
+    'Bars Niederlanden?'
+    >>> without_stop_words("瑞典有哪些火车站", "zh"), without_stop_words("Museen", "sw")
+    ('瑞典 火车站', 'Museen')
+    """
+    if lang not in LANGUAGES:
+        return text
+    toks = tokens(text)
+    cut = [(toks[i].start, toks[j - 1].end) for i, j, _ in _stop_matcher(lang).find(toks)
+           if not (toks[i].spaceless and j - i == 1)]
+    if not cut:
+        return text
+    out, at = [], 0
+    for start, end in cut:
+        out.append(text[at:start])
+        at = end
+    out.append(text[at:])
+    return " ".join(" ".join(out).split())
+
+
 def all_tables() -> dict[str, dict]:
     """Every language's cue table."""
     return {lang: table(lang) for lang in LANGUAGES}

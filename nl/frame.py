@@ -74,6 +74,9 @@ class Frame:
     # every quoted span (names and tag keys alike), and the cue language used.
     uids: list[int] = field(default_factory=list)
     quoted: list[str] = field(default_factory=list)
+    # A since-cue leads a date ("since November 1, 2018", "nach dem 1. Juni 2019"): the date
+    # starts a period rather than naming the day itself ("am 15. Juli 2019").
+    since: bool = False
 
 
 # ------------------------------------------------------------------ language
@@ -564,11 +567,18 @@ class _Reader:
                     add(toks[k].start, toks[k].text)
                     self.take(k, k + 1)
                     self.take(s, e)
+                    f.since = True
                     break
         starts = {pos for pos, _ in found}
         for s, e, _ in self.find(self.lex.since, True):
-            if e < self.n and toks[e].start in starts:  # "since November 1, 2018"
+            k = e
+            while k < self.n and toks[k].fold in _DATE_ARTICLES:
+                k += 1
+            if k + 1 < self.n and toks[k].number and toks[k + 1].start in starts:
+                k += 1  # the day before its month: "nach dem 1. Juni 2019"
+            if k < self.n and toks[k].start in starts:  # "since November 1, 2018"
                 self.take(s, e)
+                f.since = True
         found.sort()
         f.dates = list(dict.fromkeys(d for _, d in found))
 

@@ -122,11 +122,24 @@ class Lexicon:
         covered = hit[scores >= self.total[hit] * share * share]  # score = matched * (matched / total)
         return {self.langs[int(i)] for i in set(self.surface_lang[covered].tolist())}
 
-    def search(self, text: str, pool: int = 100) -> list[LexicalMatch]:
-        """The ``pool`` best tags for ``text``, each with its best surface, best first (ties by surface id)."""
+    def language_ids(self, languages) -> "np.ndarray":
+        """The lexicon's ids of ``languages`` (codes absent from the lexicon are left out)."""
+        import numpy as np
+
+        wanted = set(languages)
+        return np.asarray([i for i, lang in enumerate(self.langs) if lang in wanted], dtype=self.surface_lang.dtype)
+
+    def search(self, text: str, pool: int = 100, languages=None) -> list[LexicalMatch]:
+        """The ``pool`` best tags for ``text``, each with its best surface, best first (ties by surface id).
+
+        ``languages``: match only the surfaces in these languages (``None``: every language).
+        """
         import numpy as np
 
         hit, scores = self.surface_scores(text)
+        if languages is not None and len(hit):
+            keep = np.isin(self.surface_lang[hit], self.language_ids(languages))
+            hit, scores = hit[keep], scores[keep]
         if not len(hit):
             return []
         order = np.lexsort((hit, -scores))

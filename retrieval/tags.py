@@ -27,6 +27,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from geoql.nl.cues import without_stop_words
 from geoql.nl.frame import guess_language
 from geoql.nl.text import main_script
 
@@ -52,6 +53,39 @@ ENGLISH_GUESSES = frozenset({"en", "und"})  # guess_language's answers that keep
 # twice, the CPU default's words), and a Japanese one takes ~1.7 ms.
 TRANSLATIONS_KEPT = 256
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-]*")
+_NUMBER = re.compile(r"(?<![^\W_])\d+(?:[.,:/-]\d+)*\.?(?![^\W_])")
+# Languages whose names a request also meets because they share its words' writing: Chinese
+# characters (a Cantonese request is written in the traditional ones of zh-TW and zh-HK names;
+# Japanese kanji nouns are often the Chinese ones) and Cyrillic words common to Russian,
+# Ukrainian, Belarusian and Bulgarian. Measured on OsmNL dev (docs/notes/2026-12-glossaries.md).
+_HAN = ("zh", "yue", "ja", "gan")
+_CYRILLIC = ("ru", "uk", "be", "bg", "sr", "mk", "kk")
+_SAME_WRITING = {**{lang: _HAN for lang in _HAN}, **{lang: _CYRILLIC for lang in _CYRILLIC}}
+
+
+def request_languages(guess: str, known) -> frozenset[str] | None:
+    """The lexicon languages a request whose language is guessed ``guess`` is matched against:
+    that language's variants and English's; ``None`` (every language) when the guess is English,
+    undecided or has no names in the lexicon (``known``).
+
+    Matching every language let a German "am" meet Portuguese and Welsh names ("am" for "Mast")
+    and put masts into a request about a user's edits.
+
+    >>> known = ["ca", "de", "de-CH", "en", "en-GB", "pt", "yue", "zh-CN", "zh-TW"]
+    >>> sorted(request_languages("de", known)), sorted(request_languages("yue", known))
+    (['de', 'de-CH', 'en', 'en-GB'], ['en', 'en-GB', 'yue', 'zh-CN', 'zh-TW'])
+    >>> sorted(request_languages("ja", ["ja", "ko", "uk", "zh"])), sorted(request_languages("ru", ["ja", "ru", "uk"]))
+    (['ja', 'zh'], ['ru', 'uk'])
+    >>> request_languages("en", known), request_languages("und", known), request_languages("sw", known)
+    (None, None, None)
+    """
+    if guess in ENGLISH_GUESSES:
+        return None
+    bases = {guess, *_SAME_WRITING.get(guess, ())}
+    own = {lang for lang in known if re.split(r"[-@]", lang)[0] in bases}
+    if not own:
+        return None
+    return frozenset(own | {lang for lang in known if re.split(r"[-@]", lang)[0] == "en"})
 
 
 @dataclass(frozen=True)
@@ -176,7 +210,7 @@ class TagRetriever:
         translated = self.translation(text)
         if translated is None:
             return None
-        return self._names_after(translated, self.lexicon.search(text, GLOSS_TAGS)) or text
+        return self._names_after(translated, self._lexical(text, GLOSS_TAGS)) or text
 
     def _names_after(self, base: str, matches: list[LexicalMatch]) -> str:
         """``base`` followed by the English names of the best ``matches`` (within GLOSS_SHARE of the best)."""
@@ -217,7 +251,16 @@ class TagRetriever:
         text = clean_request(nl)
         if not isinstance(k, int) or k <= 0 or not has_content(text):
             return []
-        return self.lexicon.search(text, k)
+        return self._lexical(text, k)
+
+    def _lexical(self, text: str, pool: int) -> list[LexicalMatch]:
+        """The lexicon's ``pool`` best tags for a cleaned request, in its own languages (:func:`request_languages`)."""
+        lang = guess_language(text)
+        # The sentence's own small words ("gibt es", "am") name no tag but match field labels
+        # ("Gibt es Essen?") and short names in other languages; its numbers (ids, dates, a uid)
+        # match option titles ("8 (climbing grade uiaa)").
+        words = _NUMBER.sub(" ", without_stop_words(text, lang))
+        return self.lexicon.search(words, pool, request_languages(lang, self.lexicon.langs))
 
     def gloss(self, nl: str) -> str:
         """The request as the English sources read it: unchanged when it is English; else its word-by-word
@@ -230,7 +273,7 @@ class TagRetriever:
         text = clean_request(nl)
         if not has_content(text) or self.is_english(text):
             return text
-        return self._gloss(text, self.lexicon.search(text, GLOSS_TAGS))
+        return self._gloss(text, self._lexical(text, GLOSS_TAGS))
 
     def _gloss(self, text: str, matches: list[LexicalMatch]) -> str:
         translated = self.translation(text)  # word by word where the index has a glossary of the language
@@ -243,7 +286,7 @@ class TagRetriever:
     def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
         lexical: dict[int, LexicalMatch] = {}
         if not self.is_english(text):
-            matches = self.lexicon.search(text, self.config.tag_pool)
+            matches = self._lexical(text, self.config.tag_pool)
             lexical = {m.doc: m for m in matches}
             text = self._gloss(text, matches)
         if self.ranker is not None:

@@ -29,6 +29,7 @@ selector learns when to trust it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import overpassql
@@ -37,6 +38,8 @@ from geoql.app.cpu.faithful import request_ids
 from overpassql import ast as A
 
 TYPES = ("node", "way", "relation")
+# What a request calls "everything": OpenStreetMap's own name and the nouns of "Entities in ...".
+_OSM_NAMES = frozenset({"openstreetmap", "osm", "map", "data", "entities", "entity"})
 # How sure a tag must be to be put in a composed query: the retriever's probability for
 # the main tag; a second, qualifying tag (a key rarely first in a statement) needs more.
 MAIN_MIN = 0.05
@@ -58,7 +61,7 @@ def request_shape(info, frame, place: str | None) -> Shape:
     """The shape of the request (also a feature: does a candidate have it?)."""
     output = set(getattr(frame, "output", ()) or ()) if frame is not None else set()
     count = bool(info.count or "count" in output)
-    if frame is not None and (frame.ids or (request_ids(info.nl) and (info.types or frame.types) and
+    if frame is not None and (frame.ids or (_element_ids(info, frame) and (info.types or frame.types) and
                                             not frame.coords and not frame.area_ids)):
         where = "ids"
     elif frame is not None and frame.around is not None and frame.coords:
@@ -72,6 +75,12 @@ def request_shape(info, frame, place: str | None) -> Shape:
     else:
         where = "view"
     return Shape(where, count, frozenset(output & {"geom", "center", "meta"}))
+
+
+def _element_ids(info, frame) -> list[str]:
+    """The request's ids that are not a user's ("ways and nodes of UID 8710004" names no way)."""
+    uids = {str(u) for u in getattr(frame, "uids", ())} if frame is not None else set()
+    return [i for i in request_ids(info.nl) if i not in uids]
 
 
 def query_shape(query: str) -> str:
@@ -112,6 +121,10 @@ def _time_filters(frame) -> list:
     dates = [d if "T" in d else f"{d}T00:00:00Z" for d in frame.dates]
     if len(dates) >= 2:
         out.append(A.Changed(dates[0], dates[1]))
+    elif dates and (frame.users or getattr(frame, "uids", None)) and not getattr(frame, "since", False) \
+            and "T" not in frame.dates[0]:
+        # A user's edits "on July 15, 2019": that day, as the dataset writes it.
+        out.append(A.Changed(dates[0], f"{frame.dates[0]}T23:59:59Z"))
     elif dates:
         out.append(A.Newer(dates[0]))
     elif frame.periods:
@@ -131,14 +144,46 @@ def _outputs(shape: Shape) -> list:
     return [A.Out([]), A.Recurse(">"), A.Out(["skel", "qt"])]
 
 
+def _user_edits(info, frame, place, shape: Shape, tags: list, extra: list) -> A.Script | None:
+    """A uid's edits with no tag, place or view: the dataset's one shape for them (224 of its 234
+    training queries with a uid), ``[out:xml]``, ways then nodes, metadata out."""
+    if tags or place or shape.where != "view" or frame is None or not getattr(frame, "uids", None) \
+            or frame.in_view or shape.count:
+        return None
+    named = [t for t in ("way", "node", "relation") if t in set(info.types) | set(frame.types)]
+    body = [A.Query(t, [_copy(x) for x in extra]) for t in named or ("way", "node")]
+    return A.Script(settings=[A.Setting("out", "xml"), A.Setting("timeout", "30")],
+                    statements=[A.Union_(body) if len(body) > 1 else body[0],
+                                A.Out(["meta"]), A.Recurse(">"), A.Out(["meta", "qt"])])
+
+
+def names_no_kind(frame) -> bool:
+    """Whether the request asks for every element ("What OpenStreetMap features are in Kharkiv
+    Oblast?", "Entities in Житомирська область"): what it names, less the cue table's stop words
+    ("features", "Elemente", "要素"), is OpenStreetMap's own name or "entities". A request whose
+    frame finds nothing it names is not one: the frame misses words in some languages.
+
+    >>> from geoql.nl.frame import read_frame
+    >>> names_no_kind(read_frame("Welche OpenStreetMap-Elemente gibt es in Charkiw?")), names_no_kind(read_frame("cafes in Bonn"))
+    (True, False)
+    >>> names_no_kind(read_frame("Entities in Житомирська область")), names_no_kind(read_frame("in Bonn"))
+    (True, False)
+    """
+    return frame is not None and bool(frame.what) and \
+        all(set(re.findall(r"\w+", w.casefold())) <= _OSM_NAMES for w in frame.what)
+
+
 def _script(info, frame, place, shape: Shape, main: list[str], of_tag: str | None) -> A.Script | None:
     statements: list = []
     where_filters: list
     tags = [_tag(t) for t in main]
     extra = _time_filters(frame)
     types = _types(info, frame)
+    edits = _user_edits(info, frame, place, shape, tags, extra)
+    if edits is not None:
+        return edits
     if shape.where == "ids":
-        ids = list(frame.ids) if frame is not None and frame.ids else [(types[0], int(i)) for i in request_ids(info.nl)]
+        ids = list(frame.ids) if frame is not None and frame.ids else [(types[0], int(i)) for i in _element_ids(info, frame)]
         by_type: dict[str, list[str]] = {}
         for typ, i in ids:
             by_type.setdefault(typ if typ in TYPES else "nwr", []).append(str(i))
@@ -156,7 +201,7 @@ def _script(info, frame, place, shape: Shape, main: list[str], of_tag: str | Non
         where_filters = [A.Around(_number(frame.around.radius_m), [], set=CENTER_SET)]
     else:
         where_filters = [_scope(statements, frame, place)]
-    if not tags and not extra:
+    if not tags and not extra and not (names_no_kind(frame) and shape.where in ("place", "area_id", "coords")):
         return None
     body = [A.Query(t, [*(_copy(x) for x in tags), *(_copy(x) for x in extra), *(_copy(x) for x in where_filters)])
             for t in types]
@@ -208,6 +253,16 @@ def compose(info, frame, *, place: str | None, what: list[tuple[str, float]], of
     timed = frame is not None and bool(frame.users or getattr(frame, "uids", None) or frame.dates or frame.periods)
     if shape.where == "ids" or (not choices and timed):
         choices = choices[:1] or [[]]
+    elif not timed and names_no_kind(frame) and shape.where in ("place", "area_id", "coords"):
+        choices = choices[:limit] + [[]]  # every element there: the retriever's tags are noise
+        limit += 1
+    elif timed and frame is not None and getattr(frame, "uids", None):
+        # A uid's edits: 224 of the 234 training queries with a uid have no tag, and the retriever's
+        # best tag for "way node UID 8794071 8 july 2019" is mostly noise. Offered beside the tagged
+        # ones: offered alone, the selector took a neighbour's copy instead for the Japanese requests
+        # (ja -0.9 OQS on OsmNL dev; docs/notes/2026-12-glossaries.md).
+        choices = choices[:limit] + [[]]
+        limit += 1
     for main in choices:
         script = _script(info, frame, place, shape, main, of_tag)
         if script is None:

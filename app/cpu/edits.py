@@ -415,6 +415,22 @@ def edit_output(script, ctx: EditContext) -> bool:
     return False
 
 
+def _same_day(node, date: str) -> str:
+    """The end of a ``changed`` window moved with its start: a window within one day
+    ("2019-08-27T00:00:00Z" to "2019-08-27T23:58:59Z") keeps its hours on the request's day.
+
+    >>> _same_day(A.Changed('"2019-08-27T00:00:00Z"', '"2019-08-27T23:58:59Z"'), "2019-07-15T00:00:00Z")
+    '"2019-07-15T23:58:59Z"'
+    >>> _same_day(A.Changed('"2019-01-01T00:00:00Z"', '"2019-03-01T00:00:00Z"'), "2019-07-15T00:00:00Z")
+    '"2019-03-01T00:00:00Z"'
+    """
+    since, until = node.since.strip('"'), node.until.strip('"') if node.until else ""
+    if len(since) >= 10 and since[:10] == until[:10] and len(until) > 10:
+        quote = '"' if node.until.startswith('"') else ""
+        return f"{quote}{date[:10]}{until[10:]}{quote}"
+    return node.until
+
+
 def edit_numbers(script, ctx: EditContext) -> bool:
     """Distances, dates, user names and ids from the request."""
     nl = ctx.info.nl
@@ -436,7 +452,7 @@ def edit_numbers(script, ctx: EditContext) -> bool:
         elif isinstance(node, A.Changed) and dates and node.since and "{{" not in node.since:
             quote = '"' if node.since.startswith('"') else ""
             since = f"{quote}{dates[0]}{quote}"
-            until = f"{quote}{dates[1]}{quote}" if len(dates) > 1 else node.until
+            until = f"{quote}{dates[1]}{quote}" if len(dates) > 1 else _same_day(node, dates[0])
             if (node.since, node.until) != (since, until):
                 node.since, node.until, changed = since, until, True
         elif isinstance(node, A.Uid) and uid and node.uids != [uid.group(1)]:

@@ -247,7 +247,7 @@ def analyse(nl: str, places: dict[str, str] | None = None) -> RequestInfo:
 
 def merge_frame(info: RequestInfo, frame) -> RequestInfo:
     """Fill in what the English rules missed from the intent frame (``geoql.nl.frame.Frame``):
-    the map view, else its place; counting, element types. The view comes first: a request that
+    the map view, else its place; counting, dates written in words, element types. The view comes first: a request that
     names it wants the view's box, and a word before a particle is a place only by its position
     ("現在の表示範囲内で、車椅子で…": in the current view, by wheelchair).
     Changes ``info`` in place and returns it."""
@@ -258,6 +258,8 @@ def merge_frame(info: RequestInfo, frame) -> RequestInfo:
             info.area = frame.place
             info.words = info.words - content_words(frame.place)
     info.count = info.count or "count" in frame.output
+    if not info.dates and frame.dates:  # "July 15, 2019", "15. Juli 2019", "2019年7月15日"
+        info.dates = list(frame.dates)
     if not info.types:
         info.types = set(frame.types) & {"node", "way", "relation"}
     return info

@@ -31,6 +31,14 @@ CASES = [
      ["area(3600062504)->.searchArea;", 'node["natural"="spring"](area.searchArea)']),
     ("ways that are cafes in the current view", None, [("amenity=cafe", 0.7)], [],
      ['(way["amenity"="cafe"]({{bbox}});)']),
+    # A uid's edits: the dataset's one shape for them; a single day is a changed window over it.
+    ("What ways and nodes with the UID 10019250 were changed on July 15, 2019?", None, [], [],
+     ['[out:xml][timeout:30];(way(uid:10019250)(changed:"2019-07-15T00:00:00Z","2019-07-15T23:59:59Z");'
+      'node(uid:10019250)(changed:"2019-07-15T00:00:00Z","2019-07-15T23:59:59Z"););out meta;>;out meta qt;']),
+    ("Welche Änderungen hat der Benutzer mit der ID 8710057 am 13. November 2018 vorgenommen?", None, [], [],
+     ['(way(uid:8710057)(changed:"2018-11-13T00:00:00Z","2018-11-13T23:59:59Z");node(uid:8710057)']),
+    ("Objekte der UID 8710057, die seit dem 1. Juni 2019 geändert wurden", None, [], [],
+     ['way(uid:8710057)(newer:"2019-06-01T00:00:00Z")']),
 ]
 
 
@@ -43,6 +51,37 @@ def test_shapes(nl, place, what, of, parts):
     for q in queries:
         assert not overpassql.check(q)
         assert problems(nl, q, {}) == []
+
+
+def test_a_uid_is_no_element_id():
+    nl = "Welche Wege und Knoten mit der UID 10019250 wurden am 15. Juli 2019 geändert?"
+    assert request_shape(analyse(nl), read_frame(nl), None).where == "view"
+    assert "way(10019250)" not in " ".join(compose(analyse(nl), read_frame(nl), place=None, what=[]))
+
+
+def test_a_uids_edits_are_also_offered_without_the_retrievers_tag():
+    nl = "Welche Wege und Knoten mit der UID 8794071 wurden am 8. Juli 2019 geändert?"
+    out = compose(analyse(nl), read_frame(nl), place=None, what=[("climbing:grade:uiaa=8", 0.4)])
+    assert len(out) == 2 and '"climbing:grade:uiaa"="8"' in out[0]
+    assert out[1].startswith("[out:xml][timeout:30];(way(uid:8794071)(changed:")
+
+
+@pytest.mark.parametrize("nl,place", [
+    ("What OpenStreetMap features are in Kharkiv Oblast?", "Kharkiv Oblast"),
+    ("Entities in Житомирська область", "Житомирська область"),
+    ("Welche OpenStreetMap-Elemente gibt es in der Oblast Schytomyr?", "Oblast Schytomyr"),
+    ("哈尔科夫州有哪些OpenStreetMap要素？", "哈尔科夫州"),
+])
+def test_every_element_of_a_place_is_also_offered_without_a_tag(nl, place):
+    out = compose(analyse(nl), read_frame(nl), place=place, what=[("map_source=OpenStreetMap", 0.3)])
+    assert len(out) == 2 and out[1].endswith("(node(area.searchArea);way(area.searchArea);relation(area.searchArea););"
+                                             "out;>;out skel qt;")
+
+
+@pytest.mark.parametrize("nl,place", [("cafes in Bonn", "Bonn"), ("ボンのカフェ", "ボン")])
+def test_a_request_naming_a_kind_gets_no_query_without_tags(nl, place):
+    out = compose(analyse(nl), read_frame(nl), place=place, what=[("amenity=cafe", 0.6)])
+    assert len(out) == 1 and '"amenity"="cafe"' in out[0]
 
 
 def test_two_main_tags_give_two_candidates():

@@ -8,7 +8,8 @@ import overpassql
 from geoql.app.cpu.edits import (EditContext, EditOptions, apply_edits, apply_extra, area_names, edit_add_tags,
                            edit_drop_tags, edit_hint_tags, parses)
 from geoql.app.cpu.lexicon import TagLexicon
-from geoql.app.cpu.request import analyse
+from geoql.app.cpu.request import analyse, merge_frame
+from geoql.nl.frame import read_frame
 
 LEXICON = TagLexicon.fit(
     ["castles in Bonn", "castles in Rome", "springs in Bonn", "springs in Paris", "cafes in Bonn", "cafes in Rome"],
@@ -107,6 +108,18 @@ def test_numbers_distance_date_user_uid():
     text, applied = edit(query, nl, "numbers")
     assert "around:2000" in text and "2020-05-06T00:00:00Z" in text and '"bob"' in text and "uid:7" in text
     assert applied == ("numbers",)
+
+
+def test_a_days_window_moves_to_the_requests_day():
+    """The neighbour's "2019-08-27 00:00 to 23:58:59" becomes the request's day, hours kept; the
+    date written in words comes from the intent frame."""
+    query = ('(way(uid:8794057)(changed:"2019-08-27T00:00:00Z","2019-08-27T23:58:59Z");'
+             'node(uid:8794057)(changed:"2019-08-27T00:00:00Z","2019-08-27T23:58:59Z"););out meta;')
+    info = merge_frame(analyse("ways and nodes of uid 10019250 changed on July 15, 2019"),
+                       read_frame("ways and nodes of uid 10019250 changed on July 15, 2019"))
+    ctx = EditContext(info=info, example_nl="x", lexicon=LEXICON, aliases={})
+    text = apply_edits(query, ctx, EditOptions.parse("numbers"))[0]
+    assert text.count('(changed:"2019-07-15T00:00:00Z","2019-07-15T23:58:59Z")') == 2 and "uid:10019250" in text
 
 
 def test_unparsable_query_is_no_candidate():

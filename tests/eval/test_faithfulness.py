@@ -174,6 +174,21 @@ def test_dates_the_request_does_not_give():
     assert _found("roads edited last week", 'way(newer:"{{date:3 days}}");out;') == {("date", "{{date:3 days}}")}
 
 
+@pytest.mark.parametrize("nl,date,supported", [
+    ("What ways and nodes with the UID 10019250 were changed on July 15, 2019?", "2019-07-15", True),
+    # a neighbour's day in the same month and year is not the request's
+    ("What ways and nodes with the UID 10019250 were changed on July 15, 2019?", "2019-07-17", False),
+    ("Welche Wege wurden am 15. Juli 2019 geändert?", "2019-07-17", False),
+    ("2019年7月15日に変更されたウェイ", "2019-07-17", False),
+    ("roads changed since 2019", "2019-07-17", True),  # a year alone: any day of it
+    ("roads changed in November 2018", "2018-11-05", True),  # a month: any day of it
+    ("roads changed in 2019 and on July 15, 2019", "2019-03-01", True),  # the year also stands alone
+])
+def test_a_day_supports_that_day_only(nl, date, supported):
+    query = f'way(changed:"{date}T00:00:00Z","{date}T23:59:59Z");out;'
+    assert (unsupported_constants(nl, query) == []) is supported
+
+
 def test_names_users_and_output_cues_in_three_languages():
     query = 'nwr["brand"="Lidl"](user:"KaiserFranz");out meta;'
     assert _found("Lidl shops edited by KaiserFranz", query) == set()

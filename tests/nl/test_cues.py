@@ -8,7 +8,7 @@ from importlib import resources
 import pytest
 
 from geoql.nl import cues
-from geoql.nl.cues import LANGUAGES, REQUIRED, CueError, Matcher, table, tokens
+from geoql.nl.cues import LANGUAGES, REQUIRED, CueError, Matcher, table, tokens, without_stop_words
 
 
 def test_tokens_split_letters_of_scripts_without_spaces():
@@ -72,3 +72,31 @@ def test_every_language_at_once_for_faithfulness():
     assert units["week"] == units["woche"] == units["неделю"] == units["周"] == "week"
     assert "公里" in cues.distance_unit_words()["km"] and "km" in cues.distance_unit_words()["km"]
     assert "letzte" in cues.one_words()
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_stop_word_is_blanked_out_of_its_language(lang):
+    """Each stop word or phrase of the table, alone, leaves nothing (single letters of scripts
+    without spaces stay: they are as often part of a longer word)."""
+    for stop in table(lang)["stop"]:
+        toks = tokens(stop)
+        if len(toks) == 1 and toks[0].spaceless:
+            assert without_stop_words(stop, lang) == stop
+        else:
+            assert not any(ch.isalnum() for ch in without_stop_words(stop, lang)), (lang, stop)
+
+
+@pytest.mark.parametrize("lang,nl,left", [
+    ("de", "Welche Bars gibt es in den Niederlanden?", "Bars Niederlanden?"),
+    ("fr", "Quels sont les musées à Lyon ?", "musées Lyon ?"),
+    ("ru", "Какие музеи есть в Москве?", "музеи Москве?"),
+    ("ja", "東京にある美術館を教えてください", "東京に 美術館を"),
+    ("zh", "成都有哪些博物馆", "成都 博物馆"),
+    ("ko", "부산에 있는 박물관은 어디에 있습니까", "부산에 박물관은"),
+])
+def test_what_is_left_names_things(lang, nl, left):
+    assert without_stop_words(nl, lang) == left
+
+
+def test_a_language_without_a_table_is_left_as_it_is():
+    assert without_stop_words("Makumbusho ya Taifa", "sw") == "Makumbusho ya Taifa"

@@ -75,6 +75,21 @@ def test_cue_table_has_every_section(lang):
     assert t["view"] and t["stop"] and t["markers"]
 
 
+@pytest.mark.parametrize("nl,since", [
+    ("nodes edited by user 'HK2002' since November 1, 2018", True),
+    ("Welche Gebäude in Hilden wurden nach dem 1. Juni 2019 hinzugefügt?", True),
+    ("здания после 1 июня 2019 года", True),
+    ("shops added since 2020", True),
+    ("2020年以来的建筑", True),
+    ("What ways and nodes with the UID 10019250 were changed on July 15, 2019?", False),
+    ("Welche Wege und Knoten mit der UID 10019250 wurden am 15. Juli 2019 geändert?", False),
+    ("ways changed between 2019-01-01 and 2019-02-01", False),
+])
+def test_a_since_cue_before_a_date_starts_a_period(nl, since):
+    frame = read_frame(nl)
+    assert frame.dates and frame.since is since
+
+
 def test_around_keeps_the_object_as_written():
     assert read_frame("benches within 100 m of a playground in Zurich").around == Around(100.0, "a playground")
 

@@ -56,3 +56,10 @@ def test_save_and_load_round_trip(lexicon, tmp_path):
 def test_build_is_deterministic():
     one, two = Lexicon.build(SURFACES), Lexicon.build(SURFACES)
     assert one.vocab == two.vocab and (one.indices == two.indices).all() and (one.idf == two.idf).all()
+
+
+def test_search_within_some_languages():
+    lexicon = Lexicon.build([(0, "pt", "Mastro am rádio"), (1, "de", "Radiomast am Berg"), (2, "en", "radio mast")])
+    assert {m.doc for m in lexicon.search("am", 5)} == {0, 1}
+    assert [m.doc for m in lexicon.search("am", 5, languages={"de", "en"})] == [1]
+    assert lexicon.search("am", 5, languages={"fr"}) == [] and lexicon.search("am", 5, languages=()) == []

@@ -142,6 +142,26 @@ def test_languages_and_lexical_matches(tags):
     assert tags.lexical_matches("", 3) == [] and tags.lexical_matches("Apotheke", 0) == []
 
 
+def test_lexical_matches_are_in_the_requests_languages(tags):
+    """A German request meets German and English names only (its "am" is a Portuguese word of
+    "Mast" names), and its numbers are no names ("32" is in "AdBlue / AUS 32")."""
+    nl = "Welche Wege und Knoten mit der UID 32 wurden am 18. Juli 2019 geändert?"
+    assert any("AUS 32" in m.text for m in tags.lexicon.search(nl, 50))  # what the numbers used to meet
+    allowed = tags_module.request_languages("de", tags.lexicon.langs)
+    matches = tags.lexical_matches(nl, 50)
+    assert all(m.lang in allowed for m in matches), [(m.text, m.lang) for m in matches]
+    assert not any("32" in m.text or "18" in m.text for m in matches), [m.text for m in matches]
+    assert tags_module.request_languages("und", tags.lexicon.langs) is None  # undecided: every language
+
+
+def test_the_sentences_small_words_match_no_name(tags):
+    """ "in" is a word of "drive-in" (a restaurant), "gibt es" of the field label "Gibt es Essen?"."""
+    nl = "Welche Apotheken gibt es in den Niederlanden?"
+    assert "drive-in" in [m.text for m in tags.lexicon.search(nl, 10)]  # what they used to meet
+    found = {tags.docs[m.doc]["tag"] for m in tags.lexical_matches(nl, 10)}
+    assert found == {"amenity=pharmacy", "shop=chemist"}, found
+
+
 @pytest.mark.parametrize("nl", ["مطاعم في القاهرة", "Cafés 🏛️ 博物馆 in Köln", "\u202eApotheke\u202c", "🏛️🏛️"])
 def test_mixed_and_right_to_left_scripts_give_a_list(tags, nl):
     hits = tags.search(nl, 5)
