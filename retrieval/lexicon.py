@@ -52,6 +52,7 @@ class Lexicon:
         self.surface_doc, self.surface_lang = surface_doc, surface_lang
         self.langs = langs
         self.texts = texts
+        self._language_ids: dict = {}  # language_ids per set of codes
 
     def __len__(self) -> int:
         return len(self.surface_doc)
@@ -123,11 +124,16 @@ class Lexicon:
         return {self.langs[int(i)] for i in set(self.surface_lang[covered].tolist())}
 
     def language_ids(self, languages) -> "np.ndarray":
-        """The lexicon's ids of ``languages`` (codes absent from the lexicon are left out)."""
+        """The lexicon's ids of ``languages`` (codes absent from the lexicon are left out); kept per set,
+        since every search of a request asks again for the same few sets."""
         import numpy as np
 
-        wanted = set(languages)
-        return np.asarray([i for i, lang in enumerate(self.langs) if lang in wanted], dtype=self.surface_lang.dtype)
+        wanted = frozenset(languages)
+        ids = self._language_ids.get(wanted)
+        if ids is None:
+            ids = np.asarray([i for i, lang in enumerate(self.langs) if lang in wanted], dtype=self.surface_lang.dtype)
+            self._language_ids[wanted] = ids
+        return ids
 
     def search(self, text: str, pool: int = 100, languages=None) -> list[LexicalMatch]:
         """The ``pool`` best tags for ``text``, each with its best surface, best first (ties by surface id).

@@ -56,8 +56,9 @@ _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-]*")
 _NUMBER = re.compile(r"(?<![^\W_])\d+(?:[.,:/-]\d+)*\.?(?![^\W_])")
 # Languages whose names a request also meets because they share its words' writing: Chinese
 # characters (a Cantonese request is written in the traditional ones of zh-TW and zh-HK names;
-# Japanese kanji nouns are often the Chinese ones) and Cyrillic words common to Russian,
-# Ukrainian, Belarusian and Bulgarian. Measured on OsmNL dev (docs/notes/2026-12-glossaries.md).
+# Japanese kanji nouns are often the Chinese ones) and the Cyrillic words Russian shares with
+# Ukrainian, Belarusian, Bulgarian, Serbian, Macedonian and Kazakh. Measured on OsmNL dev
+# (docs/notes/2026-12-glossaries.md).
 _HAN = ("zh", "yue", "ja", "gan")
 _CYRILLIC = ("ru", "uk", "be", "bg", "sr", "mk", "kk")
 _SAME_WRITING = {**{lang: _HAN for lang in _HAN}, **{lang: _CYRILLIC for lang in _CYRILLIC}}
@@ -136,6 +137,7 @@ class TagRetriever:
         self._translator: Translator | None = None
         self._translations: dict[str, str | None] = {}  # the newest TRANSLATIONS_KEPT, oldest first
         self._translations_lock = threading.Lock()  # the demo's worker threads share one retriever
+        self._languages_of: dict[str, frozenset[str] | None] = {}  # request_languages per guessed language
         self.ranker = None
         if self.config.fusion == "learned" and (index_dir / RANKER_JSON).is_file():
             try:
@@ -256,11 +258,13 @@ class TagRetriever:
     def _lexical(self, text: str, pool: int) -> list[LexicalMatch]:
         """The lexicon's ``pool`` best tags for a cleaned request, in its own languages (:func:`request_languages`)."""
         lang = guess_language(text)
+        if lang not in self._languages_of:  # the same few guesses every time: each read once
+            self._languages_of[lang] = request_languages(lang, self.lexicon.langs)
         # The sentence's own small words ("gibt es", "am") name no tag but match field labels
         # ("Gibt es Essen?") and short names in other languages; its numbers (ids, dates, a uid)
         # match option titles ("8 (climbing grade uiaa)").
         words = _NUMBER.sub(" ", without_stop_words(text, lang))
-        return self.lexicon.search(words, pool, request_languages(lang, self.lexicon.langs))
+        return self.lexicon.search(words, pool, self._languages_of[lang])
 
     def gloss(self, nl: str) -> str:
         """The request as the English sources read it: unchanged when it is English; else its word-by-word

@@ -173,6 +173,11 @@ def names_no_kind(frame) -> bool:
         all(set(re.findall(r"\w+", w.casefold())) <= _OSM_NAMES for w in frame.what)
 
 
+def _every_element(frame, shape: Shape) -> bool:
+    """Every element of a place, an area id or around coordinates (:func:`names_no_kind`): composed without a tag."""
+    return names_no_kind(frame) and shape.where in ("place", "area_id", "coords")
+
+
 def _script(info, frame, place, shape: Shape, main: list[str], of_tag: str | None) -> A.Script | None:
     statements: list = []
     where_filters: list
@@ -201,7 +206,7 @@ def _script(info, frame, place, shape: Shape, main: list[str], of_tag: str | Non
         where_filters = [A.Around(_number(frame.around.radius_m), [], set=CENTER_SET)]
     else:
         where_filters = [_scope(statements, frame, place)]
-    if not tags and not extra and not (names_no_kind(frame) and shape.where in ("place", "area_id", "coords")):
+    if not tags and not extra and not _every_element(frame, shape):
         return None
     body = [A.Query(t, [*(_copy(x) for x in tags), *(_copy(x) for x in extra), *(_copy(x) for x in where_filters)])
             for t in types]
@@ -253,14 +258,12 @@ def compose(info, frame, *, place: str | None, what: list[tuple[str, float]], of
     timed = frame is not None and bool(frame.users or getattr(frame, "uids", None) or frame.dates or frame.periods)
     if shape.where == "ids" or (not choices and timed):
         choices = choices[:1] or [[]]
-    elif not timed and names_no_kind(frame) and shape.where in ("place", "area_id", "coords"):
-        choices = choices[:limit] + [[]]  # every element there: the retriever's tags are noise
-        limit += 1
-    elif timed and frame is not None and getattr(frame, "uids", None):
-        # A uid's edits: 224 of the 234 training queries with a uid have no tag, and the retriever's
-        # best tag for "way node UID 8794071 8 july 2019" is mostly noise. Offered beside the tagged
-        # ones: offered alone, the selector took a neighbour's copy instead for the Japanese requests
-        # (ja -0.9 OQS on OsmNL dev; docs/notes/2026-12-glossaries.md).
+    elif (not timed and _every_element(frame, shape)) or (timed and getattr(frame, "uids", None)):
+        # Also the query without a tag, beside the tagged ones: every element of a place names no
+        # kind, and 224 of the 234 training queries with a uid have no tag; the retriever's tags
+        # for "way node UID 8794071 8 july 2019" are mostly noise. Offered alone, the uid's query
+        # lost to a neighbour's copy for the Japanese requests (ja -0.9 OQS on OsmNL dev;
+        # docs/notes/2026-12-glossaries.md).
         choices = choices[:limit] + [[]]
         limit += 1
     for main in choices:
