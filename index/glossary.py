@@ -34,8 +34,9 @@ from pathlib import Path
 
 from geoql.core.errors import GeoqlError
 from geoql.core.files import write_atomic
+from geoql.nl.text import fold
 from geoql.retrieval import artifacts as A
-from geoql.retrieval.glossary import LEMMATIZERS, write_glossary
+from geoql.retrieval.glossary import LEMMATIZERS, Glossary, write_glossary
 
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 
@@ -53,13 +54,16 @@ class DictionarySource:
     dictd: str  # the dictionary's file name in usr/share/dictd, without extension
     endings: tuple[str, ...] = ()  # inflection endings tried off an unknown word ("Apotheken" -> "apotheke")
     compounds: bool = False  # split unknown long words into two known ones ("Biogastankstellen")
-    min_letters: int = 1  # shorter headwords are left out (Japanese: a single letter is a name's as often as a word)
+    min_letters: int = 1  # shorter headwords are left out
     pool: str = "f/freedict"  # the package's folder under the mirror's pool/main
     senses: int = 2  # translation lines of an entry whose renderings compete (retrieval picks the best)
     # the unknown word's dictionary forms, by a morphological analyser (retrieval.glossary.LEMMATIZERS):
     # Russian inflects too much for endings ("замки" -> "замок", "Германии" -> "германия")
     lemmatizer: str = ""
     variants: tuple[tuple[str, str], ...] = ()  # other spellings of a headword's letter ("ё" is mostly written "е")
+    # a pivot dictionary (PIVOTS) translates into this glossary language instead of English; its words
+    # reach English through that language's glossary
+    via: str = ""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
@@ -81,10 +85,10 @@ class DictionarySource:
 SOURCES: dict[str, DictionarySource] = {s.language: s for s in (
     DictionarySource("de", "dict-freedict-deu-eng", "2022.04.21-1",
                      "52fa2ba6c73ebe84df0e4a7b8612a94a45e6026a157fc75f5ae36c4a1106e3db", "freedict-deu-eng",
-                     endings=("n", "en", "e", "s", "es", "er", "ern"), compounds=True),
+                     endings=("n", "en", "e", "s", "es", "er", "ern"), compounds=True, lemmatizer="simplemma"),
     DictionarySource("fr", "dict-freedict-fra-eng", "2022.04.21-1",
                      "fb853d1f3da00ddddfe60dc3b88b5aaca122eecf3ba5c219131bea479d6274db", "freedict-fra-eng",
-                     endings=("s", "x", "es")),
+                     endings=("s", "x", "es"), lemmatizer="simplemma"),
     DictionarySource("es", "dict-freedict-spa-eng", "2022.04.21-1",
                      "debf5f88fcdaebe824704664cdbb42b6c14f82ab4adda4e91bc388b16200eefc", "freedict-spa-eng",
                      endings=("s", "es")),
@@ -94,12 +98,21 @@ SOURCES: dict[str, DictionarySource] = {s.language: s for s in (
                      "6c688a9148bde82a6fbd6b2e3a80c1cec3eb4b3ec2d37901c94dc90bfb008950", "freedict-por-eng",
                      endings=("s", "es")),
     DictionarySource("ja", "dict-freedict-jpn-eng", "2022.04.21-1",
-                     "29feef8cb0e4e01efeb3524173709395ac528ad1d1c6622f7dddff7fef7e54ed", "freedict-jpn-eng", min_letters=2),
+                     "29feef8cb0e4e01efeb3524173709395ac528ad1d1c6622f7dddff7fef7e54ed", "freedict-jpn-eng"),
     # Russian: FreeDict's WikDict edition (Wiktionary via DBnary, 40,778 headwords; Debian 13). Its entries
     # alternate an English line with a Russian definition, so three senses compete ("дорога": road is the third).
     DictionarySource("ru", "dict-freedict-rus-eng", "2024.11.01-2",
                      "93692c5870fb62e0ef67170731c398a6335740e3020e45547d026e7455fb9db4", "freedict-rus-eng",
                      pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3", variants=(("ё", "е"),)),
+)}
+
+# Dictionaries that reach English through another language's glossary, for the words the English one lacks.
+# FreeDict's French-English dictionary is small (7,323 words: "coordonnées", "comté", "supermarchés"
+# are not in it); WikDict's French-German one (Wiktionary, 45,706 headwords) goes through German's.
+PIVOTS: dict[str, DictionarySource] = {s.language: s for s in (
+    DictionarySource("fr", "dict-freedict-fra-deu", "2024.11.01-2",
+                     "6a1199eb24e6852b53fb44df987f8e7062966b2ab4843d1f38099575f0433313", "freedict-fra-deu",
+                     pool="f/freedict-wikdict", senses=3, via="de"),
 )}
 
 
@@ -125,6 +138,14 @@ _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr
 _MARKUP = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
 _STOP_LINE = ("see", "Synonym", "Synonyms", "Note", "Antonym", "Example")
 _ENGLISH_WORD = re.compile(r"[a-z]+")
+# A rendering the training requests use as a whole phrase outweighs one whose words they use for
+# other things (best_rendering); phrases of up to PHRASE_WORDS words are counted.
+PHRASE_WEIGHT = 2.0
+PHRASE_WORDS = 3
+# How best_rendering chooses, recorded in the manifest (and so in the index's content key): 2 = the
+# phrase's own uses first (1 = the mean uses of its words)
+RENDERING_CHOICE = 2
+_PLURAL_ENDINGS = ("", "s", "es")
 _SENSE_NUMBER = re.compile(r"\s+\d+\.?$")  # WikDict's "lock 2.": the number of a sense in the source
 _LINE_NUMBER = re.compile(r"^\s*\d+\.\s*")  # "2. travel": a numbered sense line
 _ITEM_SPLIT = re.compile(r"[,;]")
@@ -200,7 +221,7 @@ def read_dictd(index: str, dictionary: bytes):
         yield parts[0], dictionary[start:start + length].decode("utf-8", "replace")
 
 
-def renderings(entry: str, groups: int = 2, per_group: int = 4) -> list[str]:
+def renderings(entry: str, groups: int = 2, per_group: int = 4, *, english: bool = True) -> list[str]:
     """English renderings of one dictd entry: the items of its first ``groups`` translation lines.
 
     >>> renderings("Bahnhof /b/ <masc, n, sg>\\nrailway station <n> [Br.] , station <n>\\n  \\"auf dem Bahnhof\\"  - at the station\\n")
@@ -215,7 +236,7 @@ def renderings(entry: str, groups: int = 2, per_group: int = 4) -> list[str]:
         if text.startswith('"') or text.split(":")[0] in _STOP_LINE:
             break
         items = [_SENSE_NUMBER.sub("", " ".join(p.split()).strip(" ;.")) for p in _ITEM_SPLIT.split(_MARKUP.sub(" ", text))]
-        items = [p for p in items if p and len(p) < 40 and "/" not in p and _ENGLISH_WORD.search(p.lower())]
+        items = [p for p in items if p and len(p) < 40 and "/" not in p and (not english or _ENGLISH_WORD.search(p.lower()))]
         if items:
             out.extend(items[:per_group])
             found += 1
@@ -225,28 +246,49 @@ def renderings(entry: str, groups: int = 2, per_group: int = 4) -> list[str]:
 
 
 def best_rendering(candidates: list[str], vocabulary: Counter, *, logs: dict[str, float] | None = None) -> str | None:
-    """The candidate whose words the training requests use most (mean log count); earlier wins ties.
-    ``logs``: ``log1p`` of the vocabulary's counts, made once for a whole dictionary.
+    """The candidate the training requests use most: first as a whole phrase, in the singular or the
+    plural (``log1p`` of its uses, weighted PHRASE_WEIGHT), then by how much they use its words (mean
+    log count); earlier wins ties. ``vocabulary``: :func:`english_vocabulary`'s words and phrases;
+    ``logs``: ``log1p`` of its counts, made once for a whole dictionary.
+
+    The phrase comes first because the mean of its words favours a phrase of common words
+    ("Bar": "public house", whose "public" and "house" the requests use for other things, over
+    "bar", which they use for bars; "pharmacie": "chemist's shop" over "pharmacy").
 
     >>> best_rendering(["pods", "schools"], Counter({"schools": 40, "school": 90}))
     'schools'
+    >>> vocabulary = english_vocabulary(["public transport near the house", "public toilets", "bars in Bonn"])
+    >>> best_rendering(["public house", "bar"], vocabulary), best_rendering(["coffee house", "café"], Counter({"cafes": 9}))
+    ('bar', 'café')
     """
     if logs is None:
         logs = {w: math.log1p(c) for w, c in vocabulary.items()}
     best: tuple[float, str] | None = None
     for rank, text in enumerate(candidates):
-        words = _ENGLISH_WORD.findall(text.lower())
+        words = _ENGLISH_WORD.findall(fold(text))
         if not words:
             continue
-        score = sum(logs.get(w, 0.0) for w in words) / len(words) - 0.01 * rank
+        phrase = " ".join(words)
+        uses = sum(vocabulary.get(phrase + ending, 0) for ending in _PLURAL_ENDINGS)
+        score = PHRASE_WEIGHT * math.log1p(uses) + sum(logs.get(w, 0.0) for w in words) / len(words) - 0.01 * rank
         if best is None or score > best[0]:
             best = (score, text)
     return best[1] if best else None
 
 
-def english_vocabulary(texts) -> Counter:
-    """Lower-case word counts of English texts (the training requests)."""
-    return Counter(w for t in texts for w in _ENGLISH_WORD.findall(t.lower()))
+def english_vocabulary(texts, longest: int = PHRASE_WORDS) -> Counter:
+    """Lower-case, accent-folded counts of the words of English texts (the training requests) and of
+    their phrases of up to ``longest`` words (joined by one space).
+
+    >>> sorted(english_vocabulary(["Cafés in Bonn"]).items())
+    [('bonn', 1), ('cafes', 1), ('cafes in', 1), ('cafes in bonn', 1), ('in', 1), ('in bonn', 1)]
+    """
+    counts: Counter = Counter()
+    for text in texts:
+        words = _ENGLISH_WORD.findall(fold(text))
+        for n in range(1, longest + 1):
+            counts.update(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+    return counts
 
 
 def cedict_entries(text: str):
@@ -317,8 +359,8 @@ def glossary_words(entries, vocabulary: Counter, min_letters: int = 1, *, senses
     return out
 
 
-def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, out_dir: Path) -> dict:
-    """Write ``glossary.<lang>.sqlite`` for one dictionary package; return its manifest entry."""
+def dictd_entries(source: DictionarySource, deb: bytes):
+    """``(headword, entry text)`` of a dictionary package (dictd format)."""
     files = deb_files(deb, (".index", ".dict.dz", ".dict"))
     index = files.get(f"{source.dictd}.index")
     raw = files.get(f"{source.dictd}.dict.dz") or files.get(f"{source.dictd}.dict")
@@ -326,12 +368,60 @@ def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, ou
         raise GlossaryError(f"{source.filename} has no {source.dictd}.index/.dict.dz")
     if raw[:2] == b"\x1f\x8b":  # dictzip is gzip with a random-access table in its header
         raw = gzip.decompress(raw)
-    words = glossary_words(read_dictd(index.decode("utf-8", "replace"), raw), vocabulary, source.min_letters,
+    return read_dictd(index.decode("utf-8", "replace"), raw)
+
+
+def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, out_dir: Path, *,
+                   pivot: dict | None = None) -> tuple[dict, dict[str, str]]:
+    """Write ``glossary.<lang>.sqlite`` for one dictionary package; return its manifest entry and its words.
+    ``pivot``: words of the language from a pivot dictionary (:func:`pivot_words`), kept where the
+    package has none, and the pivot's manifest entry (``{"words": ..., "info": ...}``)."""
+    words = glossary_words(dictd_entries(source, deb), vocabulary, source.min_letters,
                            senses=source.senses, variants=source.variants)
     source_info = {"package": source.package, "version": source.version, "sha256": source.sha256}
+    entry = {"status": "ok", **source_info, "words": len(words), "rendering": RENDERING_CHOICE}
+    if pivot is not None:
+        added = {w: e for w, e in pivot["words"].items() if w not in words}
+        words = {**words, **added}
+        entry["pivot"] = {**pivot["info"], "words": len(added)}
     _write_glossary(out_dir, source.language, words, source_info, endings=source.endings, compounds=source.compounds,
                     lemmatizer=source.lemmatizer)
-    return {"status": "ok", **source_info, "words": len(words)}
+    return entry, words
+
+
+def pivot_words(source: DictionarySource, deb: bytes, via, vocabulary: Counter) -> dict[str, str]:
+    """The words of a pivot dictionary (``source.via`` its target language) in English: each rendering
+    looked up in ``via`` (that language's :class:`~geoql.retrieval.glossary.Glossary`), the English the
+    training requests use most kept.
+
+    >>> from geoql.retrieval.glossary import Glossary
+    >>> german = Glossary("de", {"koordinate": "coordinate", "grafschaft": "county"}, endings=("n",))
+    >>> source = PIVOTS["fr"]
+    >>> entries = [("coordonnées", "coordonnées\\nKoordinaten, Kontaktinformationen\\n"), ("comté", "comté\\nGrafschaft\\n")]
+    >>> _pivot_from_entries(source, entries, german, Counter({"county": 3}))
+    {'coordonnées': 'coordinate', 'comté': 'county'}
+    """
+    return _pivot_from_entries(source, dictd_entries(source, deb), via, vocabulary)
+
+
+def _pivot_from_entries(source: DictionarySource, entries, via, vocabulary: Counter) -> dict[str, str]:
+    by_word: dict[str, list[str]] = {}
+    for headword, entry in entries:
+        word = headword.strip().lower()
+        if not word or " " in word or word.isdigit() or len(word) < source.min_letters:
+            continue
+        for rendering in renderings(entry, groups=source.senses, english=False):
+            if " " not in rendering:  # a phrase of the pivot language is no word of its glossary
+                english = via.english(rendering)
+                if english:
+                    by_word.setdefault(word, []).append(english)
+    logs = {w: math.log1p(c) for w, c in vocabulary.items()}
+    out = {}
+    for word, candidates in by_word.items():
+        best = best_rendering(candidates, vocabulary, logs=logs)
+        if best:
+            out[word] = best
+    return out
 
 
 def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Path, _read: dict | None = None) -> dict:
@@ -344,7 +434,7 @@ def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Pa
     if _read is not None and key in _read:
         words, source_info = _read[key]
         _write_glossary(out_dir, source.language, words, source_info)
-        return {"status": "ok", **source_info, "words": len(words)}
+        return {"status": "ok", **source_info, "words": len(words), "rendering": RENDERING_CHOICE}
     try:
         data = resources.files(source.package).joinpath(source.resource).read_bytes()
         package_version = version(source.package)
@@ -356,7 +446,7 @@ def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Pa
     if _read is not None:
         _read[key] = (words, source_info)
     _write_glossary(out_dir, source.language, words, source_info)
-    return {"status": "ok", **source_info, "words": len(words)}
+    return {"status": "ok", **source_info, "words": len(words), "rendering": RENDERING_CHOICE}
 
 
 def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dict, *, endings=(), compounds=False,
@@ -366,12 +456,20 @@ def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dic
 
 
 def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: Path, *, mirror: str = DEBIAN_MIRROR,
-                     timeout: float = 60.0, sources: dict[str, DictionarySource] | None = None) -> dict:
-    """Glossaries of ``languages`` into ``out_dir``; language -> manifest entry (``status`` ok or why not)."""
+                     timeout: float = 60.0, sources: dict[str, DictionarySource] | None = None,
+                     pivots: dict[str, DictionarySource] | None = None) -> dict:
+    """Glossaries of ``languages`` into ``out_dir``; language -> manifest entry (``status`` ok or why not).
+    ``pivots`` (default: PIVOTS when ``sources`` is the default) add words through another glossary."""
+    if pivots is None:
+        pivots = PIVOTS if sources is None else {}
     sources = {**SOURCES, **CEDICT_SOURCES} if sources is None else sources
+    languages = list(languages)
+    # a language another one pivots through is built first
+    order = sorted(languages, key=lambda lang: 0 if any(p.via == lang for p in pivots.values()) else 1)
     info: dict[str, dict] = {}
     parsed: dict = {}
-    for lang in languages:
+    built: dict[str, Glossary] = {}
+    for lang in order:
         source = sources.get(lang)
         if source is None:
             info[lang] = {"status": "no dictionary known for this language"}
@@ -380,10 +478,29 @@ def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: P
             if isinstance(source, CedictSource):
                 info[lang] = build_cedict_glossary(source, vocabulary, out_dir, parsed)
             else:
-                info[lang] = build_glossary(source, fetch_package(source, mirror, cache_dir, timeout=timeout), vocabulary, out_dir)
+                pivot = _pivot(pivots.get(lang), built, vocabulary, mirror, cache_dir, timeout)
+                info[lang], words = build_glossary(source, fetch_package(source, mirror, cache_dir, timeout=timeout), vocabulary,
+                                                   out_dir, pivot=pivot)
+                built[lang] = Glossary(lang, words, source.endings, source.compounds, source.lemmatizer)
         except GlossaryError as e:
             info[lang] = {"status": f"skipped: {e}"}
-    return info
+    return {lang: info[lang] for lang in languages}
+
+
+def _pivot(source: DictionarySource | None, built: dict, vocabulary: Counter, mirror: str, cache_dir: Path,
+           timeout: float) -> dict | None:
+    """A pivot's words and manifest entry for :func:`build_glossary`; ``None`` without a pivot; no words
+    (and the reason) when its package or the glossary it goes through is missing."""
+    if source is None:
+        return None
+    info = {"package": source.package, "version": source.version, "sha256": source.sha256, "via": source.via}
+    if source.via not in built:
+        return {"words": {}, "info": {**info, "status": f"skipped: no {source.via} glossary to go through"}}
+    try:
+        deb = fetch_package(source, mirror, cache_dir, timeout=timeout)
+    except GlossaryError as e:
+        return {"words": {}, "info": {**info, "status": f"skipped: {e}"}}
+    return {"words": pivot_words(source, deb, built[source.via], vocabulary), "info": {**info, "status": "ok"}}
 
 
 LANGUAGES = (*SOURCES, *CEDICT_SOURCES)  # every language a glossary can be built for

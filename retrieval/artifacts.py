@@ -146,8 +146,8 @@ def content_key(index_dir: str | os.PathLike | None = None) -> str:
     manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     sources = manifest.get("sources", {})
     schema = sources.get(SCHEMA_SOURCE, {})
-    glossaries = {lang: [info.get("status"), info.get("sha256"), info.get("words")]
-                  for lang, info in sorted(sources.get("glossaries", {}).items())}
+    # a glossary's whole entry: its dictionary, its word count, its pivot's, and how renderings were chosen
+    glossaries = dict(sorted(sources.get("glossaries", {}).items()))
     digest = hashlib.sha256()
     digest.update(json.dumps({
         "format": manifest.get("format_version"), "tokenizer": manifest.get("tokenizer_version"),

@@ -37,7 +37,7 @@ from typing import Mapping
 
 from geoql.core.files import write_atomic
 from geoql.nl.cues import ALIGNED_SECTIONS, LANGUAGES, Matcher, aligned_cues, table, tokens
-from geoql.nl.text import fold
+from geoql.nl.text import fold, script_of
 
 from . import artifacts as A
 
@@ -155,7 +155,7 @@ class Glossary:
                 if english is not None:
                     return english
         if self.lemmatizer:
-            for lemma in lemmas(self.lemmatizer, w):
+            for lemma in lemmas(self.lemmatizer, w, self.language):
                 english = self.words.get(lemma)
                 if english is not None:
                     return english
@@ -177,7 +177,7 @@ class Glossary:
         return None
 
 
-def _pymorphy3_lemmas(word: str) -> list[str]:
+def _pymorphy3_lemmas(word: str, language: str = "ru") -> list[str]:
     analyser = _ANALYSERS.get("pymorphy3")
     if analyser is None:
         with _ANALYSER_LOCK:
@@ -189,26 +189,34 @@ def _pymorphy3_lemmas(word: str) -> list[str]:
     return list(dict.fromkeys(p.normal_form for p in analyser.parse(word)))
 
 
+def _simplemma_lemmas(word: str, language: str) -> list[str]:
+    import simplemma  # word-form tables of ~50 languages, read per language on first use
+
+    lemma = simplemma.lemmatize(word, lang=language).lower()
+    return [lemma] if lemma != word else []
+
+
 # Morphological analysers by name, for languages that inflect beyond a few endings. Each gives a word's
-# dictionary forms, most likely first ("замки" -> ["замок"], "Германии" -> ["германия"]).
-LEMMATIZERS = {"pymorphy3": _pymorphy3_lemmas}
+# dictionary forms in a language, most likely first ("замки" -> ["замок"], "Германии" -> ["германия"],
+# "administratives" -> ["administratif"]).
+LEMMATIZERS = {"pymorphy3": _pymorphy3_lemmas, "simplemma": _simplemma_lemmas}
 _ANALYSERS: dict = {}
 _ANALYSER_LOCK = threading.Lock()
 _MISSING_WARNED: set[str] = set()
 
 
-def lemmas(lemmatizer: str, word: str) -> list[str]:
-    """The dictionary forms of ``word`` by ``lemmatizer``; none when it is unknown or not installed (a
-    warning says so once: the glossary then knows the dictionary forms only).
+def lemmas(lemmatizer: str, word: str, language: str) -> list[str]:
+    """The dictionary forms of ``word`` (in ``language``) by ``lemmatizer``; none when it is unknown or
+    not installed (a warning says so once: the glossary then knows the dictionary forms only).
 
-    >>> lemmas("pymorphy3", "школы"), lemmas("none", "школы")
-    (['школа'], [])
+    >>> lemmas("pymorphy3", "школы", "ru"), lemmas("simplemma", "administratives", "fr"), lemmas("none", "школы", "ru")
+    (['школа'], ['administratif'], [])
     """
     find = LEMMATIZERS.get(lemmatizer)
     if find is None or lemmatizer in _MISSING_WARNED:
         return []
     try:
-        return find(word)
+        return find(word, language)
     except ImportError as e:
         _MISSING_WARNED.add(lemmatizer)
         warnings.warn(f"{lemmatizer} is not installed ({e}); inflected words are looked up as written: "
@@ -227,6 +235,34 @@ def _stop_end(toks, i: int, stop: set[str], longest: int) -> int:
         if fold("".join(t.text for t in toks[i:stop_at])) in stop:
             return stop_at
     return i
+
+
+def _katakana_end(toks, i: int) -> int:
+    """The end of the run of katakana letters that starts at token ``i`` (``i`` when there is none)."""
+    end = i
+    while end < len(toks) and len(toks[end].text) == 1 and script_of(toks[end].text) == "Katakana" \
+            and (end == i or toks[end].start == toks[end - 1].end):
+        end += 1
+    return end
+
+
+def _cover(glossary: "Glossary", letters: list[str], i: int) -> list[str] | None:
+    """The English of words of two letters or more that spell ``letters[i:]`` whole, longest first; ``None``
+    when some letter is left over."""
+    out: list[str] = []
+    while i < len(letters):
+        word = glossary.longest_at(letters, i)
+        if word is None:
+            return None
+        i, english = word
+        out.append(english)
+    return out
+
+
+def _lone_han(toks, i: int) -> bool:
+    """Whether token ``i`` is a Han letter whose neighbours are no Han letters ("の城を", "川は")."""
+    han = lambda j: 0 <= j < len(toks) and script_of(toks[j].text[:1]) == "Han"  # noqa: E731
+    return han(i) and len(toks[i].text) == 1 and not han(i - 1) and not han(i + 1)
 
 
 def _spaceless_run(toks, i: int) -> int:
@@ -289,6 +325,14 @@ class Translator:
                 out.append(english)
                 continue
             tok = toks[i]
+            run = _katakana_end(toks, i)
+            if run > i + 1:
+                # A katakana run is one word or a name: read as words only where words cover all of it
+                # ("ガソリンスタンド"), else kept whole ("ドレスデン" is no "dress" and "デン")
+                parts = _cover(glossary, letters[:run], i)
+                out.extend(parts if parts is not None else ["".join(letters[i:run])])
+                i = run
+                continue
             if tok.spaceless:
                 word = glossary.longest_at(letters, i) if _spaceless_run(toks, i) >= 2 else None
                 # A stop phrase at least as long as the word found here is the sentence's frame, not its
@@ -303,7 +347,10 @@ class Translator:
                     continue
                 i += 1
                 if tok.fold not in stop:
-                    out.append(tok.text)
+                    # A Han letter alone between kana is a word ("ドイツの城", "川は"), not a letter of a name;
+                    # only a glossary that keeps single letters (Japanese) knows it.
+                    lone = _lone_han(toks, i - 1) and glossary.words.get(tok.text)
+                    out.append(lone or tok.text)
                 continue
             i += 1
             if tok.number or (len(tok.text) > 1 and tok.text.isupper()):

@@ -23,12 +23,13 @@ from __future__ import annotations
 import os
 import re
 import threading
+import unicodedata
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from geoql.nl.cues import without_stop_words
-from geoql.nl.frame import guess_language
+from geoql.nl.frame import guess_language, read_frame
 from geoql.nl.text import main_script
 
 from . import artifacts as A
@@ -263,8 +264,19 @@ class TagRetriever:
         # The sentence's own small words ("gibt es", "am") name no tag but match field labels
         # ("Gibt es Essen?") and short names in other languages; its numbers (ids, dates, a uid)
         # match option titles ("8 (climbing grade uiaa)").
-        words = _NUMBER.sub(" ", without_stop_words(text, lang))
-        return self.lexicon.search(words, pool, self._languages_of[lang])
+        languages = self._languages_of[lang]
+        words = _NUMBER.sub(" ", without_stop_words(self._without_places(text), lang))
+        return self.lexicon.search(words, pool, languages)
+
+    @staticmethod
+    def _without_places(text: str) -> str:
+        """``text`` without the places its frame names (``geoql.nl.frame.read_frame``): a place names no
+        tag, but in most languages a country's name is a word of a cuisine's ("이탈리아" in "이탈리아 요리",
+        Italian cuisine), so restaurants crept into requests about the roads of Italy."""
+        text = unicodedata.normalize("NFKC", text)  # as the frame writes its places ("＝" is "=")
+        for place in read_frame(text).places:
+            text = text.replace(place, " ")
+        return text
 
     def gloss(self, nl: str) -> str:
         """The request as the English sources read it: unchanged when it is English; else its word-by-word

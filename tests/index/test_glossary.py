@@ -119,7 +119,7 @@ def test_a_package_from_the_mirror_becomes_a_glossary_in_the_benchmarks_words(tm
     with FakeDebianMirror({source.filename: deb}) as mirror:
         info = G.build_glossaries(["de"], VOCABULARY, tmp_path, tmp_path / "cache", mirror=mirror.url, sources={"de": source})
     assert info["de"] == {"status": "ok", "package": "dict-freedict-deu-eng", "version": "2022.04.21-1",
-                          "sha256": source.sha256, "words": 3}
+                          "sha256": source.sha256, "words": 3, "rendering": G.RENDERING_CHOICE}
     glossary = Glossary.load(tmp_path / A.glossary_file("de"))
     # the rendering the training requests use wins over the entry listed first; phrases are not words
     assert dict(glossary.words) == {"apotheke": "pharmacy", "bank": "bench", "schulen": "schools"}
@@ -239,3 +239,80 @@ def test_a_russian_glossary_reads_inflected_words_through_their_dictionary_forms
 
 def test_sense_numbers_are_no_part_of_a_rendering():
     assert G.renderings("замок /z/ <n>\n1. castle\n2. lock 2.\nустройство\n") == ["castle", "lock"]
+
+
+def test_a_rendering_the_requests_use_as_a_phrase_wins_over_one_of_common_words():
+    """Ding's "Bar" and FreeDict's "pharmacie", as the packages write them: the mean use of the words
+    chose "public house" ("public" transport, "house" numbers) and "chemist's shop"."""
+    requests = ["bars in Bonn", "public transport stops", "house numbers in Paris", "shops near the station",
+                "pharmacy in Lyon", "pubs and bars in Cork"]
+    vocabulary = G.english_vocabulary(requests)
+    bar = G.renderings("Bar /bˈaːɐ̯/ <fem, n, sg>\nbar <n>, public house <n> [Br.], pub <n>, saloon <n> [Am.]\n")
+    pharmacie = G.renderings("pharmacie /faʁmasi/ <n, fem>\nchemist's shop, drugstore, pharmacy\n")
+    assert G.best_rendering(bar, vocabulary) == "bar" and G.best_rendering(pharmacie, vocabulary) == "pharmacy"
+    assert vocabulary["pubs and bars"] == 1 and vocabulary["pubs"] == 1  # words and phrases of up to three words
+
+
+# WikDict's French-German edition, as Debian ships it: a German line per sense, then a French definition.
+FRA_DEU_ENTRIES = {
+    "coordonnées": "coordonnées /kɔ.ɔʁ.dɔ.ne/ <n, fem, pl>\n1. Koordinaten\nEnsemble de nombres\n",
+    "comté": "comté /kɔ̃.te/ <n, masc>\n1. Grafschaft\nTitre d’une terre\n",
+    "pharmacie": "pharmacie /faʁ.ma.si/ <n, fem>\n1. Apotheke\nMagasin\n",
+}
+FRA_ENG_ENTRIES = {"pharmacie": "pharmacie /faʁmasi/ <n, fem>\npharmacy\n"}
+DEU_ENG_ENTRIES = {
+    "Koordinate": "Koordinate <fem, n, sg>\ncoordinate <n>\n",
+    "Grafschaft": "Grafschaft <fem, n, sg>\ncounty <n>\n",
+    "Apotheke": "Apotheke <fem, n, sg>\nchemist's <n>\n",
+}
+
+
+@pytest.mark.parametrize("pivot_served", [True, False])
+def test_french_words_the_english_dictionary_lacks_come_through_german(tmp_path, pivot_served):
+    debs = {"de": deb_package(dictd_files(DEU_ENG_ENTRIES, "freedict-deu-eng")),
+            "fr": deb_package(dictd_files(FRA_ENG_ENTRIES, "freedict-fra-eng")),
+            "pivot": deb_package(dictd_files(FRA_DEU_ENTRIES, "freedict-fra-deu"))}
+    sources = {
+        "de": _source(debs["de"], endings=("n", "en", "e")),
+        "fr": G.DictionarySource("fr", "dict-freedict-fra-eng", "2022.04.21-1", hashlib.sha256(debs["fr"]).hexdigest(),
+                                 "freedict-fra-eng", endings=("s",), lemmatizer="simplemma"),
+    }
+    pivot = G.DictionarySource("fr", "dict-freedict-fra-deu", "2024.11.01-2", hashlib.sha256(debs["pivot"]).hexdigest(),
+                               "freedict-fra-deu", pool="f/freedict-wikdict", senses=3, via="de")
+    served = {s.filename: debs[lang] for lang, s in sources.items()}
+    if pivot_served:
+        served[pivot.filename] = debs["pivot"]
+    with FakeDebianMirror(served) as mirror:
+        # French first: the glossary it goes through is built before it all the same
+        info = G.build_glossaries(["fr", "de"], Counter({"county": 5, "coordinates": 9}), tmp_path, tmp_path / "cache",
+                                  mirror=mirror.url, timeout=5, sources=sources, pivots={"fr": pivot})
+    assert list(info) == ["fr", "de"] and info["fr"]["status"] == "ok"
+    french = Glossary.load(tmp_path / A.glossary_file("fr"))
+    if pivot_served:
+        assert info["fr"]["pivot"]["status"] == "ok" and info["fr"]["pivot"]["words"] == 2  # "pharmacie" is the English one's
+        assert dict(french.words) == {"pharmacie": "pharmacy", "coordonnées": "coordinate", "comté": "county"}
+        # an inflected word through its dictionary form (simplemma), then the pivot's word
+        assert french.english("comtés") == "county"
+    else:
+        assert info["fr"]["pivot"]["status"].startswith("skipped: cannot fetch") and info["fr"]["pivot"]["words"] == 0
+        assert dict(french.words) == {"pharmacie": "pharmacy"}  # the English dictionary's words all the same
+
+
+def test_a_pivot_without_the_glossary_it_goes_through_adds_nothing(tmp_path):
+    deb = deb_package(dictd_files(FRA_ENG_ENTRIES, "freedict-fra-eng"))
+    fr = G.DictionarySource("fr", "dict-freedict-fra-eng", "2022.04.21-1", hashlib.sha256(deb).hexdigest(), "freedict-fra-eng")
+    with FakeDebianMirror({fr.filename: deb}) as mirror:
+        info = G.build_glossaries(["fr"], Counter(), tmp_path, tmp_path / "cache", mirror=mirror.url, timeout=5,
+                                  sources={"fr": fr}, pivots={"fr": G.PIVOTS["fr"]})
+    assert info["fr"]["status"] == "ok" and info["fr"]["pivot"]["status"] == "skipped: no de glossary to go through"
+    assert mirror.requests == [f"/pool/main/f/freedict/{fr.filename}"]  # the pivot is not even fetched
+
+
+@pytest.mark.parametrize("language, word, lemma", [
+    ("fr", "administratives", "administratif"), ("fr", "spécifiée", "spécifié"), ("fr", "hôpitaux", "hôpital"),
+    ("fr", "piétonnes", "piéton"), ("de", "asphaltierten", "asphaltieren"), ("de", "Haltestellen", "haltestelle"),
+])
+def test_french_and_german_inflected_words_are_read_through_their_dictionary_forms(language, word, lemma):
+    glossary = Glossary(language, {lemma: "found"}, lemmatizer="simplemma")
+    assert glossary.english(word) == "found"
+    assert Glossary(language, {lemma: "found"}).english(word) is None  # what the glossary alone made of it

@@ -63,7 +63,7 @@ def test_a_russian_request_is_read_through_its_words_dictionary_forms():
 def test_without_its_lemmatizer_a_glossary_knows_dictionary_forms_only(monkeypatch):
     from geoql.retrieval import glossary as G
 
-    def missing(word):
+    def missing(word, language):
         raise ImportError("No module named 'pymorphy3'")
 
     monkeypatch.setitem(G.LEMMATIZERS, "pymorphy3", missing)
@@ -122,7 +122,21 @@ def test_letters_without_a_word_of_two_or_more_stay_as_they_are():
     letter is never looked up, so the name keeps its letters except where two of them spell a word."""
     out = Translator({"zh": CHINESE}).translate("马格尼托哥尔斯克的博物馆", "zh")
     assert out.split()[0] == "马" and "museum" in out
-    assert Translator({"ja": Glossary("ja", {"駅": "station"})}).translate("駅", "ja") == "駅"
+    assert Translator({"ja": Glossary("ja", {"駅": "station"})}).translate("東京駅", "ja") == "東 京 駅"
+
+
+@pytest.mark.parametrize("request_, english", [
+    ("ドイツの城を教えてください", "Germany castle"),  # a Han letter alone between kana is a word
+    ("城", "castle"),
+    ("古城", "古 城"),  # beside another Han letter it is a letter of a longer word or a name
+    ("ドレスデンの城", "ドレスデン castle"),  # a katakana name is not "dress" and two letters
+    ("ガソリンスタンドの城", "petrol station castle"),  # katakana words that spell the run whole are read
+    ("ドレス、ガソリン", "dress petrol"),  # runs end at punctuation
+])
+def test_japanese_lone_han_letters_and_katakana_runs(request_, english):
+    glossary = Glossary("ja", {"城": "castle", "ドイツ": "Germany", "ドレス": "dress",
+                               "ガソリン": "petrol", "スタンド": "station"})
+    assert Translator({"ja": glossary}).translate(request_, "ja") == english
 
 
 JAPANESE = Glossary("ja", {"鉄道駅": "train station", "教え": "teaching", "教えて": "teaching wiles", "何で": "spit",

@@ -162,6 +162,25 @@ def test_the_sentences_small_words_match_no_name(tags):
     assert found == {"amenity=pharmacy", "shop=chemist"}, found
 
 
+@pytest.mark.parametrize("nl", ["이탈리아에 있는 도로는 무엇입니까?", "イタリアにある道路はどれですか？", "意大利有哪些道路？"])
+def test_the_place_a_request_names_is_no_tag_name(tags, nl):
+    """A country's name is a word of its cuisine's ("이탈리아 요리"): restaurants crept into requests
+    about the roads of Italy."""
+    assert "cuisine=italian" in {tags.docs[m.doc]["tag"] for m in tags.lexicon.search(nl, 10)}  # what it used to meet
+    found = [tags.docs[m.doc]["tag"] for m in tags.lexical_matches(nl, 10)]
+    assert "cuisine=italian" not in found and any(t.startswith("highway=") or t == "route=road" for t in found), found
+
+
+def test_a_place_written_in_full_width_letters_is_taken_out_too(tags):
+    """The frame writes its places NFKC-normalised ("＝" as "="); the letters of "フリウリ＝ヴェネツィア・ジュリア"
+    met names such as "バリアフリー" (barrier-free) and "ジュース" (juice)."""
+    nl = "フリウリ＝ヴェネツィア・ジュリアにある博物館は？"
+    of_place = lambda matches: [m.text for m in matches if any(g in m.text for g in ("フリ", "リウ", "ジュ", "ヴェ", "リア"))]  # noqa: E731
+    assert of_place(tags.lexicon.search(nl, 5))  # what it used to meet
+    found = tags.lexical_matches(nl, 5)
+    assert tags.docs[found[0].doc]["tag"] == "tourism=museum" and not of_place(found), [m.text for m in found]
+
+
 @pytest.mark.parametrize("nl", ["مطاعم في القاهرة", "Cafés 🏛️ 博物馆 in Köln", "\u202eApotheke\u202c", "🏛️🏛️"])
 def test_mixed_and_right_to_left_scripts_give_a_list(tags, nl):
     hits = tags.search(nl, 5)
