@@ -405,23 +405,10 @@ def pivot_words(source: DictionarySource, deb: bytes, via, vocabulary: Counter) 
 
 
 def _pivot_from_entries(source: DictionarySource, entries, via, vocabulary: Counter) -> dict[str, str]:
-    by_word: dict[str, list[str]] = {}
-    for headword, entry in entries:
-        word = headword.strip().lower()
-        if not word or " " in word or word.isdigit() or len(word) < source.min_letters:
-            continue
-        for rendering in renderings(entry, groups=source.senses, english=False):
-            if " " not in rendering:  # a phrase of the pivot language is no word of its glossary
-                english = via.english(rendering)
-                if english:
-                    by_word.setdefault(word, []).append(english)
-    logs = {w: math.log1p(c) for w, c in vocabulary.items()}
-    out = {}
-    for word, candidates in by_word.items():
-        best = best_rendering(candidates, vocabulary, logs=logs)
-        if best:
-            out[word] = best
-    return out
+    def english(entry: str) -> list[str]:  # a phrase of the pivot language is no word of its glossary
+        return [e for r in renderings(entry, groups=source.senses, english=False) if " " not in r and (e := via.english(r))]
+
+    return glossary_words(((headword, english(entry)) for headword, entry in entries), vocabulary, source.min_letters)
 
 
 def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Path, _read: dict | None = None) -> dict:

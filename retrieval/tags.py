@@ -264,9 +264,8 @@ class TagRetriever:
         # The sentence's own small words ("gibt es", "am") name no tag but match field labels
         # ("Gibt es Essen?") and short names in other languages; its numbers (ids, dates, a uid)
         # match option titles ("8 (climbing grade uiaa)").
-        languages = self._languages_of[lang]
         words = _NUMBER.sub(" ", without_stop_words(self._without_places(text), lang))
-        return self.lexicon.search(words, pool, languages)
+        return self.lexicon.search(words, pool, self._languages_of[lang])
 
     @staticmethod
     def _without_places(text: str) -> str:
