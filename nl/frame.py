@@ -225,6 +225,22 @@ def cue_language(language: str) -> str:
 # ------------------------------------------------------------------ lexicon
 
 
+class _NotPlaces(frozenset):
+    """Folded words that never name a place, and word endings that make a word one of them
+    (German "Kreisebene", "Vorwärtsrichtung": a level, a direction, after "auf" or "in")."""
+
+    def __new__(cls, words=(), endings=()):
+        self = super().__new__(cls, words)
+        self.endings = tuple(endings)
+        return self
+
+    def __init__(self, words=(), endings=()) -> None:  # frozenset's contents are set in __new__
+        super().__init__()
+
+    def __contains__(self, word) -> bool:
+        return super().__contains__(word) or (bool(self.endings) and isinstance(word, str) and word.endswith(self.endings))
+
+
 @dataclass
 class _Lexicon:
     lang: str
@@ -263,7 +279,7 @@ class _Lexicon:
     articles: frozenset
     nouns: Matcher
     particles: frozenset
-    not_places: frozenset
+    not_places: _NotPlaces
     place_and: frozenset
     trailing: frozenset
     months: dict
@@ -345,7 +361,8 @@ def _lexicon(lang: str) -> _Lexicon:
         nouns=Matcher(place["nouns"]),
         # place names cross languages ("Rio Grande do Sul" in a German request)
         particles=frozenset(fold(w) for t in both for w in t["place"]["particles"]),
-        not_places=frozenset(fold(w) for t in both for w in t["place"]["not_places"]),
+        not_places=_NotPlaces((fold(w) for t in both for w in t["place"]["not_places"]),
+                              (fold(w) for w in place.get("not_place_endings", []))),
         place_and=frozenset(fold(w) for w in place["and"]),
         # "bus stops in Сахалинская область": a name's trailing nouns in any language
         trailing=frozenset(fold(w) for t in all_tables().values() for w in t["place"].get("trailing", [])),

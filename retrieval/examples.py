@@ -101,6 +101,15 @@ class ExampleRetriever:
             for r, s in rows
         ]
 
+    def cosines(self, nl: str, indices) -> list[float]:
+        """Embedding cosine of ``nl`` with the training requests at train ``indices`` (0.0 for one not indexed
+        or for a request with no words); the encoder's cache makes a second call for one request cheap."""
+        text = clean_request(nl)
+        if not has_content(text):
+            return [0.0 for _ in indices]
+        vector = run_single_threaded(lambda: self.encoder(text))
+        return [float(self.vectors[self._row_of[i]] @ vector) if i in self._row_of else 0.0 for i in indices]
+
     def _fused_rows(self, text: str, vector, k: int, exclude=()) -> list[tuple[int, float]]:
         cfg = self.config
         excluded = {self._row_of[i] for i in exclude if i in self._row_of}

@@ -42,7 +42,7 @@ from .fusion import reciprocal_rank_fusion, top_indices
 from .lexicon import LexicalMatch, Lexicon
 from .ranker import NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_quality, tag_words
 from .tag_tables import load_tag_tables
-from .text import split_value, tokenize
+from .text import split_value, tokenize, without_database_name
 
 # The gloss of a request in another language: the English names of its GLOSS_TAGS best lexical matches
 # that score at least GLOSS_SHARE of the best (tuned on the first 200 OsmNL dev requests per language,
@@ -167,7 +167,7 @@ class TagRetriever:
         ``exclude`` holds training indices whose examples must not vote (use the
         request's own index when searching for a training request).
         """
-        text = clean_request(nl)
+        text = without_database_name(clean_request(nl))
         if not isinstance(k, int) or k <= 0 or not has_content(text):
             return []
         return run_single_threaded(self._search, text, k, tuple(exclude or ()))

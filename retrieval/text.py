@@ -19,7 +19,7 @@ from itertools import groupby
 from geoql.nl.text import fold, spaceless
 
 __all__ = ["TOKENIZER_VERSION", "STOPWORDS", "fold", "stem", "tokenize", "lexical_tokens", "segments", "split_value",
-           "PREFIX_MIN", "PREFIX_SHARE", "bigrams"]
+           "PREFIX_MIN", "PREFIX_SHARE", "bigrams", "without_database_name"]
 
 TOKENIZER_VERSION = 2  # 2: geoql.nl.text.fold, bigrams for spaceless scripts, lexical_tokens
 
@@ -31,6 +31,22 @@ STOPWORDS = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# The database's own name says where the elements live, not which ones: "What OpenStreetMap features are in
+# Sumy Oblast?", "OSM-Objekte", "OpenStreetMap要素" ask for every element. As a tag cue it only ever met
+# map_source=OpenStreetMap, which two training requests ask for ("Maps based on OpenStreetMap").
+_DATABASE_NAME = re.compile(r"(?<![A-Za-z])(?:open\s*street\s*map|osm)(?![A-Za-z])", re.IGNORECASE)
+
+
+def without_database_name(text: str) -> str:
+    """``text`` without "OpenStreetMap" or "OSM", in any script around them (what the tag search reads).
+
+    >>> without_database_name("What OpenStreetMap features are in Sumy Oblast?")
+    'What features are in Sumy Oblast?'
+    >>> without_database_name("OSM-Objekte in Kiew"), without_database_name("OpenStreetMap要素"), without_database_name("Osmania")
+    ('-Objekte in Kiew', '要素', 'Osmania')
+    """
+    return " ".join(_DATABASE_NAME.sub(" ", text).split())
 
 # Inflection without a stemmer per language: a word of a script with spaces also stands for its
 # prefixes down to max(PREFIX_MIN, ceil(PREFIX_SHARE * length)) letters, so "apotheken" and "apotheke",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from geoql.app.cpu.edits import EXTRA_EDITS, EditOptions, apply_edits, apply_extra, parses
+from geoql.app.cpu.edits import EXTRA_EDITS, EditOptions, apply_edits, apply_extras, parses
 
 # The place edit alone: what a neighbour naming another place is offered as.
 _ONLY_AREA = EditOptions(tags=False, types=False, output=False, numbers=False)
@@ -23,6 +23,7 @@ class Candidate:
     votes: float = 0.0  # summed similarity of all neighbours that led to this exact query
     repairs: int = 0  # kinds of constants app.cpu.faithful took out (another place, ids, an unasked format...)
     frame_pick: bool = False  # from a neighbour picked by the request's tags and shape (neighbours.FrameNeighbours)
+    example_pick: bool = False  # from a neighbour the tag index's example search picked (retrieval.examples)
     composed: bool = False  # also built from the request alone (app.cpu.compose)
 
 
@@ -66,19 +67,17 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
                 continue
         if extra and options.tags:
             base, base_edits = versions[-1]
-            for name, edit in EXTRA_EDITS:
-                if name in extra:
-                    text = apply_extra(base, ctx, edit)
-                    if text is not None:
-                        versions.append((text, tuple(base_edits) + (name,)))
+            for name, text in apply_extras(base, ctx, [(n, e) for n, e in EXTRA_EDITS if n in extra]):
+                versions.append((text, tuple(base_edits) + (name,)))
         for text, edits in versions:
             cand = pool.get(text)
             if cand is None:
                 pool[text] = Candidate(text, nb.index, rank, nb.score, example_nl, tuple(edits), votes=nb.score,
-                                       frame_pick=getattr(nb, "frame", False))
+                                       frame_pick=getattr(nb, "frame", False), example_pick=getattr(nb, "example", False))
             else:
                 cand.votes += nb.score
                 cand.frame_pick = cand.frame_pick or getattr(nb, "frame", False)
+                cand.example_pick = cand.example_pick or getattr(nb, "example", False)
     return list(pool.values())
 
 

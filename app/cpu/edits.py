@@ -509,16 +509,29 @@ EXTRA_EDITS = (
 
 def apply_extra(query: str, ctx: EditContext, edit) -> str | None:
     """``query`` with one more edit, or ``None`` when it changes nothing (or would not be valid)."""
-    try:
-        script = overpassql.parse(query)
-    except overpassql.ParseError:
-        return None
-    if not edit(script, ctx):
-        return None
-    text = overpassql.dump(script)
-    if text == query or not parses(text):
-        return None
-    return text
+    found = apply_extras(query, ctx, [("", edit)])
+    return found[0][1] if found else None
+
+
+def apply_extras(query: str, ctx: EditContext, edits) -> list[tuple[str, str]]:
+    """``(name, query with that edit)`` for each ``(name, edit)`` of ``edits`` that changes ``query`` into
+    another valid query: what :func:`apply_extra` gives one edit at a time, with one parse shared by
+    the edits that change nothing (an edit leaves the tree as it was when it returns False)."""
+    out: list[tuple[str, str]] = []
+    script = None
+    for name, edit in edits:
+        if script is None:
+            try:
+                script = overpassql.parse(query)
+            except overpassql.ParseError:
+                return out
+        if not edit(script, ctx):
+            continue
+        text = overpassql.dump(script)
+        script = None  # changed: the next edit starts from the query again
+        if text != query and parses(text):
+            out.append((name, text))
+    return out
 
 
 def parses(query: str) -> bool:

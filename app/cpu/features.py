@@ -95,6 +95,11 @@ BASE_FEATURES = (
     "repairs",
     "shape_match",
     "request_latin",
+    # The tag index's sentence embedding (app.cpu.model; -1 without an index or for a query composed
+    # from the request alone): the cosine of the candidate's example request with the request, and
+    # whether the index's example search picked that neighbour.
+    "dense_similarity",
+    "example_pick",
 )
 # Columns also given relative to the pool (minus the pool's best, minus its mean): the
 # selector compares candidates of one request, and "the most similar of this pool"
@@ -116,6 +121,7 @@ RELATIVE = (
     "hint_support_mean",
     "hint_missing",
     "shape_match",
+    "dense_similarity",
 )
 FEATURE_NAMES = (
     BASE_FEATURES
@@ -147,10 +153,49 @@ def _char_grams(text: str, n: int = 4) -> frozenset:
     return frozenset(text[i : i + n] for i in range(max(len(text) - n + 1, 1)))
 
 
-def _gram_f(a: frozenset, b: frozenset) -> float:
-    """Dice overlap of character 4-gram sets: a cheap stand-in for chrF between candidates."""
-    total = len(a) + len(b)
-    return 2 * len(a & b) / total if total else 1.0
+def _overlaps(sets: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(|A ∩ B| for every pair, |A| for each)`` of ``sets``: one sparse product instead of a
+    Python loop over the pairs, which grows with the square of the pool (~40 candidates).
+
+    >>> inter, size = _overlaps([{"a", "b"}, {"b", "c", "d"}, set()])
+    >>> inter.tolist(), size.tolist()
+    ([[2.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 0.0]], [2.0, 3.0, 0.0])
+    """
+    from scipy.sparse import csr_matrix
+
+    vocab: dict = {}
+    rows, cols = [], []
+    for i, items in enumerate(sets):
+        for x in items:
+            rows.append(i)
+            cols.append(vocab.setdefault(x, len(vocab)))
+    incidence = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), max(len(vocab), 1)))
+    return (incidence @ incidence.T).toarray(), np.array([float(len(x)) for x in sets])
+
+
+def _consensus(sets: list, weights: np.ndarray, dice: bool) -> np.ndarray:
+    """Each set's similarity-weighted mean agreement with the others of the pool: Dice overlap
+    (of character 4-grams: a cheap stand-in for chrF between candidates) or Jaccard (of tags);
+    two empty sets agree fully. 1.0 for a pool of one.
+
+    >>> _consensus([{"a", "b"}, {"b", "c"}, {"b"}], np.array([1.0, 1.0, 2.0]), dice=False).round(3).tolist()
+    [0.444, 0.444, 0.5]
+    """
+    n = len(sets)
+    if n == 1:
+        return np.ones(1)
+    inter, size = _overlaps(sets)
+    total = size[:, None] + size[None, :]
+    denom = total if dice else total - inter
+    numer = 2 * inter if dice else inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        agree = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0), 1.0)
+    out = np.empty(n)
+    for i in range(n):  # the same sums, in the same order, as one candidate at a time
+        others = [j for j in range(n) if j != i]
+        w = weights[others]
+        out[i] = float(np.dot(w, agree[i, others]) / w.sum())
+    return out
 
 
 def _idf_share(words: set, other: set, lexicon: TagLexicon) -> float:
@@ -192,21 +237,24 @@ def _hint_columns(summary, tags: set[str], kv_tags: list[str]) -> dict[str, floa
 
 
 def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None,
-                  hints: dict[str, float] | None = None, *, shape: str | None = None, latin: bool = True) -> np.ndarray:
+                  hints: dict[str, float] | None = None, *, shape: str | None = None, latin: bool = True,
+                  dense: dict[int, float] | None = None) -> np.ndarray:
     """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool.
 
     ``place`` is the request's place as the queries would spell it (after aliases);
     ``hints`` the tag retriever's tags for the request (``None``: the model has no index);
-    ``shape`` the request's (``app.cpu.compose.request_shape``), ``latin`` whether it is written in a Latin script.
+    ``shape`` the request's (``app.cpu.compose.request_shape``), ``latin`` whether it is written in a Latin script;
+    ``dense`` the embedding cosine of the request with each candidate's example (train index -> cosine).
     """
     place = place or info.area
     if not candidates:
         return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
     top = max(c.similarity for c in candidates)
     total_votes = sum(c.votes for c in candidates) or 1.0
-    grams = [_char_grams(c.query) for c in candidates]
     tagsets = [tag_names(c.query) for c in candidates]
     weights = np.array([c.similarity for c in candidates], dtype=np.float64) + 1e-6
+    consensus_chrf = _consensus([_char_grams(c.query) for c in candidates], weights, dice=True)
+    consensus_tags = _consensus(tagsets, weights, dice=False)
     best = lexicon.best_tags(info.words, limit=8)
     predicted = {t for t, p in best if p >= 0.3}
     # Tags the request's words call for strongly: one missing from a candidate is a tag it lacks.
@@ -224,13 +272,6 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
         supports = [lexicon.support(info.words, t) for t in kv_tags]
         valued_keys = {t.split("=", 1)[0] for t in kv_tags}
         key_supports = [lexicon.support(info.words, t) for t in sorted(tagsets[i]) if "=" not in t and t not in valued_keys]
-        others = [j for j in range(len(candidates)) if j != i]
-        if others:
-            w = weights[others]
-            consensus_chrf = float(np.dot(w, [_gram_f(grams[i], grams[j]) for j in others]) / w.sum())
-            consensus_tags = float(np.dot(w, [_jaccard(tagsets[i], tagsets[j]) for j in others]) / w.sum())
-        else:
-            consensus_chrf = consensus_tags = 1.0
         qtypes = {m if m != "rel" else "relation" for m in _TYPE.findall(q)}
         if "nwr" in qtypes:
             qtypes |= {"node", "way", "relation"}
@@ -272,8 +313,8 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
             "query_user": "user" in q or "uid" in q,
             "request_around": request_around,
             "query_around": "around" in q,
-            "consensus_chrf": consensus_chrf,
-            "consensus_tags": consensus_tags,
+            "consensus_chrf": float(consensus_chrf[i]),
+            "consensus_tags": float(consensus_tags[i]),
             "query_length": len(q),
             "length_ratio": len(q) / mean_len if mean_len else 1.0,
             "edits": len(c.edits),
@@ -292,6 +333,8 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
             "repairs": getattr(c, "repairs", 0),
             "shape_match": float(query_shape(q) == shape) if shape else -1.0,
             "request_latin": latin,
+            "dense_similarity": dense.get(c.source, -1.0) if dense is not None else -1.0,
+            "example_pick": getattr(c, "example_pick", False),
         }))
     base = np.asarray(rows, dtype=np.float64)
     cols = [base]

@@ -11,7 +11,7 @@ import pickle
 import re
 import warnings
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +28,7 @@ from geoql.app.cpu.neighbours import CharTfidfNeighbours, FrameNeighbours, Neigh
 from geoql.app.cpu.request import analyse, content_words, extract_area, known_places, merge_frame
 from geoql.core.errors import ConfigError, GeoqlError
 from geoql.nl.frame import read_frame
+from geoql.nl.text import main_script
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 from geoql.retrieval import IndexMissingError
@@ -103,6 +104,9 @@ class CpuConfig:
                 "where the English rules find none"})
     frame_k: int = field(default=3, metadata={
         "help": "more neighbours picked by the request's tag hints and shape (needs the tag index)"})
+    example_k: int = field(default=5, metadata={
+        "help": "more neighbours from the tag index's search of the training requests (sentence embedding, BM25 "
+                "and character n-grams fused), which finds rephrased requests that share few letters (needs the index)"})
     compose: bool = field(default=True, metadata={
         "help": "also offer the query composed from the request alone (app.cpu.compose)"})
     gloss_words: bool = field(default=False, metadata={
@@ -118,6 +122,8 @@ class CpuConfig:
             raise ConfigError(f"k must be between 1 and 100 (got {self.k}): 10 is a good default")
         if not 0 <= self.frame_k <= 20:
             raise ConfigError(f"frame_k must be between 0 and 20 (got {self.frame_k}): 3 is a good default")
+        if not 0 <= self.example_k <= 20:
+            raise ConfigError(f"example_k must be between 0 and 20 (got {self.example_k}): 5 is a good default")
         if self.faithful not in LEVELS:
             raise ConfigError(f"faithful must be one of {', '.join(LEVELS)} (got {self.faithful!r}): use all")
         self.edit_options  # validates the spec early
@@ -279,6 +285,15 @@ class CpuModel:
             picked = self.frame_neighbours.search(hints, shape.where, shape.count, frame_k, seen)
             sims = similarities(self.neighbours, english, [i for i, _ in picked])
             neighbours = list(neighbours) + [Neighbour(i, s, frame=True) for (i, _), s in zip(picked, sims)]
+        example_k = getattr(config, "example_k", 0)  # a model pickled before example picks has none
+        # The index's sentence embedding (all-MiniLM-L6-v2) reads English: a request it sees in Hangul (Korean has
+        # no glossary) meets the same few training requests whatever it asks (measured: ko OQS -1.0 with them).
+        readable = self.hints is not None and main_script(english) in ("Latin", "Common")
+        if example_k and readable:
+            seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours}
+            picked = [ex.index for ex in self.hints.retriever.examples.search(english, example_k, tuple(seen))]
+            sims = similarities(self.neighbours, english, picked)
+            neighbours = list(neighbours) + [Neighbour(i, s, example=True) for i, s in zip(picked, sims)]
 
         wanted = lex.best_tags(info.words, limit=8)
 
@@ -295,8 +310,12 @@ class CpuModel:
             # A place the English rules miss ("博物馆 in 西安", "in Москве") is still the request's own.
             target = place or (None if info.in_view else frame.place)
             cands = guard_pool(nl, cands, place=target, aliases=spellings, kinds=kinds)
+        dense = None
+        if readable:  # how close each candidate's example is in meaning, not in letters
+            sources = sorted({c.source for c in cands if c.source >= 0})
+            dense = dict(zip(sources, self.hints.retriever.examples.cosines(english, sources)))
         return info, cands, pool_features(info, cands, lex, place, hints, shape=shape.where,
-                                          latin=frame.script in ("Latin", "Common"))
+                                          latin=frame.script in ("Latin", "Common"), dense=dense)
 
     def _composed(self, info, frame, place, hints, wanted, lex, hint_exclude) -> list[str]:
         """The request's own query (``app.cpu.compose``): main tags from the hints and the lexicon."""
@@ -423,4 +442,7 @@ class CpuModel:
             raise ModelMissingError(f"could not read {path} ({type(exc).__name__}: {exc}): {hint}") from None
         if not isinstance(model, cls):
             raise ModelMissingError(f"{path} is not a GeoQL CPU model: {hint}")
+        if "example_pick" not in names:
+            # Trained before the example search offered neighbours: its selector never saw such candidates.
+            model.config = replace(model.config, example_k=0)
         return model

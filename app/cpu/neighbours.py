@@ -18,6 +18,7 @@ class Neighbour:
     index: int  # train index
     score: float  # cosine similarity of the TF-IDF vectors
     frame: bool = False  # picked by the request's tags and shape (FrameNeighbours), not by its wording
+    example: bool = False  # picked by the tag index's fused search of the training requests (retrieval.examples)
 
 
 class CharTfidfNeighbours:

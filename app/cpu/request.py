@@ -211,6 +211,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOPWORDS = frozenset(
     """a an and are as at be by for from in into is it of on or that the their there these this those to with
     all any me my show find give list get where which what who whose please i we you""".split()
+    # The database's own name: "OpenStreetMap features in X" asks for every element (retrieval.text.without_database_name).
+    + ["openstreetmap", "osm"]
 )
 
 
@@ -251,6 +253,14 @@ def merge_frame(info: RequestInfo, frame) -> RequestInfo:
     names it wants the view's box, and a word before a particle is a place only by its position
     ("現在の表示範囲内で、車椅子で…": in the current view, by wheelchair).
     Changes ``info`` in place and returns it."""
+    if info.area is not None and not info.in_view and frame.script == "Latin" and frame.language not in ("en", "und"):
+        # The English rules read "in <Capitalised word>" as a place, and German capitalises every noun ("in Planung",
+        # "in Gebäuden", "in Vorwärtsrichtung"). Where they found one word and the frame, which knows the language's
+        # cue words, reads the map view or a place that does not overlap it, the frame's reading wins.
+        one_word = len(info.area.split()) == 1 and "," not in info.area
+        if one_word and (frame.in_view or (frame.place and frame.place not in info.area and info.area not in frame.place)):
+            info.words = info.words | content_words(info.area)
+            info.area = None
     if info.area is None and not info.in_view:
         if frame.in_view:
             info.in_view = True

@@ -223,3 +223,24 @@ def test_hint_tags_leave_the_query_alone_when_unsure_or_already_right():
     # a key the query filters on in another way ([!"key"]) is not touched
     no_site = 'node["amenity"="cafe"][!"website"];out;'
     assert extra(no_site, "cafes with website", "cafes", edit_hint_tags, hints={"website=yes": 0.9}) is None
+
+
+def test_extra_edits_share_one_parse_and_give_what_each_gives_alone():
+    """``apply_extras`` parses a query once for every extra edit that changes nothing: on real pairs
+    (dev requests, training queries, a lexicon of the training split, hints from the gold's tags) it
+    gives exactly what each edit gives on a fresh parse."""
+    from geoql.app.cpu.edits import EXTRA_EDITS, apply_extras
+    from geoql.app.cpu.lexicon import tag_names
+    from geoql.eval.dataset import load_split
+
+    train, dev = load_split("train")[:1500], load_split("dev")[:60]
+    lexicon = TagLexicon.fit([e.nl for e in train], [e.query for e in train])
+    changed = 0
+    for i, request in enumerate(dev):
+        hints = {t: 0.6 for t in sorted(tag_names(request.query)) if "=" in t}
+        for example in train[i * 5: i * 5 + 5]:
+            ctx = EditContext(info=analyse(request.nl), example_nl=example.nl, lexicon=lexicon, hints=hints)
+            alone = [(name, apply_extra(example.query, ctx, fn)) for name, fn in EXTRA_EDITS]
+            assert apply_extras(example.query, ctx, EXTRA_EDITS) == [(n, t) for n, t in alone if t is not None]
+            changed += sum(t is not None for _, t in alone)
+    assert changed >= 30  # the edits did change queries, so the shared parse was tested after a change too

@@ -116,3 +116,32 @@ def test_hint_columns():
     without = pool_features(analyse("cafes with outdoor seating in Bonn"), _pool(), LEX)
     assert (without[:, [col(n) for n in FEATURE_NAMES if n.startswith("hint_") and n != "hint_tags"
                         and not n.endswith(("_best", "_mean"))]] == -1).all()
+
+
+def _pairwise_consensus(sets, weights, agree):
+    """The consensus columns as first written: one pair at a time."""
+    out = []
+    for i in range(len(sets)):
+        others = [j for j in range(len(sets)) if j != i]
+        out.append(float(np.dot(weights[others], [agree(sets[i], sets[j]) for j in others]) / weights[others].sum())
+                   if others else 1.0)
+    return out
+
+
+def test_consensus_columns_equal_the_pairwise_definition_bit_for_bit():
+    """Computed with one sparse product per pool, the consensus columns are exactly what the pairwise
+    Dice (character 4-grams) and Jaccard (tags) give, so a model trained on either reads the other."""
+    from geoql.app.cpu.features import _char_grams, _consensus, _jaccard
+    from geoql.app.cpu.lexicon import tag_names
+    from geoql.eval.dataset import load_split
+
+    def dice(a, b):
+        total = len(a) + len(b)
+        return 2 * len(a & b) / total if total else 1.0
+
+    queries = [e.query for e in load_split("dev")[:40]] + ["", "out;"]
+    weights = np.random.default_rng(0).random(len(queries)) + 1e-6
+    grams, tags = [_char_grams(q) for q in queries], [tag_names(q) for q in queries]
+    assert _consensus(grams, weights, dice=True).tolist() == _pairwise_consensus(grams, weights, dice)
+    assert _consensus(tags, weights, dice=False).tolist() == _pairwise_consensus(tags, weights, _jaccard)
+    assert _consensus([set()], np.ones(1), dice=True).tolist() == [1.0]

@@ -165,3 +165,34 @@ def test_a_request_read_through_a_glossary_gives_its_english_words(hinted_model,
     assert ("beekeeper" in info.words) is gloss_words and "bonn" not in info.words and cands
     english, _, _ = model.pool("beekeepers in Bonn", config=config)
     assert english.words == {"beekeeper"}  # an English request reads its own words either way
+
+
+def test_example_picks_join_the_pool_leave_one_out(hinted_model):
+    """``example_k`` adds the tag index's nearest training requests that the character n-grams missed, marked
+    ``example_pick``; a training request's excluded twins never come back that way, and every candidate
+    made from an example gets that example's embedding cosine (a composed-only one: -1)."""
+    config = replace(hinted_model.config, example_k=0)
+    nl = "What shops sell flowers in the province of Forlì-Cesena?"
+    _, plain, _ = hinted_model.pool(nl, config=config)
+    _, cands, feats = hinted_model.pool(nl, config=replace(config, example_k=5))
+    new = {c.source for c in cands} - {c.source for c in plain}
+    assert not any(c.example_pick for c in plain) and new
+    assert all(c.example_pick for c in cands if c.source in new)
+    dense = feats[:, FEATURE_NAMES.index("dense_similarity")]
+    assert all((d == -1.0) == (c.source < 0) for c, d in zip(cands, dense))
+    assert all(-1.0 <= d <= 1.0 for d in dense) and max(dense) > 0.3
+    twins = new
+    _, left, _ = hinted_model.pool(nl, config=replace(config, example_k=5), exclude=frozenset(twins))
+    assert twins.isdisjoint({c.source for c in left})
+
+
+def test_no_example_picks_where_the_embedding_cannot_read_the_request(hinted_model):
+    """Korean has no glossary, so its neighbour text stays in Hangul, which the English sentence embedding reads
+    as noise: no example picks and no embedding cosine there; an English request gets both."""
+    korean = "현재 화면 영역에 어떤 우체국들이 있습니까?"
+    assert hinted_model.neighbour_text(korean) == korean
+    _, cands, feats = hinted_model.pool(korean, config=hinted_model.config)
+    assert cands and not any(c.example_pick for c in cands)
+    assert set(feats[:, FEATURE_NAMES.index("dense_similarity")].tolist()) == {-1.0}
+    _, cands, feats = hinted_model.pool("post offices in the current view", config=hinted_model.config)
+    assert any(c.example_pick for c in cands) and feats[:, FEATURE_NAMES.index("dense_similarity")].max() > 0

@@ -132,3 +132,14 @@ def test_lower_case_place_reaches_the_query(model):
     assert model.places  # learned from the training queries
     name = next(n for n in model.places if n.isalpha() and len(n) > 4)
     assert f'"{name}"' in model.compile(f"restaurants in {name}")[0]
+
+
+def test_a_model_trained_before_example_picks_runs_without_them(model, tmp_path):
+    """A selector that never saw candidates from the index's example search is not offered any."""
+    model.save(tmp_path)
+    assert CpuModel.load(tmp_path).config.example_k == model.config.example_k == 5
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["feature_names"] = [n for n in manifest["feature_names"] if n not in ("example_pick", "dense_similarity")]
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    old = CpuModel.load(tmp_path)
+    assert old.config.example_k == 0 and old.compile("Cafes in Bonn")

@@ -138,6 +138,18 @@ FRAME_CASES = [
     ("Cafes in Rio de Janeiro, Brazil", "Rio de Janeiro, Brazil", False, False),
     # the map view wins over a word the frame reads as a place ("車椅子で": by wheelchair)
     ("現在の表示範囲内で、車椅子で利用可能な駐車場はどこにありますか？", None, True, False),
+    # German capitalises every noun: where the English rules read one noun after "in" as the place and the
+    # frame reads another place or the map view, the frame wins ...
+    ("Welche Marktplätze in Rennes befinden sich nicht in Gebäuden?", "Rennes", False, False),
+    ("Zeige alle Gehwege und Fußwege in Gebäudedurchgängen im aktuellen Kartenausschnitt.", None, True, False),
+    ("Welche Straßen in Thüringen haben Abbiegespuren sowohl in Vorwärts- als auch in Rückwärtsrichtung?",
+     "Thüringen", False, False),
+    # ... but not over a name of several words, and a compound of "-ebene" (level) is no place for the frame
+    ("Welche Gemeindegrenzen auf Admin-Ebene 8 gibt es in Conceição dos Ouros, MG, Brasilien?",
+     "Conceição dos Ouros, MG, Brasilien", False, False),
+    ("Welche Verwaltungsgrenzen auf Distriktebene gibt es in Nagaland?", "Nagaland", False, False),
+    # English requests keep the English rules' reading
+    ("Which market places in Rennes are not in Buildings?", "Buildings", False, False),
 ]
 
 

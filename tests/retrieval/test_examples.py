@@ -49,3 +49,15 @@ def test_bad_input(examples, nl):
 def test_exclude_everything(examples):
     every = [e.index for e in examples.examples]
     assert examples.search("cafe", 5, exclude=every) == []
+
+
+def test_cosines_of_a_request_with_training_requests(examples):
+    """A training request is nearest in meaning to itself; an index outside the split and a request without words give 0."""
+    ex = examples.examples[7]
+    others = [e.index for e in examples.examples[:40] if e.nl != ex.nl]
+    own, *rest = examples.cosines(ex.nl, [ex.index, *others])
+    assert own > 0.9 and own > max(rest) and all(-1.0 <= c <= 1.0 for c in rest)
+    assert examples.cosines(ex.nl, [10**9]) == [0.0]
+    assert examples.cosines("...", [ex.index, others[0]]) == [0.0, 0.0]
+    hit = examples.search("flower shops in Forlì-Cesena", 1)[0]  # the same vectors as the dense search
+    assert examples.cosines("flower shops in Forlì-Cesena", [hit.index])[0] > 0.3

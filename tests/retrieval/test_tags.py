@@ -229,3 +229,15 @@ def test_translations_are_remembered_newest_first_and_bounded(glossed_index_dir,
     for i in range(5):
         glossed.translation(f"Welche Honigmacher gibt es in Ort{i}?")
     assert list(glossed._translations) == [f"Welche Honigmacher gibt es in Ort{i}?" for i in (2, 3, 4)]
+
+
+@pytest.mark.parametrize("nl", ["What OpenStreetMap features are in Sumy Oblast?", "Welche OSM-Objekte gibt es in der Oblast Sumy?",
+                                "OpenStreetMap要素在苏梅州", "Open Street Map elements in the current view"])
+def test_the_database_name_is_no_tag_cue(tags, nl):
+    """ "OpenStreetMap features in X" asks for every element; the name had called for map_source=OpenStreetMap."""
+    from geoql.retrieval.text import without_database_name
+
+    assert without_database_name(nl) != nl
+    found = [h.tag for h in tags.search(nl, 10)]
+    assert found == [h.tag for h in tags.search(without_database_name(nl), 10)]
+    assert "map_source=OpenStreetMap" not in found
