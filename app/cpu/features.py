@@ -154,23 +154,23 @@ def _char_grams(text: str, n: int = 4) -> frozenset:
 
 
 def _overlaps(sets: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(|A ∩ B| for every pair, |A| for each)`` of ``sets``: one sparse product instead of a
+    """``(|A ∩ B| for every pair, |A| for each)`` of ``sets``: one matrix product instead of a
     Python loop over the pairs, which grows with the square of the pool (~40 candidates).
 
     >>> inter, size = _overlaps([{"a", "b"}, {"b", "c", "d"}, set()])
     >>> inter.tolist(), size.tolist()
     ([[2.0, 1.0, 0.0], [1.0, 3.0, 0.0], [0.0, 0.0, 0.0]], [2.0, 3.0, 0.0])
     """
-    from scipy.sparse import csr_matrix
-
     vocab: dict = {}
     rows, cols = [], []
     for i, items in enumerate(sets):
         for x in items:
             rows.append(i)
             cols.append(vocab.setdefault(x, len(vocab)))
-    incidence = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), max(len(vocab), 1)))
-    return (incidence @ incidence.T).toarray(), np.array([float(len(x)) for x in sets])
+    # dense: a pool's few thousand 4-grams fit, and a request must not load scipy (tests/app/test_cpu_lite.py)
+    incidence = np.zeros((len(sets), max(len(vocab), 1)))
+    incidence[rows, cols] = 1.0
+    return incidence @ incidence.T, np.array([float(len(x)) for x in sets])
 
 
 def _consensus(sets: list, weights: np.ndarray, dice: bool) -> np.ndarray:

@@ -291,7 +291,9 @@ class CpuModel:
         readable = self.hints is not None and main_script(english) in ("Latin", "Common")
         if example_k and readable:
             seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours}
-            picked = [ex.index for ex in self.hints.retriever.examples.search(english, example_k, tuple(seen))]
+            # The index's requests are the split's; a model trained on some of them (a quick model, a test's) uses those only.
+            picked = [ex.index for ex in self.hints.retriever.examples.search(english, example_k, tuple(seen))
+                      if ex.index < len(self.train_nls) and self.train_nls[ex.index] == ex.nl]
             sims = similarities(self.neighbours, english, picked)
             neighbours = list(neighbours) + [Neighbour(i, s, example=True) for i, s in zip(picked, sims)]
 
