@@ -129,7 +129,7 @@ def _pairwise_consensus(sets, weights, agree):
 
 
 def test_consensus_columns_equal_the_pairwise_definition_bit_for_bit():
-    """Computed with one sparse product per pool, the consensus columns are exactly what the pairwise
+    """Computed with one matrix product per pool, the consensus columns are exactly what the pairwise
     Dice (character 4-grams) and Jaccard (tags) give, so a model trained on either reads the other."""
     from geoql.app.cpu.features import _char_grams, _consensus, _jaccard
     from geoql.app.cpu.lexicon import tag_names
