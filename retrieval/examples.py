@@ -108,7 +108,9 @@ class ExampleRetriever:
         if not has_content(text):
             return [0.0 for _ in indices]
         vector = run_single_threaded(lambda: self.encoder(text))
-        return [float(self.vectors[self._row_of[i]] @ vector) if i in self._row_of else 0.0 for i in indices]
+        indexed = [i for i in indices if i in self._row_of]
+        found = dict(zip(indexed, self.cosine(vector, [self._row_of[i] for i in indexed])))
+        return [found.get(i, 0.0) for i in indices]
 
     def _fused_rows(self, text: str, vector, k: int, exclude=()) -> list[tuple[int, float]]:
         cfg = self.config

@@ -35,6 +35,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # The database's own name says where the elements live, not which ones: "What OpenStreetMap features are in
 # Sumy Oblast?", "OSM-Objekte", "OpenStreetMap要素" ask for every element. As a tag cue it only ever met
 # map_source=OpenStreetMap, which two training requests ask for ("Maps based on OpenStreetMap").
+DATABASE_NAMES = frozenset({"openstreetmap", "osm"})  # as folded words (app.cpu.request's stop words)
 _DATABASE_NAME = re.compile(r"(?<![A-Za-z])(?:open\s*street\s*map|osm)(?![A-Za-z])", re.IGNORECASE)
 
 

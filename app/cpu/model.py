@@ -282,20 +282,24 @@ class CpuModel:
         frame_k = getattr(config, "frame_k", 0)
         if frame_k and getattr(self, "frame_neighbours", None) is not None and hints:
             seen = set(exclude) | {nb.index for nb in neighbours}
-            picked = self.frame_neighbours.search(hints, shape.where, shape.count, frame_k, seen)
-            sims = similarities(self.neighbours, english, [i for i, _ in picked])
-            neighbours = list(neighbours) + [Neighbour(i, s, frame=True) for (i, _), s in zip(picked, sims)]
+            frame_picks = [i for i, _ in self.frame_neighbours.search(hints, shape.where, shape.count, frame_k, seen)]
+        else:
+            frame_picks = []
         example_k = getattr(config, "example_k", 0)  # a model pickled before example picks has none
         # The index's sentence embedding (all-MiniLM-L6-v2) reads English: a request it sees in Hangul (Korean has
         # no glossary) meets the same few training requests whatever it asks (measured: ko OQS -1.0 with them).
         readable = self.hints is not None and main_script(english) in ("Latin", "Common")
         if example_k and readable:
-            seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours}
+            seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours} | set(frame_picks)
             # The index's requests are the split's; a model trained on some of them (a quick model, a test's) uses those only.
-            picked = [ex.index for ex in self.hints.retriever.examples.search(english, example_k, tuple(seen))
-                      if ex.index < len(self.train_nls) and self.train_nls[ex.index] == ex.nl]
-            sims = similarities(self.neighbours, english, picked)
-            neighbours = list(neighbours) + [Neighbour(i, s, example=True) for i, s in zip(picked, sims)]
+            example_picks = [ex.index for ex in self.hints.retriever.examples.search(english, example_k, tuple(seen))
+                             if ex.index < len(self.train_nls) and self.train_nls[ex.index] == ex.nl]
+        else:
+            example_picks = []
+        # One TF-IDF product for both kinds of extra neighbour.
+        sims = similarities(self.neighbours, english, frame_picks + example_picks)
+        neighbours = (list(neighbours) + [Neighbour(i, s, frame=True) for i, s in zip(frame_picks, sims)]
+                      + [Neighbour(i, s, example=True) for i, s in zip(example_picks, sims[len(frame_picks):])])
 
         wanted = lex.best_tags(info.words, limit=8)
 

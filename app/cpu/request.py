@@ -26,6 +26,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from geoql.retrieval.text import DATABASE_NAMES
+
 # Words that may sit inside a place name between capitalised words
 # ("Rio de Janeiro", "Frankfurt am Main", "Stratford upon Avon").
 _CONNECTORS = frozenset(
@@ -212,8 +214,7 @@ _STOPWORDS = frozenset(
     """a an and are as at be by for from in into is it of on or that the their there these this those to with
     all any me my show find give list get where which what who whose please i we you""".split()
     # The database's own name: "OpenStreetMap features in X" asks for every element (retrieval.text.without_database_name).
-    + ["openstreetmap", "osm"]
-)
+) | DATABASE_NAMES
 
 
 def content_words(text: str) -> set[str]:
