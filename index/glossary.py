@@ -28,7 +28,7 @@ import re
 import tarfile
 import urllib.error
 import urllib.request
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,6 +129,22 @@ class CedictSource:
 
 
 CEDICT_SOURCES = {lang: CedictSource(lang) for lang in ("zh", "yue")}
+
+
+@dataclass(frozen=True)
+class SchemaSource:
+    """A language that no dictionary on the registries covers (Korean: Debian and PyPI have no Korean-English
+    one): its glossary is the id-tagging-schema's own words (:func:`schema_words`)."""
+
+    language: str
+
+
+SCHEMA_SOURCES = {lang: SchemaSource(lang) for lang in ("ko",)}
+SCHEMA_NAME_WORDS = 3  # an English tag name of more words describes a thing rather than naming it
+# Languages whose names of two or three words run word for word like the English name ("역사 박물관", History
+# Museum; "학교 부지", School Grounds): each word also counts for the English word in its place. Not French
+# ("Musée d'histoire"), nor Russian or German, where it was measured to lose recall (docs/notes/2026-12-korean-glossary.md).
+_SCHEMA_ALIGNED = frozenset({"ko"})
 _CEDICT_LINE = re.compile(r"(\S+) (\S+) \[[^\]]*\] /(.*)/")
 # senses that name no thing: measure words, cross-references, surnames, abbreviations
 _CEDICT_SEE = re.compile(r"^see (?:also )?([^|\[\s]+)")  # a cross-reference: "see 西安區|西安区[Xi1 an1 Qu1]"
@@ -359,6 +375,67 @@ def glossary_words(entries, vocabulary: Counter, min_letters: int = 1, *, senses
     return out
 
 
+def schema_words(docs, language: str, vocabulary: Counter | None = None) -> dict[str, str]:
+    """Each word of the tag names of ``language`` (lower case) -> the English name of the tag it names (lower case).
+
+    The names and terms come from the id-tagging-schema translations in the tag documents (``names_by_lang``,
+    ``terms_by_lang``, every variant of the language's code; a name counts twice a term). A one-word name stands
+    for the whole English name ("박물관": museum); in a language of ``_SCHEMA_ALIGNED``, each word of a name of as
+    many words as the English one also stands for the English word in its place (counted once). A word that
+    names several things takes the English most of them share, and among equals the one the training requests
+    use most (``vocabulary``, :func:`best_rendering`). English names of more than SCHEMA_NAME_WORDS words, or
+    with a "(" or "/", describe rather than name and are left out.
+
+    >>> from types import SimpleNamespace as Doc
+    >>> docs = [Doc(names=["Museum"], names_by_lang={"ko": ["박물관"]}, terms_by_lang={}),
+    ...         Doc(names=["History Museum"], names_by_lang={"ko": ["역사 박물관"]}, terms_by_lang={}),
+    ...         Doc(names=["Historic Fortress"], names_by_lang={"ko": ["역사적 요새"]}, terms_by_lang={})]
+    >>> schema_words(docs, "ko")
+    {'박물관': 'museum', '역사': 'history', '역사적': 'historic', '요새': 'fortress'}
+    >>> schema_words(docs, "fr")
+    {}
+    """
+    votes: dict[str, Counter] = defaultdict(Counter)
+    for doc in docs:
+        english = doc.names[0] if doc.names else ""
+        if not _ENGLISH_WORD.search(english.lower()) or any(ch in english for ch in "(/") \
+                or len(english.split()) > SCHEMA_NAME_WORDS:
+            continue
+        english_words = english.lower().split()
+        for weight, by_lang in ((2, doc.names_by_lang), (1, doc.terms_by_lang)):
+            for lang, names in by_lang.items():
+                if re.split(r"[-@]", lang)[0] != language:
+                    continue
+                for name in names:
+                    words = name.strip().lower().split()
+                    if len(words) == 1:
+                        pairs = [(words[0], english.lower(), weight)]
+                    elif language in _SCHEMA_ALIGNED and len(words) == len(english_words):
+                        pairs = [(w, e, 1) for w, e in zip(words, english_words)]
+                    else:
+                        continue
+                    for word, meaning, n in pairs:
+                        if len(word) >= 2 and not word.isdigit() and _ENGLISH_WORD.search(meaning):
+                            votes[word][meaning] += n
+    out = {}
+    for word in sorted(votes):
+        counts = votes[word]
+        top = max(counts.values())
+        tied = sorted(e for e, n in counts.items() if n == top)
+        out[word] = tied[0] if len(tied) == 1 else best_rendering(tied, vocabulary or Counter()) or tied[0]
+    return out
+
+
+def build_schema_glossary(source: SchemaSource, docs, vocabulary: Counter, schema_version: str, out_dir: Path) -> dict:
+    """Write ``glossary.<lang>.sqlite`` of the schema's words of the language alone; return its manifest entry."""
+    words = schema_words(docs, source.language, vocabulary)
+    if not words:
+        raise GlossaryError(f"the id-tagging-schema translations name nothing in {source.language}")
+    source_info = {"package": "id-tagging-schema", "version": schema_version}
+    _write_glossary(out_dir, source.language, words, source_info)
+    return {"status": "ok", **source_info, "words": len(words), "rendering": "schema names"}
+
+
 def dictd_entries(source: DictionarySource, deb: bytes):
     """``(headword, entry text)`` of a dictionary package (dictd format)."""
     files = deb_files(deb, (".index", ".dict.dz", ".dict"))
@@ -444,12 +521,13 @@ def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dic
 
 def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: Path, *, mirror: str = DEBIAN_MIRROR,
                      timeout: float = 60.0, sources: dict[str, DictionarySource] | None = None,
-                     pivots: dict[str, DictionarySource] | None = None) -> dict:
+                     pivots: dict[str, DictionarySource] | None = None, docs=(), schema_version: str = "") -> dict:
     """Glossaries of ``languages`` into ``out_dir``; language -> manifest entry (``status`` ok or why not).
-    ``pivots`` (default: PIVOTS when ``sources`` is the default) add words through another glossary."""
+    ``pivots`` (default: PIVOTS when ``sources`` is the default) add words through another glossary;
+    ``docs``: the tag documents, whose schema translations make the glossaries of SCHEMA_SOURCES."""
     if pivots is None:
         pivots = PIVOTS if sources is None else {}
-    sources = {**SOURCES, **CEDICT_SOURCES} if sources is None else sources
+    sources = {**SOURCES, **CEDICT_SOURCES, **SCHEMA_SOURCES} if sources is None else sources
     languages = list(languages)
     # a language another one pivots through is built first
     order = sorted(languages, key=lambda lang: 0 if any(p.via == lang for p in pivots.values()) else 1)
@@ -462,7 +540,9 @@ def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: P
             info[lang] = {"status": "no dictionary known for this language"}
             continue
         try:
-            if isinstance(source, CedictSource):
+            if isinstance(source, SchemaSource):
+                info[lang] = build_schema_glossary(source, docs, vocabulary, schema_version, out_dir)
+            elif isinstance(source, CedictSource):
                 info[lang] = build_cedict_glossary(source, vocabulary, out_dir, parsed)
             else:
                 pivot = _pivot(pivots.get(lang), built, vocabulary, mirror, cache_dir, timeout)
@@ -490,4 +570,4 @@ def _pivot(source: DictionarySource | None, built: dict, vocabulary: Counter, mi
     return {"words": pivot_words(source, deb, built[source.via], vocabulary), "info": {**info, "status": "ok"}}
 
 
-LANGUAGES = (*SOURCES, *CEDICT_SOURCES)  # every language a glossary can be built for
+LANGUAGES = (*SOURCES, *CEDICT_SOURCES, *SCHEMA_SOURCES)  # every language a glossary can be built for

@@ -286,8 +286,8 @@ class CpuModel:
         else:
             frame_picks = []
         example_k = getattr(config, "example_k", 0)  # a model pickled before example picks has none
-        # The index's sentence embedding (all-MiniLM-L6-v2) reads English: a request it sees in Hangul (Korean has
-        # no glossary) meets the same few training requests whatever it asks (measured: ko OQS -1.0 with them).
+        # The index's sentence embedding (all-MiniLM-L6-v2) reads English: a request it sees in Hangul (Korean in an
+        # index built without its glossary) meets the same few training requests whatever it asks (measured: ko OQS -1.0).
         readable = self.hints is not None and main_script(english) in ("Latin", "Common")
         if example_k and readable:
             seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours} | set(frame_picks)

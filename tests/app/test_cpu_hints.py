@@ -187,8 +187,8 @@ def test_example_picks_join_the_pool_leave_one_out(hinted_model):
 
 
 def test_no_example_picks_where_the_embedding_cannot_read_the_request(hinted_model):
-    """Korean has no glossary, so its neighbour text stays in Hangul, which the English sentence embedding reads
-    as noise: no example picks and no embedding cosine there; an English request gets both."""
+    """The small index has no Korean glossary, so a Korean request's neighbour text stays in Hangul, which the English
+    sentence embedding reads as noise: no example picks and no embedding cosine there; an English request gets both."""
     korean = "현재 화면 영역에 어떤 우체국들이 있습니까?"
     assert hinted_model.neighbour_text(korean) == korean
     _, cands, feats = hinted_model.pool(korean, config=hinted_model.config)

@@ -12,7 +12,7 @@ def test_defaults_are_the_pinned_sources():
     config = IndexConfig()
     assert config.schema_version == "7.2.0" and config.registry == "https://registry.npmjs.org"
     assert config.embedding_model == "all-MiniLM-L6-v2"
-    assert config.glossaries == ("de", "fr", "es", "it", "pt", "ja", "ru", "zh", "yue") and config.debian_mirror == "https://deb.debian.org/debian"
+    assert config.glossaries == ("de", "fr", "es", "it", "pt", "ja", "ru", "zh", "yue", "ko") and config.debian_mirror == "https://deb.debian.org/debian"
     assert all(f.metadata.get("help") for f in dataclasses.fields(IndexConfig))
 
 

@@ -167,8 +167,10 @@ def test_a_package_without_the_dictionary_files_is_an_error(tmp_path):
 def test_every_source_names_a_cue_table_and_a_file(language):
     from geoql.nl.cues import LANGUAGES
 
-    source = G.SOURCES.get(language) or G.CEDICT_SOURCES[language]
+    source = G.SOURCES.get(language) or G.CEDICT_SOURCES.get(language) or G.SCHEMA_SOURCES[language]
     assert source.language == language and language in LANGUAGES
+    if isinstance(source, G.SchemaSource):
+        return  # its words come from the schema the index is built from
     if isinstance(source, G.DictionarySource):
         assert source.pool in ("f/freedict", "f/freedict-wikdict")  # FreeDict's own and its WikDict editions
         assert source.url(G.DEBIAN_MIRROR) == f"https://deb.debian.org/debian/pool/main/{source.pool}/{source.package}_{source.version}_all.deb"
@@ -316,3 +318,60 @@ def test_french_and_german_inflected_words_are_read_through_their_dictionary_for
     glossary = Glossary(language, {lemma: "found"}, lemmatizer="simplemma")
     assert glossary.english(word) == "found"
     assert Glossary(language, {lemma: "found"}).english(word) is None  # what the glossary alone made of it
+
+
+@pytest.fixture(scope="module")
+def schema_docs():
+    """The tag documents of the real id-tagging-schema 7.2.0 subset (tests/index/data), translations included."""
+    from geoql.index.documents import TagCollection, add_schema
+    from geoql.index.schema import read_schema
+    from tests.fixtures_index import schema_tarball, sri_sha512
+
+    data = schema_tarball()
+    tags = TagCollection()
+    add_schema(tags, read_schema(data, {"integrity": sri_sha512(data)}, "7.2.0"))
+    return list(tags.docs.values())
+
+
+@pytest.mark.parametrize("language, word, english", [
+    ("ko", "박물관", "museum"),  # tourism=museum's name
+    ("ko", "자전거", "bicycle"),  # "자전거 주차장", Bicycle Parking: Korean names run word for word like English ones
+    ("fr", "pharmacie", "pharmacy counter"),
+    ("ja", "博物館", "museum"),
+    ("zh", "博物馆", "museum"),  # zh-CN's names
+])
+def test_the_schema_names_words_by_the_feature_they_name(schema_docs, language, word, english):
+    assert G.schema_words(schema_docs, language)[word] == english
+
+
+def test_a_word_that_names_two_things_takes_the_one_the_requests_use_most():
+    from types import SimpleNamespace as Doc
+
+    docs = [Doc(names=["Pharmacy Counter"], names_by_lang={"ko": ["약국"]}, terms_by_lang={}),
+            Doc(names=["Drugstore"], names_by_lang={"ko": ["약국"]}, terms_by_lang={})]
+    assert G.schema_words(docs, "ko", Counter({"pharmacy": 5}))["약국"] == "pharmacy counter"
+    assert G.schema_words(docs, "ko", Counter({"drugstores": 5}))["약국"] == "drugstore"
+    docs.append(Doc(names=["Drugstore"], names_by_lang={}, terms_by_lang={"ko": ["약국"]}))
+    assert G.schema_words(docs, "ko", Counter({"pharmacy": 5}))["약국"] == "drugstore"  # more names say so
+
+
+def test_names_of_several_words_are_aligned_only_where_they_run_like_english(schema_docs):
+    # "Musée d'histoire" is History Museum backwards: no French word is paired with the English word in its place
+    words = G.schema_words(schema_docs, "fr")
+    assert "musée" in words and "d'histoire" not in words
+
+
+def test_a_korean_glossary_comes_from_the_schema_alone(tmp_path, schema_docs):
+    from geoql.retrieval.glossary import Translator
+
+    info = G.build_glossaries(["ko"], Counter(), tmp_path, tmp_path / "cache", docs=schema_docs, schema_version="7.2.0")
+    assert info["ko"]["status"] == "ok" and info["ko"]["package"] == "id-tagging-schema" and info["ko"]["version"] == "7.2.0"
+    assert info["ko"]["words"] > 100
+    english = Translator.from_index(tmp_path).translate("서울에 있는 박물관은 어디인가요?", "ko").split()
+    assert english == ["서울", "museum"]  # the name stays whole; the particles and small words go
+
+
+def test_without_the_schema_there_is_no_korean_glossary(tmp_path):
+    info = G.build_glossaries(["ko"], Counter(), tmp_path, tmp_path / "cache")
+    assert info["ko"]["status"] == "skipped: the id-tagging-schema translations name nothing in ko"
+    assert not (tmp_path / A.glossary_file("ko")).exists()

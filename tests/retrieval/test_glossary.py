@@ -125,6 +125,14 @@ def test_letters_without_a_word_of_two_or_more_stay_as_they_are():
     assert Translator({"ja": Glossary("ja", {"駅": "station"})}).translate("東京駅", "ja") == "東 京 駅"
 
 
+def test_korean_letters_without_a_word_stay_one_word():
+    """Korean writes words with spaces: a name's letters ("드레스덴", Dresden) are not cut apart, while Han
+    letters without a word still are (each may be the next word's first)."""
+    out = Translator({"ko": Glossary("ko", {"박물관": "museum"})}).translate("드레스덴의 박물관은", "ko").split()
+    assert out == ["드레스덴", "museum"]  # the particles (의, 은) are the cue table's small words
+    assert Translator({"zh": Glossary("zh", {"博物馆": "museum"})}).translate("马格尼的博物馆", "zh").split()[:3] == ["马", "格", "尼"]
+
+
 @pytest.mark.parametrize("request_, english", [
     ("ドイツの城を教えてください", "Germany castle"),  # a Han letter alone between kana is a word
     ("城", "castle"),
