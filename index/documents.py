@@ -225,7 +225,7 @@ def add_deprecations(tags: TagCollection, schema, source: str) -> None:
                     tags.add_unique(doc.terms, *tags.docs[rep].names)
 
 
-def _base_language(lang: str) -> str:
+def base_language(lang: str) -> str:
     """``"zh-CN"`` -> ``"zh"``, ``"be@tarask"`` -> ``"be"``."""
     return re.split(r"[-@]", lang, maxsplit=1)[0]
 
@@ -248,8 +248,8 @@ def add_translations(tags: TagCollection, schema, preset_filter=None) -> list[st
             found.append(lang)
     for doc in tags.docs.values():
         for by_lang in (doc.names_by_lang, doc.terms_by_lang):
-            for lang in [lang for lang in by_lang if _base_language(lang) != lang]:
-                base = by_lang.get(_base_language(lang), doc.names + doc.terms if _base_language(lang) == "en" else [])
+            for lang in [lang for lang in by_lang if base_language(lang) != lang]:
+                base = by_lang.get(base_language(lang), doc.names + doc.terms if base_language(lang) == "en" else [])
                 known = {x.lower() for x in base}
                 if all(x.lower() in known for x in by_lang[lang]):
                     del by_lang[lang]

@@ -38,6 +38,8 @@ from geoql.nl.text import fold
 from geoql.retrieval import artifacts as A
 from geoql.retrieval.glossary import LEMMATIZERS, Glossary, write_glossary
 
+from .documents import base_language
+
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 
 
@@ -404,7 +406,7 @@ def schema_words(docs, language: str, vocabulary: Counter | None = None) -> dict
         english_words = english.lower().split()
         for weight, by_lang in ((2, doc.names_by_lang), (1, doc.terms_by_lang)):
             for lang, names in by_lang.items():
-                if re.split(r"[-@]", lang)[0] != language:
+                if base_language(lang) != language:
                     continue
                 for name in names:
                     words = name.strip().lower().split()

@@ -317,7 +317,7 @@ class Translator:
         toks = tokens(text)
         letters = [t.text for t in toks]
         out: list[str] = []
-        glued = (-1, -1)  # (len(out), end) after an unknown letter of a spaceless script was written
+        glued = (-1, -1)  # (len(out), end) after an unknown Hangul letter was written
         i = 0
         while i < len(toks):
             hit = matcher.match_at(toks, i)
@@ -351,13 +351,14 @@ class Translator:
                     # A Han letter alone between kana is a word ("ドイツの城", "川は"), not a letter of a name;
                     # only a glossary that keeps single letters (Japanese) knows it.
                     lone = _lone_han(toks, i - 1) and glossary.words.get(tok.text)
-                    if not lone and glued == (len(out), tok.start) and script_of(tok.text) == "Hangul":
+                    hangul = not lone and script_of(tok.text) == "Hangul"
+                    if hangul and glued == (len(out), tok.start):
                         # Korean writes words with spaces: the unknown letters of one word stay one word
                         # ("독일에" is no "독 일 에"), as names are written
                         out[-1] += tok.text
                     else:
                         out.append(lone or tok.text)
-                    glued = (len(out), tok.end)
+                    glued = (len(out), tok.end) if hangul else (-1, -1)
                 continue
             i += 1
             if tok.number or (len(tok.text) > 1 and tok.text.isupper()):

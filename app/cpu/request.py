@@ -210,10 +210,11 @@ def fold(text: str) -> str:
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Function words: they occur in every request and would tie every tag to every other.
+# The database's own name is one too: "OpenStreetMap features in X" asks for every element
+# (retrieval.text.without_database_name).
 _STOPWORDS = frozenset(
     """a an and are as at be by for from in into is it of on or that the their there these this those to with
     all any me my show find give list get where which what who whose please i we you""".split()
-    # The database's own name: "OpenStreetMap features in X" asks for every element (retrieval.text.without_database_name).
 ) | DATABASE_NAMES
 
 

@@ -130,6 +130,8 @@ def test_korean_letters_without_a_word_stay_one_word():
     letters without a word still are (each may be the next word's first)."""
     out = Translator({"ko": Glossary("ko", {"박물관": "museum"})}).translate("드레스덴의 박물관은", "ko").split()
     assert out == ["드레스덴", "museum"]  # the particles (의, 은) are the cue table's small words
+    # only unknown Hangul letters join: a known word before them stays a word of its own
+    assert Translator({"ja": Glossary("ja", {"城": "castle"})}).translate("城이름", "ja") == "castle 이름"
     assert Translator({"zh": Glossary("zh", {"博物馆": "museum"})}).translate("马格尼的博物馆", "zh").split()[:3] == ["马", "格", "尼"]
 
 
