@@ -199,10 +199,11 @@ def build_index(config: IndexConfig) -> Path:
 
 
 def _fit_ranker(index_dir: Path, progress: bool) -> bool:
-    """Fit ``ranker.json`` on the staged index (leave-one-out over its training requests); False when it cannot be."""
+    """Fit ``ranker.json`` on the staged index (leave-one-out over its training requests and their glossed
+    code-switched copies); False when it cannot be."""
     retriever = TagRetriever.load(index_dir, RetrievalConfig(fusion="linear"))
     try:
-        write_ranker(fit_ranker(retriever, progress=progress), index_dir)
+        write_ranker(fit_ranker(retriever, glossed=True, progress=progress), index_dir)
     except ValueError:  # too few gold tags (tiny test indexes): the retriever falls back to linear fusion
         return False
     return True

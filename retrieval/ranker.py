@@ -29,18 +29,24 @@ from weakref import WeakKeyDictionary
 from geoql.core.errors import ConfigError
 from geoql.core.files import write_atomic
 from geoql.eval.metrics import same_query_key
+from geoql.nl.frame import guess_language
 
 from .artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
+from .codeswitch import CodeSwitcher, code_switched_copies
 from .embedding import run_single_threaded
 from .gold import controlled_pairs
 from .parallel import chunked_map
 from .text import split_value, tokenize
 
 RANKER_JSON = "ranker.json"
-RANKER_FORMAT = 5  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting; 4: tag quality;
-# 5: meaning_words (key words for yes/no-like values) instead of value_words
+RANKER_FORMAT = 6  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting; 4: tag quality;
+# 5: meaning_words (key words for yes/no-like values) instead of value_words; 6: lexical features and a second
+# cascade for glossed requests
 RERANK = 25  # controlled candidates that the second stage re-scores
 NEIGHBOURS = 50  # nearest training requests whose tags give features
+# Fewer glossed copies than this fit no glossed cascade (glossed requests take the English one): the small
+# test index's few hundred copies put shop=chemist before amenity=pharmacy for "Apotheke"; the full index has 5,187.
+MIN_GLOSSED_COPIES = 1000
 
 FEATURES = (
     "dense",  # max cosine of the request to the tag's names/synonyms/phrases
@@ -77,6 +83,10 @@ FEATURES = (
     "in_schema",  # a current (not deprecated) id-tagging-schema preset or field knows it
     "malformed",  # the key is no plain OSM key (a regex, "*", spaces) or the value holds "=" or spaces
     "likely_typo",  # the index marked it as a slip of a clearly more used tag (``likely_typo_of``)
+    # A request in another language: how well the tag's own name in that language matches it (the lexicon,
+    # ``Lexicon.search``), against the request's best match. English requests have none (0).
+    "lexical_rel",
+    "lexical_rr",  # 1 / (1 + rank) in the lexicon's ranking
 )
 _RELATIVE = tuple((FEATURES.index(name), FEATURES.index(name + "_rel")) for name in ("dense", "bm25", "votes20", "votes50", "max_cos"))
 _FREE_TEXT = FEATURES.index("free_text")
@@ -174,6 +184,9 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
     if doc_quality is None:
         doc_quality = lambda doc: tag_quality(docs[doc])  # noqa: E731
     dense, bm25 = evidence["dense"], evidence["bm25"]
+    lexical = evidence.get("lexical") or {}  # doc -> LexicalMatch, best first
+    lexical_peak = max((m.score for m in lexical.values()), default=0.0) or 1.0
+    lexical_rank = {d: i for i, d in enumerate(lexical)}
     dense_rank = {d: i for i, d in enumerate(sorted(dense, key=lambda d: (-dense[d], d)))}
     bm25_rank = {d: i for i, d in enumerate(sorted(bm25, key=lambda d: (-bm25[d], d)))}
     v20: dict[int, float] = {}
@@ -203,7 +216,7 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
         excluded[doc] = excluded.get(doc, 0) + 1
     candidates = []
     rows = []
-    for doc in sorted(set(dense) | set(bm25) | set(v50)):
+    for doc in sorted(set(dense) | set(bm25) | set(v50) | set(lexical)):
         d = docs[doc]
         used = train_count.get(doc, 0)
         left = max(used - excluded.get(doc, 0), 0)
@@ -235,6 +248,8 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             float(any(name <= words for name in names)),
             0.0, 0.0, 0.0, 0.0, 0.0,  # the *_rel columns, filled below once every row is known
             *doc_quality(doc),
+            lexical[doc].score / lexical_peak if doc in lexical else 0.0,
+            1.0 / (1 + lexical_rank[doc]) if doc in lexical else 0.0,
         ])
     for source, relative in _RELATIVE:
         peak = max((row[source] for row in rows), default=0.0)
@@ -283,7 +298,7 @@ class CascadeRanker:
     """
 
     def __init__(self, stage1: LinearRanker, stage2: LinearRanker, mean, scale, rerank: int = RERANK,
-                 features=FEATURES, meta: dict | None = None) -> None:
+                 features=FEATURES, meta: dict | None = None, glossed: "CascadeRanker | None" = None) -> None:
         import numpy as np
 
         if list(features) != list(FEATURES) or len(stage1.coef) != len(FEATURES) or len(mean) != len(FEATURES):
@@ -297,6 +312,13 @@ class CascadeRanker:
         self.mean = np.asarray(mean, dtype=np.float64)
         self.scale = np.asarray(scale, dtype=np.float64)
         self.meta = meta or {}
+        # The cascade for requests read through their word-by-word English gloss (not English): fitted on
+        # code-switched copies of the training requests. None: those requests use this one.
+        self.glossed = glossed
+
+    def for_request(self, glossed: bool) -> "CascadeRanker":
+        """The cascade that orders a request's candidates: the glossed one for a glossed request, where there is one."""
+        return self.glossed if glossed and self.glossed is not None else self
 
     def second(self, x):
         return self.stage2.score(pairwise_expansion((x - self.mean) / self.scale))
@@ -318,13 +340,18 @@ class CascadeRanker:
         return out.tolist()
 
     def to_json(self) -> dict:
-        return {"format": RANKER_FORMAT, "model": "cascade of two logistic regressions", "features": list(FEATURES),
-                "stage1": self.stage1.to_json(),
+        out = {"format": RANKER_FORMAT, "model": "cascade of two logistic regressions", "features": list(FEATURES),
+               **self._stages_json(), **self.meta}
+        if self.glossed is not None:
+            out["glossed"] = {**self.glossed._stages_json(), **self.glossed.meta}
+        return out
+
+    def _stages_json(self) -> dict:
+        return {"stage1": self.stage1.to_json(),
                 "stage2": {"rerank": self.rerank,
                            "input": "(features - mean) / scale, then every pairwise product z_i * z_j (i <= j)",
                            "mean": [round(float(v), 8) for v in self.mean], "scale": [round(float(v), 8) for v in self.scale],
-                           **self.stage2.to_json()},
-                **self.meta}
+                           **self.stage2.to_json()}}
 
     @classmethod
     def load(cls, path: Path) -> "CascadeRanker":
@@ -332,10 +359,15 @@ class CascadeRanker:
         if data.get("format") != RANKER_FORMAT:
             raise ConfigError(f"{path}: ranker format {data.get('format')!r}, expected {RANKER_FORMAT}; "
                              "refit with `geoql index fit-ranker`")
+        glossed = cls._from_stages(data["glossed"], data["features"]) if data.get("glossed") else None
+        return cls._from_stages(data, data["features"], glossed)
+
+    @classmethod
+    def _from_stages(cls, data: dict, features, glossed: "CascadeRanker | None" = None) -> "CascadeRanker":
         one, two = data["stage1"], data["stage2"]
-        meta = {k: v for k, v in data.items() if k not in {"format", "model", "features", "stage1", "stage2"}}
+        meta = {k: v for k, v in data.items() if k not in {"format", "model", "features", "stage1", "stage2", "glossed"}}
         return cls(LinearRanker(one["coef"], one["intercept"]), LinearRanker(two["coef"], two["intercept"]),
-                   two["mean"], two["scale"], two["rerank"], data["features"], meta)
+                   two["mean"], two["scale"], two["rerank"], features, meta, glossed)
 
 
 def best_controlled(x, scores, n: int):
@@ -373,18 +405,25 @@ def same_query_groups(examples) -> dict[int, tuple[int, ...]]:
 _QUERY_GROUPS: WeakKeyDictionary = WeakKeyDictionary()  # retriever -> same_query_groups of its examples
 
 
-def _training_group(retriever, row: int):
-    """One training request's candidates' features and gold labels, or None without candidates."""
+def _training_group(retriever, item):
+    """One training request's candidates' features and gold labels, or None without candidates.
+
+    ``item``: a training row, or ``(row, text)``: the row's gold with another wording of its request
+    (a code-switched copy, read as a user's request is: glossed, with its lexical matches)."""
     import numpy as np
 
+    row, text = item if isinstance(item, tuple) else (item, None)
     examples = retriever.examples
     groups = _QUERY_GROUPS.get(retriever)
     if groups is None:
         groups = _QUERY_GROUPS[retriever] = same_query_groups(examples.examples)
     ex = examples.examples[row]
     gold = set(controlled_pairs(ex.query))
-    vector = examples.vectors[row]  # the indexed embedding: no encoder call
-    candidates, feats = retriever._features(ex.nl, vector, groups.get(ex.index, (ex.index,)))
+    exclude = groups.get(ex.index, (ex.index,))
+    if text is None:  # the indexed embedding: no encoder call
+        candidates, feats = retriever._features(ex.nl, examples.vectors[row], exclude)
+    else:
+        candidates, feats = retriever._features(text, None, exclude)
     if not candidates:
         return None
     return np.asarray(feats, dtype=np.float64), np.asarray([retriever.docs[d]["tag"] in gold for d in candidates])
@@ -398,32 +437,71 @@ def _worker_retriever(load, index_dir, config):
     return load(index_dir, config)
 
 
-def training_groups(retriever, *, every: int = 1, progress: bool = False, workers: int | None = None):
-    """Per training request (every ``every``-th): its candidates' feature matrix and gold labels,
-    searched leaving out every request with the same gold query. The requests are independent:
-    with ``workers`` > 1 (default: the usable cores) they are split over processes that load the
-    same index, and the result is the one-process list."""
+def training_groups(retriever, *, every: int = 1, copies=None, progress: bool = False, workers: int | None = None):
+    """Per training request (every ``every``-th), or per ``(row, text)`` of ``copies`` where given: its
+    candidates' feature matrix and gold labels, searched leaving out every request with the same gold
+    query. The requests are independent: with ``workers`` > 1 (default: the usable cores) they are split
+    over processes that load the same index, and the result is the one-process list."""
     from functools import partial
 
     from tqdm import tqdm
 
-    rows = range(0, len(retriever.examples.examples), max(1, every))
+    if copies is None:
+        rows = list(range(0, len(retriever.examples.examples), max(1, every)))
+    else:
+        rows = [(int(r), str(t)) for r, t in copies]
     setup = partial(_worker_retriever, type(retriever).load, retriever.index_dir, retriever.config)
-    with tqdm(total=len(rows), desc="ranker features", disable=not progress) as bar:
+    desc = "ranker features" if copies is None else "ranker features (glossed copies)"
+    with tqdm(total=len(rows), desc=desc, disable=not progress) as bar:
         found = chunked_map(_training_group, rows, setup, workers=workers, context=retriever, progress=bar.update)
     return [g for g in found if g is not None], len(rows)
 
 
-def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, rerank: int = RERANK,
-               progress: bool = False) -> CascadeRanker:
-    """Fit both stages on the index's own training requests (leave-one-query-out). Deterministic."""
+def glossed_copies(retriever, *, every: int = 1) -> list[tuple[int, str]]:
+    """``(row, text)``: code-switched copies of the index's training requests (every ``every``-th; the
+    languages of ``retrieval.codeswitch`` in turn) that the retriever reads through a gloss, as it reads a
+    request that is not English. None where the index's tag documents carry no translations."""
+    switcher = CodeSwitcher.from_index(retriever.index_dir)
+    requests = [e.nl for e in retriever.examples.examples]
+    copies = code_switched_copies(switcher, requests, range(0, len(requests), max(1, every)))
+    return [(row, text) for row, text in copies if not retriever.is_english(text)]
+
+
+def fit_ranker(retriever, *, every: int = 1, glossed: bool = False, copies=(), c: float = 1.0, c2: float = 0.01,
+               rerank: int = RERANK, min_copies: int = MIN_GLOSSED_COPIES, progress: bool = False) -> CascadeRanker:
+    """Fit both stages on the index's own training requests (leave-one-query-out), and the glossed cascade
+    on ``copies`` (``(row, text)``: training requests in other words, with the row's gold), read as
+    :meth:`TagRetriever.search` reads a request that is not English; ``glossed``: the copies are
+    :func:`glossed_copies` (every ``every``-th request's). With fewer than ``min_copies`` copies there is
+    no glossed cascade and glossed requests take the English one. Deterministic."""
+    if rerank < 1:
+        raise ConfigError(f"rerank must be at least 1, got {rerank}; the default is {RERANK}")
+    if glossed:
+        copies = glossed_copies(retriever, every=every)
+    groups, n_requests = run_single_threaded(training_groups, retriever, every=every, progress=progress)
+    stages, counts = _fit_cascade(groups, c, c2, rerank)
+    meta = {"trained_on": {"split": "train", "leave_one_out": "every training request with the same gold query",
+                           "every": every, "requests": n_requests, **counts, "C": c, "C2": c2},
+            "index_built_at": retriever.manifest.data.get("built_at")}
+    glossed = None
+    copies = list(copies)
+    if copies and len(copies) >= max(min_copies, 1):
+        copy_groups, n_copies = run_single_threaded(training_groups, retriever, copies=copies, progress=progress)
+        copy_stages, copy_counts = _fit_cascade(copy_groups, c, c2, rerank)
+        languages = sorted({guess_language(text) for _, text in copies})
+        glossed = CascadeRanker(*copy_stages, rerank, FEATURES, {"trained_on": {
+            "split": "train", "copies": n_copies, "what": "code-switched copies of the training requests, glossed",
+            "guessed_languages": languages, "leave_one_out": "every training request with the same gold query",
+            **copy_counts, "C": c, "C2": c2}})
+    return CascadeRanker(*stages, rerank, FEATURES, meta, glossed)
+
+
+def _fit_cascade(groups, c: float, c2: float, rerank: int):
+    """``((stage1, stage2, mean, scale), counts)`` fitted on training groups (:func:`training_groups`)."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    if rerank < 1:
-        raise ConfigError(f"rerank must be at least 1, got {rerank}; the default is {RERANK}")
     too_few = "too few training requests with gold tags to fit a ranker; use a larger index"
-    groups, n_requests = run_single_threaded(training_groups, retriever, every=every, progress=progress)
     if not groups:
         raise ConfigError(too_few)
     x = np.vstack([g[0] for g in groups])
@@ -446,11 +524,9 @@ def fit_ranker(retriever, *, every: int = 1, c: float = 1.0, c2: float = 0.01, r
     # Newton steps with the exact Hessian: ~400 expanded features against ~160,000 rows, so each step
     # is one small Cholesky solve and 8 of them reach the optimum that lbfgs approached in ~470 (5x slower).
     two = LogisticRegression(C=c2, max_iter=100, solver="newton-cholesky").fit(pairwise_expansion((x2 - mean) / scale), y2)
-    meta = {"trained_on": {"split": "train", "leave_one_out": "every training request with the same gold query",
-                           "every": every, "requests": n_requests, "candidates": int(len(y)), "positives": int(y.sum()),
-                           "reranked_candidates": int(len(y2)), "reranked_positives": int(y2.sum()), "C": c, "C2": c2},
-            "index_built_at": retriever.manifest.data.get("built_at")}
-    return CascadeRanker(stage1, LinearRanker(two.coef_[0], two.intercept_[0]), mean, scale, rerank, FEATURES, meta)
+    counts = {"candidates": int(len(y)), "positives": int(y.sum()), "reranked_candidates": int(len(y2)),
+              "reranked_positives": int(y2.sum())}
+    return (stage1, LinearRanker(two.coef_[0], two.intercept_[0]), mean, scale), counts
 
 
 def write_ranker(ranker: CascadeRanker, index_dir: Path) -> Path:

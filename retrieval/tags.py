@@ -299,20 +299,26 @@ class TagRetriever:
         return self._names_after(base, matches) or text
 
     def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
-        lexical: dict[int, LexicalMatch] = {}
-        if not self.is_english(text):
-            matches = self._lexical(text, self.config.tag_pool)
-            lexical = {m.doc: m for m in matches}
-            text = self._gloss(text, matches)
         if self.ranker is not None:
-            evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS)
-            evidence["lexical"] = lexical
-            return self._learned_hits(evidence, exclude, k)
-        evidence = self._evidence(text, exclude)
-        evidence["lexical"] = lexical
+            return self._learned_hits(self._request_evidence(text, exclude, neighbours=NEIGHBOURS), exclude, k)
+        evidence = self._request_evidence(text, exclude)
         fused = self._fuse_rrf(evidence) if self.config.fusion == "rrf" else self._fuse_linear(evidence)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
+
+    def _request_evidence(self, text: str, exclude: tuple, *, neighbours: int = 0) -> dict:
+        """:meth:`_evidence` of a cleaned request in any language: one that is not English is searched by its
+        gloss (:meth:`gloss`), and its lexical matches in its own languages come along (``"lexical"``)."""
+        lexical: dict[int, LexicalMatch] = {}
+        glossed = not self.is_english(text)
+        if glossed:
+            matches = self._lexical(text, self.config.tag_pool)
+            lexical = {m.doc: m for m in matches}
+            text = self._gloss(text, matches)
+        evidence = self._evidence(text, exclude, neighbours=neighbours)
+        evidence["lexical"] = lexical
+        evidence["glossed"] = glossed
+        return evidence
 
     def _learned_hits(self, evidence: dict, exclude, k: int) -> list[TagHit]:
         """Controlled tags ordered by the learned ranker; free-text ``key=*`` tags take their linear-fusion
@@ -326,7 +332,8 @@ class TagRetriever:
         import math
 
         candidates, rows = self._candidate_features(evidence, exclude)
-        prob = {doc: 1.0 / (1.0 + math.exp(-max(min(s, 50.0), -50.0))) for doc, s in zip(candidates, self.ranker.score(rows))}
+        ranker = self.ranker.for_request(bool(evidence.get("glossed")))
+        prob = {doc: 1.0 / (1.0 + math.exp(-max(min(s, 50.0), -50.0))) for doc, s in zip(candidates, ranker.score(rows))}
         linear = self._fuse_linear(evidence)
         linear_top = sorted(linear.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         free = [(i, doc) for i, (doc, _) in enumerate(linear_top) if self.docs[doc]["value"] == "*"]
@@ -374,8 +381,14 @@ class TagRetriever:
         return quality
 
     def _features(self, text: str, vector, exclude) -> tuple[list[int], list[list[float]]]:
-        """Ranker candidates and feature rows for a request whose embedding is known (ranker fitting)."""
-        evidence = self._evidence(clean_request(text), tuple(exclude), neighbours=NEIGHBOURS, vector=vector)
+        """Ranker candidates and feature rows for a request (ranker fitting): an English training request
+        whose embedding is known (``vector``), or with ``vector=None`` a request in any language, read as
+        :meth:`search` reads it."""
+        text, exclude = clean_request(text), tuple(exclude)
+        if vector is None:
+            evidence = self._request_evidence(text, exclude, neighbours=NEIGHBOURS)
+        else:
+            evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS, vector=vector)
         return self._candidate_features(evidence, exclude)
 
     def _evidence(self, text: str, exclude, *, neighbours: int = 0, vector=None) -> dict:

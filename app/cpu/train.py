@@ -23,8 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from geoql.app.cpu.augment import LANGUAGES as AUGMENT_LANGUAGES
-from geoql.app.cpu.augment import CodeSwitcher
 from geoql.app.cpu.faithful import place_aliases
 from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.lexicon import TagLexicon
@@ -38,6 +36,8 @@ from geoql.index.build import build_index
 from geoql.index.config import IndexConfig
 from geoql.retrieval import IndexMissingError
 from geoql.retrieval.artifacts import load_manifest
+from geoql.retrieval.codeswitch import LANGUAGES as AUGMENT_LANGUAGES
+from geoql.retrieval.codeswitch import CodeSwitcher, code_switched_copies
 from geoql.retrieval.parallel import chunked_map, planned_workers
 from geoql.retrieval.ranker import same_query_positions
 
@@ -74,7 +74,7 @@ class CpuTrainConfig:
     # every text feature where English training requests rarely go (docs/notes/2026-12-cpu-augment.md).
     augment: str = field(default="de,fr,ru,zh,yue,ja,ko", metadata={
         "help": "languages of the code-switched copies of training requests the selector also learns from "
-                "(geoql.app.cpu.augment; needs the tag index), comma-separated; '' for none"})
+                "(geoql.retrieval.codeswitch; needs the tag index), comma-separated; '' for none"})
     # OsmNL dev OQS, same code, 0.5 -> 1.0: +0.2 to +0.7 in every translated language, en +0.3,
     # orig -0.1; twice the copies (5,628), ~1.7x the training time (docs/notes/2026-12-glossaries.md).
     augment_share: float = field(default=1.0, metadata={"help": "share of the training requests that get a code-switched copy"})
@@ -253,12 +253,7 @@ def augmented_requests(model: CpuModel, config: CpuTrainConfig, n: int) -> list[
         return []
     switcher = CodeSwitcher.from_index(model.hints.retriever.index_dir, {lang: AUGMENT_LANGUAGES[lang] for lang in languages})
     chosen = np.flatnonzero(np.random.default_rng(config.seed).random(n) < config.augment_share)
-    out = []
-    for turn, i in enumerate(chosen):
-        text = switcher.switch(model.train_nls[i], languages[turn % len(languages)])
-        if text:
-            out.append((int(i), text))
-    return out
+    return code_switched_copies(switcher, model.train_nls, chosen)
 
 
 def pool_centred(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:

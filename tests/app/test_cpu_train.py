@@ -7,9 +7,11 @@ import pytest
 
 from geoql.app.cpu.features import FEATURE_NAMES
 from geoql.app.cpu.hints import TagHints
-from geoql.app.cpu.train import CpuTrainConfig, train, training_rows
+from geoql.app.cpu.train import CpuTrainConfig, augmented_requests, train, training_rows
 from geoql.app.cpu.model import CpuModel, CpuConfig
+from geoql.core.errors import ConfigError
 from geoql.eval.dataset import load_split
+from geoql.nl.frame import read_frame
 from geoql.retrieval.ranker import same_query_positions
 
 N_PAIRS = 400
@@ -99,3 +101,29 @@ def test_rows_scored_on_two_processes_are_the_rows_of_one(small_index_dir, monke
 def test_config_errors_name_the_fix(kwargs, message):
     with pytest.raises(ValueError, match=message):
         CpuTrainConfig(**kwargs)
+
+
+def test_training_copies_are_pools_of_their_own_scored_against_the_originals_gold(small_index_dir):
+    pairs = load_split("train")[:120]
+    nls, queries = [e.nl for e in pairs], [e.query for e in pairs]
+    model = CpuModel.fit_retrieval(nls, queries, CpuConfig(k=5, tag_hints=True))
+    model.hints = TagHints.load(small_index_dir)
+    config = CpuTrainConfig(k=5, limit=40, augment_share=1.0)
+    copies = augmented_requests(model, config, 40)
+    assert copies and all(nls[i] != text for i, text in copies)
+    langs = {read_frame(text).language for _, text in copies}  # the languages take turns
+    assert len(langs) >= 3
+    feats, labels, groups = training_rows(model, config, progress=False)
+    plain = training_rows(model, CpuTrainConfig(k=5, limit=40, augment=""), progress=False)
+    assert np.array_equal(feats[groups < 40], plain[0]) and np.array_equal(labels[groups < 40], plain[1])
+    assert len(np.unique(groups[groups >= 40])) > 0
+    assert 0 <= labels.min() and labels.max() <= 1
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"augment": "de,xx"}, "no code-switching for xx"),
+    ({"augment_share": 1.5}, "augment_share must be between 0 and 1"),
+])
+def test_bad_augment_options_name_the_fix(fields, words):
+    with pytest.raises(ConfigError, match=words):
+        CpuTrainConfig(**fields)

@@ -57,9 +57,11 @@ def test_fit_ranker_command(small_index_dir, tmp_path, capsys):
     (copy / "ranker.json").unlink(missing_ok=True)
     assert TagRetriever.load(copy).ranker is None  # learned fusion without a ranker falls back to linear
     assert main(["index", "fit-ranker", "--index-dir", str(copy), "--every", "4", "--rerank", "10", "--c2", "0.1"]) == 0
-    assert f"ranker written to {copy / 'ranker.json'}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"ranker written to {copy / 'ranker.json'}" in out
     data = json.loads((copy / "ranker.json").read_text())
     assert data["trained_on"]["every"] == 4 and "same gold query" in data["trained_on"]["leave_one_out"]
+    assert "glossed" not in data  # the small index has too few code-switched copies (MIN_GLOSSED_COPIES)
     assert data["stage2"]["rerank"] == 10 and data["trained_on"]["C2"] == 0.1
     assert TagRetriever.load(copy).ranker is not None
 
@@ -72,6 +74,7 @@ def test_fit_ranker_without_index_is_a_user_error(tmp_path, capsys):
 def test_build_fits_the_ranker(small_index_dir):
     data = json.loads((small_index_dir / "ranker.json").read_text())
     assert data["model"] == "cascade of two logistic regressions" and data["trained_on"]["split"] == "train"
+    assert "glossed" not in data  # ~260 code-switched copies: fewer than MIN_GLOSSED_COPIES
 
 
 def test_fit_ranker_bad_rerank_is_a_user_error(small_index_dir, tmp_path, capsys):

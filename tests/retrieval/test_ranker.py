@@ -16,6 +16,7 @@ from geoql.retrieval.ranker import (
     best_controlled,
     candidate_features,
     fit_ranker,
+    glossed_copies,
     pairwise_expansion,
     same_query_groups,
     tag_quality,
@@ -35,37 +36,50 @@ def index_copy(small_index_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def fitted(index_copy):
     linear = TagRetriever.load(index_copy, RetrievalConfig(fusion="linear"))
-    ranker = fit_ranker(linear, every=2)
+    ranker = fit_ranker(linear, every=2, glossed=True, min_copies=1)  # the small index has ~130 copies
     write_ranker(ranker, index_copy)
     return ranker
 
 
+N = len(FEATURES)
+
+
 def test_fit_is_deterministic_and_readable(fitted, index_copy):
-    again = fit_ranker(TagRetriever.load(index_copy, RetrievalConfig(fusion="linear")), every=2)
-    for mine, theirs in ((again.stage1, fitted.stage1), (again.stage2, fitted.stage2)):
+    linear = TagRetriever.load(index_copy, RetrievalConfig(fusion="linear"))
+    again = fit_ranker(linear, every=2, copies=glossed_copies(linear, every=2), min_copies=1)
+    assert fit_ranker(linear, every=2, glossed=True).glossed is None  # too few copies for a cascade of their own
+    for mine, theirs in ((again.stage1, fitted.stage1), (again.stage2, fitted.stage2),
+                         (again.glossed.stage1, fitted.glossed.stage1), (again.glossed.stage2, fitted.glossed.stage2)):
         assert list(mine.coef) == pytest.approx(list(theirs.coef), abs=1e-6)
         assert mine.intercept == pytest.approx(theirs.intercept, abs=1e-6)
     data = json.loads((index_copy / RANKER_JSON).read_text())
-    assert data["format"] == 5 and data["features"] == list(FEATURES) and len(FEATURES) == 28
-    assert len(data["stage1"]["coef"]) == 28 and len(data["stage2"]["coef"]) == 28 + 28 * 29 // 2
-    assert data["stage2"]["rerank"] == 25 and len(data["stage2"]["mean"]) == len(data["stage2"]["scale"]) == 28
+    assert data["format"] == 6 and data["features"] == list(FEATURES) and N == 30
+    for cascade in (data, data["glossed"]):
+        assert len(cascade["stage1"]["coef"]) == N and len(cascade["stage2"]["coef"]) == N + N * (N + 1) // 2
+        assert cascade["stage2"]["rerank"] == 25 and len(cascade["stage2"]["mean"]) == len(cascade["stage2"]["scale"]) == N
     info = data["trained_on"]
     assert info["split"] == "train" and "same gold query" in info["leave_one_out"]
     assert 0 < info["reranked_positives"] <= info["positives"] < info["candidates"]
     # evidence from the nearest requests must count for a tag, free-text keys against it
     coef = dict(zip(FEATURES, fitted.stage1.coef))
     assert coef["frac5"] > 0 and coef["free_text"] < 0
+    # English requests have no lexical matches in another language: their cascade gives them no weight;
+    # the glossed one, fitted on code-switched copies, counts a tag's name in the request's language for it
+    assert coef["lexical_rel"] == coef["lexical_rr"] == 0.0
+    glossed = data["glossed"]["trained_on"]
+    assert glossed["copies"] > 0 and "code-switched" in glossed["what"] and len(glossed["guessed_languages"]) >= 3
+    assert dict(zip(FEATURES, fitted.glossed.stage1.coef))["lexical_rel"] > 0
     assert CascadeRanker.load(index_copy / RANKER_JSON).to_json() == data
 
 
 def test_cascade_reranks_only_the_best_controlled_candidates():
     import numpy as np
 
-    width = 28 + 28 * 29 // 2
-    stage1 = LinearRanker([1.0] + [0.0] * 27, 0.0)  # orders by the first feature
+    width = N + N * (N + 1) // 2
+    stage1 = LinearRanker([1.0] + [0.0] * (N - 1), 0.0)  # orders by the first feature
     stage2 = LinearRanker([0.0] + [-1.0] + [0.0] * (width - 2), 0.0)  # prefers a low second feature
-    ranker = CascadeRanker(stage1, stage2, np.zeros(28), np.ones(28), rerank=2)
-    rows = np.zeros((4, 28))
+    ranker = CascadeRanker(stage1, stage2, np.zeros(N), np.ones(N), rerank=2)
+    rows = np.zeros((4, N))
     rows[:, 0] = [3.0, 2.0, 1.0, 5.0]
     rows[:, 1] = [1.0, 0.0, -9.0, 0.0]
     rows[3, FEATURES.index("free_text")] = 1.0  # never re-ranked, however high its stage-1 logit
@@ -75,7 +89,7 @@ def test_cascade_reranks_only_the_best_controlled_candidates():
     assert scores[1] == 0.0 and scores[0] == -1.0 and scores[2] == scores[3] == pytest.approx(-1.001)
     assert ranker.score([]) == []
     with pytest.raises(ValueError, match="fit-ranker"):
-        CascadeRanker(stage1, LinearRanker([0.0] * 3, 0.0), np.zeros(28), np.ones(28))
+        CascadeRanker(stage1, LinearRanker([0.0] * 3, 0.0), np.zeros(N), np.ones(N))
 
 
 def test_pairwise_expansion_and_query_groups():
@@ -100,6 +114,14 @@ def test_learned_retriever_uses_the_ranker(fitted, index_copy):
         assert tag in [h.tag for h in hits[:3]], [h.tag for h in hits]
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert all(0.0 <= h.score <= 1.0 for h in hits) and len({h.tag for h in hits}) == len(hits)
+
+
+def test_glossed_requests_take_the_glossed_cascade(fitted, index_copy):
+    learned = TagRetriever.load(index_copy)
+    assert learned.ranker.for_request(True) is learned.ranker.glossed is not None
+    assert learned.ranker.for_request(False) is learned.ranker
+    for nl, tag in [("Bäckereien in Lyon", "shop=bakery"), ("Briefkästen im aktuellen Kartenausschnitt", "amenity=post_box")]:
+        assert tag in [h.tag for h in learned.search(nl, 3)], [h.tag for h in learned.search(nl, 10)]
 
 
 def test_free_text_cap(fitted, index_copy):
@@ -162,6 +184,23 @@ def test_features_follow_the_evidence():
         CascadeRanker(LinearRanker([1.0], 0.0), LinearRanker([1.0], 0.0), [0.0], [1.0], 25, ["dense"])
 
 
+def test_lexical_matches_are_candidates_with_their_standing():
+    """A request that is not English brings its lexical matches (a tag's name in the request's language):
+    each is a candidate, scored against the request's best match and by its place in the lexicon's list."""
+    from geoql.retrieval.lexicon import LexicalMatch
+
+    docs = [{"key": "amenity", "value": "pharmacy", "names": ["Pharmacy"]}, {"key": "shop", "value": "chemist", "names": ["Drugstore"]}]
+    lexical = {1: LexicalMatch(1, 6.0, "Drogerie", "de"), 0: LexicalMatch(0, 3.0, "Apotheke", "de")}
+    evidence = {"dense": {0: 0.4}, "bm25": {}, "tokens": {"drogerie"}, "lexical": lexical}
+    candidates, rows = candidate_features(docs, [0.5, 0.5], evidence, [], lambda row: (), {})
+    f = {doc: dict(zip(FEATURES, row)) for doc, row in zip(candidates, rows)}
+    assert candidates == [0, 1] and f[1]["in_dense"] == 0.0  # only the lexicon found the chemist
+    assert f[1]["lexical_rel"] == 1.0 and f[1]["lexical_rr"] == 1.0
+    assert f[0]["lexical_rel"] == 0.5 and f[0]["lexical_rr"] == 0.5
+    _, english = candidate_features(docs, [0.5, 0.5], {**evidence, "lexical": {}}, [], lambda row: (), {})
+    assert all(dict(zip(FEATURES, row))["lexical_rel"] == 0.0 for row in english)
+
+
 def test_left_out_requests_leave_no_trace():
     """A request left out while fitting must look unseen: no tag that only it brought in, no own use in
     the popularity prior (dev requests have neither)."""
@@ -201,4 +240,5 @@ def test_left_out_requests_leave_no_trace():
 def test_tag_quality_features(doc, quality):
     assert tag_quality(doc) == quality
     row = candidate_features([doc], [0.5], {"dense": {0: 0.5}, "bm25": {}}, [], lambda r: (), {})[1][0]
-    assert tuple(row[-3:]) == quality and FEATURES[-3:] == ("in_schema", "malformed", "likely_typo")
+    f = dict(zip(FEATURES, row))
+    assert (f["in_schema"], f["malformed"], f["likely_typo"]) == quality

@@ -1,9 +1,10 @@
-"""Code-switched copies of training requests, so that the selector also learns from requests that are not English.
+"""Code-switched copies of training requests, so that what learns from the training split also learns from
+requests that are not English: the CPU default's selector (``geoql.app.cpu.train``) and the tag ranker's
+model of glossed requests (``retrieval.ranker``).
 
-The selector learns from the training split, whose requests are English. A German or
-Chinese request shares few words with its English neighbours, so every text feature
-(similarity, votes, word overlap) sits where English training requests rarely go, and
-the selector trusts the wrong signals there. A code-switched copy of a training request
+The training split's requests are English. A German or Chinese request shares few words with its English
+neighbours, so every text feature (similarity, votes, word overlap) sits where English training requests
+rarely go, and a model fitted on them trusts the wrong signals there. A code-switched copy of a training request
 replaces:
 
 - each phrase that names an iD preset (its English name or a term, singular or plural)
@@ -135,4 +136,24 @@ def _join(pieces: list[str], *, spaceless_language: bool) -> str:
         if out and not (spaceless_language and (spaceless(out[-1]) or spaceless(piece[0]))):
             out += " "
         out += piece
+    return out
+
+
+def code_switched_copies(switcher: CodeSwitcher, requests, positions=None) -> list[tuple[int, str]]:
+    """``(position, copy)`` for the requests at ``positions`` (default: all) that name a preset, the
+    switcher's languages in turn (one turn per position, copy or not).
+
+    >>> sw = CodeSwitcher({"de": {"pharmacy": "Apotheke"}, "fr": {"pharmacy": "Pharmacie"}})
+    >>> code_switched_copies(sw, ["pharmacies in Bonn", "cafes", "pharmacies"])  # de, (fr: no preset), de
+    [(0, 'Apotheke in Bonn'), (2, 'Apotheke')]
+    >>> code_switched_copies(sw, ["pharmacies in Bonn", "pharmacies"])
+    [(0, 'Apotheke in Bonn'), (1, 'Pharmacie')]
+    """
+    languages = switcher.languages
+    positions = range(len(requests)) if positions is None else positions
+    out = []
+    for turn, i in enumerate(positions):
+        text = switcher.switch(requests[i], languages[turn % len(languages)]) if languages else None
+        if text:
+            out.append((int(i), text))
     return out

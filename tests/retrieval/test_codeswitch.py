@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
-from geoql.app.cpu.augment import LANGUAGES, CodeSwitcher
-from geoql.app.cpu.hints import TagHints
-from geoql.app.cpu.model import CpuConfig, CpuModel
-from geoql.app.cpu.train import CpuTrainConfig, augmented_requests, training_rows
-from geoql.core.errors import ConfigError
-from geoql.eval.dataset import load_split
 from geoql.nl.cues import table
 from geoql.nl.frame import read_frame
 from geoql.nl.text import fold
+from geoql.retrieval.codeswitch import LANGUAGES, CodeSwitcher, code_switched_copies
 
 
 @pytest.fixture(scope="module")
@@ -58,27 +52,13 @@ def test_names_numbers_and_places_stay_and_a_request_without_a_preset_gets_no_co
     assert switcher.switch("Ways last edited by user Nakaner", "de") is None
 
 
-def test_training_copies_are_pools_of_their_own_scored_against_the_originals_gold(small_index_dir):
-    pairs = load_split("train")[:120]
-    nls, queries = [e.nl for e in pairs], [e.query for e in pairs]
-    model = CpuModel.fit_retrieval(nls, queries, CpuConfig(k=5, tag_hints=True))
-    model.hints = TagHints.load(small_index_dir)
-    config = CpuTrainConfig(k=5, limit=40, augment_share=1.0)
-    copies = augmented_requests(model, config, 40)
-    assert copies and all(nls[i] != text for i, text in copies)
-    langs = {read_frame(text).language for _, text in copies}  # the languages take turns
-    assert len(langs) >= 3
-    feats, labels, groups = training_rows(model, config, progress=False)
-    plain = training_rows(model, CpuTrainConfig(k=5, limit=40, augment=""), progress=False)
-    assert np.array_equal(feats[groups < 40], plain[0]) and np.array_equal(labels[groups < 40], plain[1])
-    assert len(np.unique(groups[groups >= 40])) > 0
-    assert 0 <= labels.min() and labels.max() <= 1
-
-
-@pytest.mark.parametrize("fields, words", [
-    ({"augment": "de,xx"}, "no code-switching for xx"),
-    ({"augment_share": 1.5}, "augment_share must be between 0 and 1"),
-])
-def test_bad_augment_options_name_the_fix(fields, words):
-    with pytest.raises(ConfigError, match=words):
-        CpuTrainConfig(**fields)
+def test_copies_of_many_requests_take_the_languages_in_turn(switcher, small_index_dir):
+    requests = [json.loads(line)["nl"] for line in (small_index_dir / "examples.jsonl").read_text(encoding="utf-8").splitlines()][:200]
+    copies = code_switched_copies(switcher, requests)
+    positions = [i for i, _ in copies]
+    assert copies and positions == sorted(set(positions)) and all(requests[i] != text for i, text in copies)
+    # one turn per request: the copy of request i is in language i mod 7
+    for i, text in copies[:30]:
+        assert text == switcher.switch(requests[i], switcher.languages[i % len(switcher.languages)])
+    assert len({read_frame(text).language for _, text in copies}) >= 4
+    assert code_switched_copies(switcher, requests, positions=[]) == []
