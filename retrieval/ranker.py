@@ -14,6 +14,10 @@ features are most of it); ``geoql index fit-ranker`` (or ``geoql index build``)
 writes the coefficients as readable JSON (``ranker.json``) next to the other
 artifacts. Without that file the retriever uses the hand-tuned linear fusion.
 
+The file holds a second cascade of the same form for the requests the retriever reads through their
+word-by-word English gloss (``"glossed"``; every request that is not English), fitted on code-switched
+copies of the training requests (``retrieval.codeswitch``), each read as a user's request is read.
+
 Labels are the request's gold *controlled* pairs (``retrieval.gold``), the
 same target ``geoql retrieval-eval`` measures.
 """
