@@ -150,10 +150,12 @@ def code_switched_copies(switcher: CodeSwitcher, requests, positions=None) -> li
     [(0, 'Apotheke in Bonn'), (1, 'Pharmacie')]
     """
     languages = switcher.languages
+    if not languages:
+        return []
     positions = range(len(requests)) if positions is None else positions
     out = []
     for turn, i in enumerate(positions):
-        text = switcher.switch(requests[i], languages[turn % len(languages)]) if languages else None
+        text = switcher.switch(requests[i], languages[turn % len(languages)])
         if text:
             out.append((int(i), text))
     return out

@@ -471,33 +471,31 @@ def glossed_copies(retriever, *, every: int = 1) -> list[tuple[int, str]]:
     return [(row, text) for row, text in copies if not retriever.is_english(text)]
 
 
-def fit_ranker(retriever, *, every: int = 1, glossed: bool = False, copies=(), c: float = 1.0, c2: float = 0.01,
+def fit_ranker(retriever, *, every: int = 1, glossed: bool = False, c: float = 1.0, c2: float = 0.01,
                rerank: int = RERANK, min_copies: int = MIN_GLOSSED_COPIES, progress: bool = False) -> CascadeRanker:
-    """Fit both stages on the index's own training requests (leave-one-query-out), and the glossed cascade
-    on ``copies`` (``(row, text)``: training requests in other words, with the row's gold), read as
-    :meth:`TagRetriever.search` reads a request that is not English; ``glossed``: the copies are
-    :func:`glossed_copies` (every ``every``-th request's). With fewer than ``min_copies`` copies there is
-    no glossed cascade and glossed requests take the English one. Deterministic."""
+    """Fit both stages on the index's own training requests (leave-one-query-out), and with ``glossed`` the
+    glossed cascade on :func:`glossed_copies` (every ``every``-th request's: training requests in other
+    words, with the row's gold), read as :meth:`TagRetriever.search` reads a request that is not English.
+    With fewer than ``min_copies`` copies there is no glossed cascade and glossed requests take the
+    English one. Deterministic."""
     if rerank < 1:
         raise ConfigError(f"rerank must be at least 1, got {rerank}; the default is {RERANK}")
-    if glossed:
-        copies = glossed_copies(retriever, every=every)
     groups, n_requests = run_single_threaded(training_groups, retriever, every=every, progress=progress)
     stages, counts = _fit_cascade(groups, c, c2, rerank)
     meta = {"trained_on": {"split": "train", "leave_one_out": "every training request with the same gold query",
                            "every": every, "requests": n_requests, **counts, "C": c, "C2": c2},
             "index_built_at": retriever.manifest.data.get("built_at")}
-    glossed = None
-    copies = list(copies)
-    if copies and len(copies) >= max(min_copies, 1):
+    glossed_cascade = None
+    copies = glossed_copies(retriever, every=every) if glossed else []
+    if copies and len(copies) >= min_copies:
         copy_groups, n_copies = run_single_threaded(training_groups, retriever, copies=copies, progress=progress)
         copy_stages, copy_counts = _fit_cascade(copy_groups, c, c2, rerank)
         languages = sorted({guess_language(text) for _, text in copies})
-        glossed = CascadeRanker(*copy_stages, rerank, FEATURES, {"trained_on": {
+        glossed_cascade = CascadeRanker(*copy_stages, rerank, FEATURES, {"trained_on": {
             "split": "train", "copies": n_copies, "what": "code-switched copies of the training requests, glossed",
             "guessed_languages": languages, "leave_one_out": "every training request with the same gold query",
             **copy_counts, "C": c, "C2": c2}})
-    return CascadeRanker(*stages, rerank, FEATURES, meta, glossed)
+    return CascadeRanker(*stages, rerank, FEATURES, meta, glossed_cascade)
 
 
 def _fit_cascade(groups, c: float, c2: float, rerank: int):

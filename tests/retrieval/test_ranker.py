@@ -46,7 +46,9 @@ N = len(FEATURES)
 
 def test_fit_is_deterministic_and_readable(fitted, index_copy):
     linear = TagRetriever.load(index_copy, RetrievalConfig(fusion="linear"))
-    again = fit_ranker(linear, every=2, copies=glossed_copies(linear, every=2), min_copies=1)
+    again = fit_ranker(linear, every=2, glossed=True, min_copies=1)
+    copies = glossed_copies(linear, every=2)  # what the glossed cascade was fitted on: copies read as not English
+    assert fitted.glossed.meta["trained_on"]["copies"] == len(copies) and not any(linear.is_english(t) for _, t in copies)
     assert fit_ranker(linear, every=2, glossed=True).glossed is None  # too few copies for a cascade of their own
     for mine, theirs in ((again.stage1, fitted.stage1), (again.stage2, fitted.stage2),
                          (again.glossed.stage1, fitted.glossed.stage1), (again.glossed.stage2, fitted.glossed.stage2)):
