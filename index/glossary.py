@@ -14,6 +14,12 @@ and cached like the id-tagging-schema tarball. An entry lists several English re
 most, so that the translation is written in the benchmark's own words ("Bahnhof": station, not
 railway station; "Schulen": schools, not pods).
 
+Where a language's dictionary is thin, other packages add the words it lacks: French through
+WikDict's French-German dictionary and the German glossary (``PIVOTS``), Russian and Japanese from
+WikDict's English-Russian and English-Japanese dictionaries read backwards (``REVERSED``: "кладбище"
+is the rendering of "cemetery"). Russian adjectives made from nouns are read as their noun
+(``RUSSIAN_ADJECTIVES``: "трамвайные" → трамвай → tram).
+
 A language whose dictionary cannot be fetched is left out and the manifest says why: the
 index still answers it through the tag names of every language (``retrieval.lexicon``).
 """
@@ -34,7 +40,7 @@ from pathlib import Path
 
 from geoql.core.errors import GeoqlError
 from geoql.core.files import write_atomic
-from geoql.nl.text import fold
+from geoql.nl.text import fold, script_of
 from geoql.retrieval import artifacts as A
 from geoql.retrieval.glossary import LEMMATIZERS, Glossary, write_glossary
 
@@ -63,9 +69,14 @@ class DictionarySource:
     # Russian inflects too much for endings ("замки" -> "замок", "Германии" -> "германия")
     lemmatizer: str = ""
     variants: tuple[tuple[str, str], ...] = ()  # other spellings of a headword's letter ("ё" is mostly written "е")
+    # (ending, replacement) pairs that lead an unknown word to the word it is made from (retrieval.glossary.Glossary)
+    derivations: tuple[tuple[str, str], ...] = ()
     # a pivot dictionary (PIVOTS) translates into this glossary language instead of English; its words
     # reach English through that language's glossary
     via: str = ""
+    # a reversed dictionary (REVERSED) translates English into the language: its renderings written in these
+    # scripts (geoql.nl.text.script_of) become the language's words, its English headword their English
+    scripts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
@@ -74,6 +85,8 @@ class DictionarySource:
             raise ValueError(f"{self.package}: senses must be at least 1 (got {self.senses}); 2 suits most dictionaries")
         if self.lemmatizer and self.lemmatizer not in LEMMATIZERS:
             raise ValueError(f"{self.package}: unknown lemmatizer {self.lemmatizer!r}; use one of {', '.join(LEMMATIZERS)} or none")
+        if self.scripts and self.via:
+            raise ValueError(f"{self.package}: a dictionary is either reversed (scripts) or a pivot (via), not both")
 
     @property
     def filename(self) -> str:
@@ -82,6 +95,11 @@ class DictionarySource:
     def url(self, mirror: str) -> str:
         return f"{mirror.rstrip('/')}/pool/main/{self.pool}/{self.filename}"
 
+
+# Russian adjectives made from nouns, by the noun they name: a dictionary rarely lists them ("трамвайный" -> трамвай,
+# tram; "велосипедный" -> велосипед; "парковочный" -> парковка). Measured on the OsmNL dev requests: 120 of the 558
+# Russian word tokens the glossary did not know (docs/notes/2026-12-reversed-dictionaries.md).
+RUSSIAN_ADJECTIVES = (("очный", "ка"), ("ный", ""), ("ный", "а"), ("овый", ""), ("овой", ""), ("ной", ""), ("ский", ""))
 
 # FreeDict 2022.04.21 as in Debian 12 (Russian: 2024.11.01, Debian 13). German is Ding (517,534 headwords); the others are small.
 SOURCES: dict[str, DictionarySource] = {s.language: s for s in (
@@ -105,7 +123,8 @@ SOURCES: dict[str, DictionarySource] = {s.language: s for s in (
     # alternate an English line with a Russian definition, so three senses compete ("дорога": road is the third).
     DictionarySource("ru", "dict-freedict-rus-eng", "2024.11.01-2",
                      "93692c5870fb62e0ef67170731c398a6335740e3020e45547d026e7455fb9db4", "freedict-rus-eng",
-                     pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3", variants=(("ё", "е"),)),
+                     pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3", variants=(("ё", "е"),),
+                     derivations=RUSSIAN_ADJECTIVES),
 )}
 
 # Dictionaries that reach English through another language's glossary, for the words the English one lacks.
@@ -115,6 +134,20 @@ PIVOTS: dict[str, DictionarySource] = {s.language: s for s in (
     DictionarySource("fr", "dict-freedict-fra-deu", "2024.11.01-2",
                      "6a1199eb24e6852b53fb44df987f8e7062966b2ab4843d1f38099575f0433313", "freedict-fra-deu",
                      pool="f/freedict-wikdict", senses=3, via="de"),
+)}
+
+# English->language dictionaries read backwards, for the words the language's own dictionary lacks. WikDict's
+# Russian-English one has no "адрес", "кладбище", "парковка", "пешеходный", but its English-Russian one
+# (59,439 headwords) has them as the renderings of "address", "cemetery", "parking", "pedestrian"; its
+# English-Japanese one fills Japanese's gaps the same way. Only the first sense line of an English headword is
+# read ("pedestrian": пеший, пешеходный; not its sense 2, обычный "ordinary").
+REVERSED: dict[str, DictionarySource] = {s.language: s for s in (
+    DictionarySource("ru", "dict-freedict-eng-rus", "2024.11.01-2",
+                     "f6a6af75c8442355ac1a5733859b1f73b318b51735de6dcfa33b23ff264638f2", "freedict-eng-rus",
+                     pool="f/freedict-wikdict", senses=1, scripts=("Cyrillic",), variants=(("ё", "е"),)),
+    DictionarySource("ja", "dict-freedict-eng-jpn", "2024.11.01-2",
+                     "e67c474abf3888867efca9dc77d3e2ea01b58dfdf76ff5f2f529bb1e7a4a62b1", "freedict-eng-jpn",
+                     pool="f/freedict-wikdict", senses=1, scripts=("Han", "Hiragana", "Katakana")),
 )}
 
 
@@ -167,6 +200,8 @@ _PLURAL_ENDINGS = ("", "s", "es")
 _SENSE_NUMBER = re.compile(r"\s+\d+\.?$")  # WikDict's "lock 2.": the number of a sense in the source
 _LINE_NUMBER = re.compile(r"^\s*\d+\.\s*")  # "2. travel": a numbered sense line
 _ITEM_SPLIT = re.compile(r"[,;]")
+_STRESS = re.compile("[\u0300\u0301]")  # Wiktionary's stress marks over Russian vowels (combining grave, acute)
+_ENGLISH_HEADWORD = re.compile(r"[A-Za-z][A-Za-z'-]*(?: [A-Za-z][A-Za-z'-]*){0,2}")
 
 
 def _b64(text: str) -> int:
@@ -451,20 +486,22 @@ def dictd_entries(source: DictionarySource, deb: bytes):
 
 
 def build_glossary(source: DictionarySource, deb: bytes, vocabulary: Counter, out_dir: Path, *,
-                   pivot: dict | None = None) -> tuple[dict, dict[str, str]]:
+                   pivot: dict | None = None, reverse: dict | None = None) -> tuple[dict, dict[str, str]]:
     """Write ``glossary.<lang>.sqlite`` for one dictionary package; return its manifest entry and its words.
     ``pivot``: words of the language from a pivot dictionary (:func:`pivot_words`), kept where the
-    package has none, and the pivot's manifest entry (``{"words": ..., "info": ...}``)."""
+    package has none, and the pivot's manifest entry (``{"words": ..., "info": ...}``); ``reverse``: the same
+    from a reversed dictionary (:func:`reversed_words`), kept where neither has the word."""
     words = glossary_words(dictd_entries(source, deb), vocabulary, source.min_letters,
                            senses=source.senses, variants=source.variants)
     source_info = {"package": source.package, "version": source.version, "sha256": source.sha256}
     entry = {"status": "ok", **source_info, "words": len(words), "rendering": RENDERING_CHOICE}
-    if pivot is not None:
-        added = {w: e for w, e in pivot["words"].items() if w not in words}
-        words = {**words, **added}
-        entry["pivot"] = {**pivot["info"], "words": len(added)}
+    for key, extra in (("pivot", pivot), ("reversed", reverse)):
+        if extra is not None:
+            added = {w: e for w, e in extra["words"].items() if w not in words}
+            words = {**words, **added}
+            entry[key] = {**extra["info"], "words": len(added)}
     _write_glossary(out_dir, source.language, words, source_info, endings=source.endings, compounds=source.compounds,
-                    lemmatizer=source.lemmatizer)
+                    lemmatizer=source.lemmatizer, derivations=source.derivations)
     return entry, words
 
 
@@ -488,6 +525,49 @@ def _pivot_from_entries(source: DictionarySource, entries, via, vocabulary: Coun
         return [e for r in renderings(entry, groups=source.senses, english=False) if " " not in r and (e := via.english(r))]
 
     return glossary_words(((headword, english(entry)) for headword, entry in entries), vocabulary, source.min_letters)
+
+
+def reversed_words(source: DictionarySource, deb: bytes, vocabulary: Counter) -> dict[str, str]:
+    """The words of a reversed dictionary (``REVERSED``: English into the language) with their English: each
+    rendering of an English headword's first ``source.senses`` sense lines, written in ``source.scripts``, gets
+    that headword; a word many headwords render takes the one the training requests use most.
+
+    >>> source = REVERSED["ru"]
+    >>> entries = [("pedestrian", "pedestrian /pəˈdɛst.ɹi.ən/ <adj>\\n1. пе́ший, пешехо́дный\\nOf or intended for walkers.\\n2. обы́чный\\nOrdinary.\\n"),
+    ...            ("walker", "walker <n>\\nходо́к, пешехо́д\\nOne who walks.\\n"), ("pedestrian", "pedestrian <n>\\nпешехо́д\\nA walker.\\n")]
+    >>> _reversed_from_entries(source, entries, Counter({"pedestrian": 7}))
+    {'пеший': 'pedestrian', 'пешеходный': 'pedestrian', 'ходок': 'walker', 'пешеход': 'pedestrian'}
+    """
+    return _reversed_from_entries(source, dictd_entries(source, deb), vocabulary)
+
+
+def _reversed_from_entries(source: DictionarySource, entries, vocabulary: Counter) -> dict[str, str]:
+    by_word: dict[str, list[str]] = defaultdict(list)
+    for headword, entry in entries:
+        english = " ".join(headword.split())
+        if not _ENGLISH_HEADWORD.fullmatch(english):
+            continue  # abbreviations, symbols, phrases with punctuation
+        for word in _renderings_in(entry, source.scripts, source.senses):
+            if english not in by_word[word]:
+                by_word[word].append(english)
+    return glossary_words(by_word.items(), vocabulary, source.min_letters, variants=source.variants)
+
+
+def _renderings_in(entry: str, scripts: tuple[str, ...], senses: int, per_sense: int = 3) -> list[str]:
+    """Single words of ``scripts`` on the first ``senses`` lines of an entry that hold any (Wiktionary's
+    stress marks dropped: "пешехо́дный" is written "пешеходный")."""
+    out: list[str] = []
+    found = 0
+    for line in entry.split("\n")[1:]:
+        items = [_STRESS.sub("", p).strip(" .") for p in _ITEM_SPLIT.split(_MARKUP.sub(" ", _LINE_NUMBER.sub("", line.strip())))]
+        words = [p for p in items if p and " " not in p and all(script_of(c) in scripts for c in p if c.isalpha())
+                 and any(c.isalpha() for c in p)]
+        if words:
+            out.extend(words[:per_sense])
+            found += 1
+            if found >= senses:
+                break
+    return out
 
 
 def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Path, _read: dict | None = None) -> dict:
@@ -516,19 +596,23 @@ def build_cedict_glossary(source: CedictSource, vocabulary: Counter, out_dir: Pa
 
 
 def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dict, *, endings=(), compounds=False,
-                    lemmatizer: str = "") -> None:
+                    lemmatizer: str = "", derivations=()) -> None:
     write_glossary(Path(out_dir) / A.glossary_file(lang), lang, words, source, endings=endings, compounds=compounds,
-                   lemmatizer=lemmatizer)
+                   lemmatizer=lemmatizer, derivations=derivations)
 
 
 def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: Path, *, mirror: str = DEBIAN_MIRROR,
                      timeout: float = 60.0, sources: dict[str, DictionarySource] | None = None,
-                     pivots: dict[str, DictionarySource] | None = None, docs=(), schema_version: str = "") -> dict:
+                     pivots: dict[str, DictionarySource] | None = None, reversed_sources: dict[str, DictionarySource] | None = None,
+                   docs=(), schema_version: str = "") -> dict:
     """Glossaries of ``languages`` into ``out_dir``; language -> manifest entry (``status`` ok or why not).
-    ``pivots`` (default: PIVOTS when ``sources`` is the default) add words through another glossary;
+    ``pivots`` (default: PIVOTS when ``sources`` is the default) add words through another glossary,
+    ``reversed_sources`` (default: REVERSED likewise) from English->language dictionaries;
     ``docs``: the tag documents, whose schema translations make the glossaries of SCHEMA_SOURCES."""
     if pivots is None:
         pivots = PIVOTS if sources is None else {}
+    if reversed_sources is None:
+        reversed_sources = REVERSED if sources is None else {}
     sources = {**SOURCES, **CEDICT_SOURCES, **SCHEMA_SOURCES} if sources is None else sources
     languages = list(languages)
     # a language another one pivots through is built first
@@ -548,9 +632,10 @@ def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: P
                 info[lang] = build_cedict_glossary(source, vocabulary, out_dir, parsed)
             else:
                 pivot = _pivot(pivots.get(lang), built, vocabulary, mirror, cache_dir, timeout)
+                reverse = _reversed(reversed_sources.get(lang), vocabulary, mirror, cache_dir, timeout)
                 info[lang], words = build_glossary(source, fetch_package(source, mirror, cache_dir, timeout=timeout), vocabulary,
-                                                   out_dir, pivot=pivot)
-                built[lang] = Glossary(lang, words, source.endings, source.compounds, source.lemmatizer)
+                                                   out_dir, pivot=pivot, reverse=reverse)
+                built[lang] = Glossary(lang, words, source.endings, source.compounds, source.lemmatizer, source.derivations)
         except GlossaryError as e:
             info[lang] = {"status": f"skipped: {e}"}
     return {lang: info[lang] for lang in languages}
@@ -570,6 +655,20 @@ def _pivot(source: DictionarySource | None, built: dict, vocabulary: Counter, mi
     except GlossaryError as e:
         return {"words": {}, "info": {**info, "status": f"skipped: {e}"}}
     return {"words": pivot_words(source, deb, built[source.via], vocabulary), "info": {**info, "status": "ok"}}
+
+
+def _reversed(source: DictionarySource | None, vocabulary: Counter, mirror: str, cache_dir: Path,
+              timeout: float) -> dict | None:
+    """A reversed dictionary's words and manifest entry for :func:`build_glossary`; ``None`` without one; no
+    words (and the reason) when its package cannot be fetched: the glossary is built without them."""
+    if source is None:
+        return None
+    info = {"package": source.package, "version": source.version, "sha256": source.sha256}
+    try:
+        deb = fetch_package(source, mirror, cache_dir, timeout=timeout)
+    except GlossaryError as e:
+        return {"words": {}, "info": {**info, "status": f"skipped: {e}"}}
+    return {"words": reversed_words(source, deb, vocabulary), "info": {**info, "status": "ok"}}
 
 
 LANGUAGES = (*SOURCES, *CEDICT_SOURCES, *SCHEMA_SOURCES)  # every language a glossary can be built for

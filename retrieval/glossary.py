@@ -50,7 +50,7 @@ _CACHE_WORDS = 50_000  # words remembered per glossary; a long-running demo must
 
 
 def write_glossary(path: str | Path, language: str, words: dict[str, str], source: dict, *, endings=(),
-                   compounds: bool = False, lemmatizer: str = "") -> Path:
+                   compounds: bool = False, lemmatizer: str = "", derivations=()) -> Path:
     """Write a glossary file: SQLite, so that a request reads the few words it needs instead of
     loading 280,000 (a loaded German glossary was 157 MB of a cold ``geoql compile``)."""
     if lemmatizer and lemmatizer not in LEMMATIZERS:
@@ -60,7 +60,8 @@ def write_glossary(path: str | Path, language: str, words: dict[str, str], sourc
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         db.execute("CREATE TABLE words (word TEXT PRIMARY KEY, english TEXT NOT NULL) WITHOUT ROWID")
         meta = {"language": language, "endings": list(endings), "compounds": bool(compounds), "source": source,
-                "longest": max((len(w) for w in words), default=0), "lemmatizer": lemmatizer}
+                "longest": max((len(w) for w in words), default=0), "lemmatizer": lemmatizer,
+                "derivations": [list(d) for d in derivations]}
         db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()])
         db.executemany("INSERT INTO words VALUES (?, ?)", sorted(words.items()))
         db.commit()
@@ -98,6 +99,9 @@ class Glossary:
     endings: tuple[str, ...] = ()
     compounds: bool = False
     lemmatizer: str = ""  # a key of LEMMATIZERS: an unknown word is also looked up in its dictionary forms
+    # (ending, replacement) pairs tried last on an unknown word and its dictionary forms: the word it is made
+    # from ("трамвайный" -> "трамвай", "парковочный" -> "парковка": a Russian adjective names its noun)
+    derivations: tuple[tuple[str, str], ...] = ()
     _cache: dict[str, str | None] = field(default_factory=dict, repr=False)
     _longest: int = field(default=0, repr=False)
 
@@ -109,7 +113,7 @@ class Glossary:
             db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False)
             meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
             glossary = cls(meta["language"], _StoredWords(db), tuple(meta.get("endings", ())), bool(meta.get("compounds")),
-                           str(meta.get("lemmatizer") or ""))
+                           str(meta.get("lemmatizer") or ""), tuple((str(a), str(b)) for a, b in meta.get("derivations", ())))
         except (sqlite3.Error, ValueError, KeyError) as e:
             raise A.IndexMissingError(f"{path} is no readable glossary ({e}); rebuild the index with `{A.BUILD_COMMAND}`") from None
         glossary._longest = min(int(meta.get("longest") or 0), _LONGEST_WORD)
@@ -154,11 +158,17 @@ class Glossary:
                 english = self.words.get(w[: -len(ending)])
                 if english is not None:
                     return english
-        if self.lemmatizer:
-            for lemma in lemmas(self.lemmatizer, w, self.language):
-                english = self.words.get(lemma)
-                if english is not None:
-                    return english
+        forms = lemmas(self.lemmatizer, w, self.language) if self.lemmatizer else []
+        for lemma in forms:
+            english = self.words.get(lemma)
+            if english is not None:
+                return english
+        for form in (w, *forms) if self.derivations else ():
+            for ending, replacement in self.derivations:
+                if form.endswith(ending) and len(form) - len(ending) >= 3:
+                    english = self.words.get(form[: -len(ending)] + replacement)
+                    if english is not None:
+                        return english
         return None
 
     def _compound(self, w: str) -> str | None:

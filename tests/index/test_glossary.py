@@ -255,6 +255,61 @@ def test_a_rendering_the_requests_use_as_a_phrase_wins_over_one_of_common_words(
     assert vocabulary["pubs and bars"] == 1 and vocabulary["pubs"] == 1  # words and phrases of up to three words
 
 
+# WikDict's English-Russian edition: a line of Russian renderings (stress-marked) per sense, then an English definition.
+ENG_RUS_ENTRIES = {
+    "pedestrian": "pedestrian //pəˈdɛst.ɹi.ən// <adj>\n1. пе́ший, пешехо́дный\nOf or intended for those who are walking.\n"
+                  "2. зауря́дный, обы́чный\nOrdinary, dull.\n",
+    "cemetery": "cemetery //ˈsɛm.ɪˌtɛ.ɹi// <n>\nкла́дбище, пого́ст\nA place where the dead are buried.\n",
+    "road": "road //ɹəʊd// <n>\nдоро́га, путь\nA way used for travelling.\n",
+    "e.g.": "e.g. <abbr>\nнапр.\nFor example.\n",
+}
+
+
+@pytest.mark.parametrize("reversed_served", [True, False])
+def test_a_reversed_dictionary_adds_the_words_the_language_own_dictionary_lacks(tmp_path, reversed_served):
+    debs = {"ru": deb_package(dictd_files(WIKDICT_ENTRIES, "freedict-rus-eng")),
+            "reversed": deb_package(dictd_files(ENG_RUS_ENTRIES, "freedict-eng-rus"))}
+    source = G.DictionarySource("ru", "dict-freedict-rus-eng", "2024.11.01-2", hashlib.sha256(debs["ru"]).hexdigest(),
+                                "freedict-rus-eng", pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3",
+                                variants=(("ё", "е"),))
+    reverse = G.DictionarySource("ru", "dict-freedict-eng-rus", "2024.11.01-2", hashlib.sha256(debs["reversed"]).hexdigest(),
+                                 "freedict-eng-rus", pool="f/freedict-wikdict", senses=1, scripts=("Cyrillic",))
+    served = {source.filename: debs["ru"]} | ({reverse.filename: debs["reversed"]} if reversed_served else {})
+    with FakeDebianMirror(served) as mirror:
+        info = G.build_glossaries(["ru"], Counter({"castle": 30, "road": 40, "way": 20, "pedestrian": 9}), tmp_path,
+                                  tmp_path / "cache", mirror=mirror.url, timeout=5, sources={"ru": source},
+                                  reversed_sources={"ru": reverse})
+    assert info["ru"]["status"] == "ok"
+    glossary = Glossary.load(tmp_path / A.glossary_file("ru"))
+    if not reversed_served:
+        assert info["ru"]["reversed"]["status"].startswith("skipped: cannot fetch") and info["ru"]["reversed"]["words"] == 0
+        assert glossary.english("кладбища") is None  # the Russian-English dictionary's words all the same
+        assert glossary.english("замки") == "castle"
+        return
+    # the English-Russian words that the Russian-English dictionary lacks, stress marks dropped; not the
+    # second sense of "pedestrian" (обычный, ordinary), nor an abbreviation's rendering
+    assert info["ru"]["reversed"] == {"package": reverse.package, "version": reverse.version, "sha256": reverse.sha256,
+                                      "status": "ok", "words": 5}
+    assert {w: glossary.words.get(w) for w in ("пеший", "пешеходный", "кладбище", "погост", "путь")} == \
+        {"пеший": "pedestrian", "пешеходный": "pedestrian", "кладбище": "cemetery", "погост": "cemetery", "путь": "road"}
+    assert glossary.words.get("обычный") is None and glossary.words.get("напр.") is None
+    assert glossary.words["дорога"] == "road"  # the language's own dictionary keeps its words
+    # inflected forms reach the reversed words through their dictionary forms too
+    assert [glossary.english(w) for w in ("пешеходные", "кладбища", "замки")] == ["pedestrian", "cemetery", "castle"]
+
+
+def test_a_dictionary_is_reversed_or_a_pivot_not_both():
+    with pytest.raises(ValueError, match="either reversed"):
+        G.DictionarySource("ru", "p", "1", "0" * 64, "d", scripts=("Cyrillic",), via="de")
+
+
+@pytest.mark.parametrize("language", sorted(G.REVERSED))
+def test_every_reversed_dictionary_is_pinned_and_reads_the_language_scripts(language):
+    source = G.REVERSED[language]
+    assert source.language == language and language in G.SOURCES and source.scripts and not source.via
+    assert source.package.startswith("dict-freedict-eng-") and source.pool == "f/freedict-wikdict"
+
+
 # WikDict's French-German edition, as Debian ships it: a German line per sense, then a French definition.
 FRA_DEU_ENTRIES = {
     "coordonnées": "coordonnées /kɔ.ɔʁ.dɔ.ne/ <n, fem, pl>\n1. Koordinaten\nEnsemble de nombres\n",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from geoql.index.glossary import LANGUAGES
+from geoql.index.glossary import LANGUAGES, RUSSIAN_ADJECTIVES
 from geoql.nl.cues import aligned_cues, table
 from geoql.nl.text import fold
 from geoql.retrieval import artifacts as A
@@ -58,6 +58,24 @@ def test_a_russian_request_is_read_through_its_words_dictionary_forms():
     """pymorphy3 (the ``index`` extra) gives the dictionary form the glossary holds."""
     out = Translator({"ru": RUSSIAN}).translate("Какие исторические замки есть в Германии?", "ru")
     assert out.split() == ["historic", "castle", "in", "Germany"]
+
+
+RUSSIAN_NOUNS = {"трамвай": "tram", "велосипед": "bicycle", "парковка": "parking", "сад": "garden", "путь": "way",
+                 "школа": "school"}
+
+
+@pytest.mark.parametrize("word, english", [
+    ("трамвайные", "tram"), ("велосипедных", "bicycle"), ("парковочными", "parking"), ("садовые", "garden"),
+    ("школы", "school"),  # a noun is found through its dictionary form before any derivation
+    ("медицинские", None),  # no noun of the glossary behind it
+])
+def test_a_russian_adjective_is_read_as_the_noun_it_is_made_from(tmp_path, word, english):
+    path = write_glossary(tmp_path / A.glossary_file("ru"), "ru", RUSSIAN_NOUNS, {}, lemmatizer="pymorphy3",
+                          derivations=RUSSIAN_ADJECTIVES)
+    glossary = Glossary.load(path)  # the derivations travel in the glossary file
+    assert glossary.derivations == RUSSIAN_ADJECTIVES
+    assert glossary.english(word) == english
+    assert Glossary("ru", RUSSIAN_NOUNS, lemmatizer="pymorphy3").english(word) == (english if word == "школы" else None)
 
 
 def test_without_its_lemmatizer_a_glossary_knows_dictionary_forms_only(monkeypatch):
