@@ -631,8 +631,8 @@ def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: P
             elif isinstance(source, CedictSource):
                 info[lang] = build_cedict_glossary(source, vocabulary, out_dir, parsed)
             else:
-                pivot = _pivot(pivots.get(lang), built, vocabulary, mirror, cache_dir, timeout)
-                reverse = _reversed(reversed_sources.get(lang), vocabulary, mirror, cache_dir, timeout)
+                pivot = _added_words(pivots.get(lang), built, vocabulary, mirror, cache_dir, timeout)
+                reverse = _added_words(reversed_sources.get(lang), built, vocabulary, mirror, cache_dir, timeout)
                 info[lang], words = build_glossary(source, fetch_package(source, mirror, cache_dir, timeout=timeout), vocabulary,
                                                    out_dir, pivot=pivot, reverse=reverse)
                 built[lang] = Glossary(lang, words, source.endings, source.compounds, source.lemmatizer, source.derivations)
@@ -641,34 +641,24 @@ def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: P
     return {lang: info[lang] for lang in languages}
 
 
-def _pivot(source: DictionarySource | None, built: dict, vocabulary: Counter, mirror: str, cache_dir: Path,
-           timeout: float) -> dict | None:
-    """A pivot's words and manifest entry for :func:`build_glossary`; ``None`` without a pivot; no words
-    (and the reason) when its package or the glossary it goes through is missing."""
-    if source is None:
-        return None
-    info = {"package": source.package, "version": source.version, "sha256": source.sha256, "via": source.via}
-    if source.via not in built:
-        return {"words": {}, "info": {**info, "status": f"skipped: no {source.via} glossary to go through"}}
-    try:
-        deb = fetch_package(source, mirror, cache_dir, timeout=timeout)
-    except GlossaryError as e:
-        return {"words": {}, "info": {**info, "status": f"skipped: {e}"}}
-    return {"words": pivot_words(source, deb, built[source.via], vocabulary), "info": {**info, "status": "ok"}}
-
-
-def _reversed(source: DictionarySource | None, vocabulary: Counter, mirror: str, cache_dir: Path,
-              timeout: float) -> dict | None:
-    """A reversed dictionary's words and manifest entry for :func:`build_glossary`; ``None`` without one; no
-    words (and the reason) when its package cannot be fetched: the glossary is built without them."""
+def _added_words(source: DictionarySource | None, built: dict, vocabulary: Counter, mirror: str, cache_dir: Path,
+                 timeout: float) -> dict | None:
+    """The words a pivot (``source.via``) or a reversed dictionary (``source.scripts``) adds, with its manifest
+    entry, for :func:`build_glossary`; ``None`` without one; no words (and the reason) when its package, or
+    the glossary a pivot goes through, is missing: the glossary is built without them."""
     if source is None:
         return None
     info = {"package": source.package, "version": source.version, "sha256": source.sha256}
+    if source.via:
+        info["via"] = source.via
+        if source.via not in built:
+            return {"words": {}, "info": {**info, "status": f"skipped: no {source.via} glossary to go through"}}
     try:
         deb = fetch_package(source, mirror, cache_dir, timeout=timeout)
     except GlossaryError as e:
         return {"words": {}, "info": {**info, "status": f"skipped: {e}"}}
-    return {"words": reversed_words(source, deb, vocabulary), "info": {**info, "status": "ok"}}
+    words = pivot_words(source, deb, built[source.via], vocabulary) if source.via else reversed_words(source, deb, vocabulary)
+    return {"words": words, "info": {**info, "status": "ok"}}
 
 
 LANGUAGES = (*SOURCES, *CEDICT_SOURCES, *SCHEMA_SOURCES)  # every language a glossary can be built for
