@@ -555,7 +555,9 @@ def _reversed_from_entries(source: DictionarySource, entries, vocabulary: Counte
 
 def _renderings_in(entry: str, scripts: tuple[str, ...], senses: int, per_sense: int = 3) -> list[str]:
     """Single words of ``scripts`` on the first ``senses`` lines of an entry that hold any (Wiktionary's
-    stress marks dropped: "пешехо́дный" is written "пешеходный")."""
+    stress marks dropped: "пешехо́дный" is written "пешеходный"). Not :func:`renderings`: a line that
+    holds none of the language's words (an English definition) is no sense line here, and no quotation,
+    "see" line or length bound ends the reading."""
     out: list[str] = []
     found = 0
     for line in entry.split("\n")[1:]:
@@ -604,7 +606,7 @@ def _write_glossary(out_dir: Path, lang: str, words: dict[str, str], source: dic
 def build_glossaries(languages, vocabulary: Counter, out_dir: Path, cache_dir: Path, *, mirror: str = DEBIAN_MIRROR,
                      timeout: float = 60.0, sources: dict[str, DictionarySource] | None = None,
                      pivots: dict[str, DictionarySource] | None = None, reversed_sources: dict[str, DictionarySource] | None = None,
-                   docs=(), schema_version: str = "") -> dict:
+                     docs=(), schema_version: str = "") -> dict:
     """Glossaries of ``languages`` into ``out_dir``; language -> manifest entry (``status`` ok or why not).
     ``pivots`` (default: PIVOTS when ``sources`` is the default) add words through another glossary,
     ``reversed_sources`` (default: REVERSED likewise) from English->language dictionaries;

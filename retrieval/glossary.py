@@ -163,7 +163,7 @@ class Glossary:
             english = self.words.get(lemma)
             if english is not None:
                 return english
-        for form in (w, *forms) if self.derivations else ():
+        for form in (w, *forms):
             for ending, replacement in self.derivations:
                 if form.endswith(ending) and len(form) - len(ending) >= 3:
                     english = self.words.get(form[: -len(ending)] + replacement)
