@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from geoql.app.cpu.edits import EXTRA_EDITS, EditOptions, apply_edits, apply_extras, parses
+from geoql.app.cpu.edits import EXTRA_EDITS, EditOptions, apply_edits, apply_extras, parses, with_output
 
 # The place edit alone: what a neighbour naming another place is offered as.
 _ONLY_AREA = EditOptions(tags=False, types=False, output=False, numbers=False)
@@ -39,6 +39,9 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
     ``extra`` names edits of :data:`~app.cpu.edits.EXTRA_EDITS` (with tag edits on):
     each is offered as one more version, applied to the fully edited query.
 
+    A query without an output statement (it would return nothing) is offered with one
+    (:func:`~app.cpu.edits.with_output`).
+
     ``ctx_factory(example_nl)`` makes the :class:`~app.cpu.edits.EditContext`;
     neighbours whose query does not parse are skipped.
     """
@@ -70,6 +73,9 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
             for name, text in apply_extras(base, ctx, [(n, e) for n, e in EXTRA_EDITS if n in extra]):
                 versions.append((text, tuple(base_edits) + (name,)))
         for text, edits in versions:
+            ended = with_output(text, info.count)  # a query that returns nothing is no answer
+            if ended != text:
+                text, edits = ended, tuple(edits) + ("output",) * ("output" not in edits)
             cand = pool.get(text)
             if cand is None:
                 pool[text] = Candidate(text, nb.index, rank, nb.score, example_nl, tuple(edits), votes=nb.score,

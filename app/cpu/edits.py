@@ -415,6 +415,38 @@ def edit_output(script, ctx: EditContext) -> bool:
     return False
 
 
+# What a query without any output statement gets: the training queries' commonest ending
+# (a listing with the ways' and relations' nodes), or a count.
+_LISTING = "out;>;out skel qt;"
+_COUNTING = "out count;"
+# An output statement starts a query, follows ";", "(" or "}", or names its set (".a out"); not "[out:json]".
+_OUT_STATEMENT = re.compile(r"(?:^|[;(}]|\.\w+)\s*out\b")
+
+
+def with_output(query: str, count: bool) -> str:
+    """``query`` with an output statement appended when it has none: a query without one
+    runs and returns nothing (166 of the 6,352 training queries are like that; no dev query is).
+
+    >>> with_output('area["name"="Bonn"]->.a;nwr["amenity"="cafe"](area.a);', count=False)
+    'area["name"="Bonn"]->.a;nwr["amenity"="cafe"](area.a);out;>;out skel qt;'
+    >>> with_output('[out:json];nwr["amenity"="cafe"]({{bbox}});', count=True)
+    '[out:json];nwr["amenity"="cafe"]({{bbox}});out count;'
+    >>> with_output('nwr["amenity"="cafe"]({{bbox}});out;', count=True)
+    'nwr["amenity"="cafe"]({{bbox}});out;'
+    """
+    if _OUT_STATEMENT.search(query):  # nearly every query: no parse (an "out" inside a tag value passes too)
+        return query
+    try:
+        script = overpassql.parse(query)
+    except overpassql.ParseError:
+        return query
+    if any(isinstance(node, A.Out) for node in A.walk(script)):
+        return query
+    script.statements.extend(overpassql.parse(_COUNTING if count else _LISTING).statements)
+    text = overpassql.dump(script)
+    return text if parses(text) else query
+
+
 def _same_day(node, date: str) -> str:
     """The end of a ``changed`` window moved with its start: a window within one day
     ("2019-08-27T00:00:00Z" to "2019-08-27T23:58:59Z") keeps its hours on the request's day.

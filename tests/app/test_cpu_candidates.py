@@ -96,3 +96,11 @@ def test_extra_edits_are_offered_next_to_the_full_edit():
     # without tag edits there are no extra versions either
     no_tags = pool(nbs, EditOptions.parse("area"), extra=("add_tags",))
     assert {c.edits for c in no_tags} == {(), ("area",)}
+
+
+def test_a_neighbour_query_that_returns_nothing_is_offered_with_an_output():
+    nls = ["cafes in Bonn"]
+    queries = ['{{geocodeArea:"Bonn"}}->.a;node["amenity"="cafe"](area.a);']
+    for nl, ending in [("cafes in Bonn", "out;>;out skel qt;"), ("how many cafes in Bonn", "out count;")]:
+        pool = _builder(nl, nls, queries)([Neighbour(0, 0.9)])
+        assert pool and all(c.query.endswith(ending) and "output" in c.edits for c in pool), [c.query for c in pool]
