@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from geoql.nl.text import base_language
 from geoql.retrieval.artifacts import SCHEMA_SOURCE, TRAIN_SOURCE
 from geoql.retrieval.gold import is_free_text_key, query_tags, tag_id
 from geoql.retrieval.text import split_value
@@ -223,11 +224,6 @@ def add_deprecations(tags: TagCollection, schema, source: str) -> None:
             for rep in replacements:
                 if rep in tags.docs:
                     tags.add_unique(doc.terms, *tags.docs[rep].names)
-
-
-def base_language(lang: str) -> str:
-    """``"zh-CN"`` -> ``"zh"``, ``"be@tarask"`` -> ``"be"``."""
-    return re.split(r"[-@]", lang, maxsplit=1)[0]
 
 
 def add_translations(tags: TagCollection, schema, preset_filter=None) -> list[str]:

@@ -40,11 +40,10 @@ from pathlib import Path
 
 from geoql.core.errors import GeoqlError
 from geoql.core.files import write_atomic
-from geoql.nl.text import fold, script_of
+from geoql.nl.text import base_language, fold, script_of
 from geoql.retrieval import artifacts as A
 from geoql.retrieval.glossary import LEMMATIZERS, Glossary, write_glossary
 
-from .documents import base_language
 
 DEBIAN_MIRROR = "https://deb.debian.org/debian"
 

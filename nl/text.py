@@ -35,6 +35,15 @@ _NAME_PREFIXES = (
 )
 
 
+def base_language(lang: str) -> str:
+    """A language tag without its region or variant: the language whose words it writes.
+
+    >>> base_language("zh-CN"), base_language("be@tarask"), base_language("de")
+    ('zh', 'be', 'de')
+    """
+    return lang.replace("@", "-").split("-", 1)[0]
+
+
 def fold(text: str) -> str:
     """NFKC, case-folded, accents removed: ``"Zürich"`` and ``"ZURICH"`` fold alike.
 

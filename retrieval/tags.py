@@ -30,7 +30,7 @@ from pathlib import Path
 
 from geoql.nl.cues import without_stop_words
 from geoql.nl.frame import guess_language, read_frame
-from geoql.nl.text import main_script
+from geoql.nl.text import base_language, main_script
 
 from . import artifacts as A
 from .bm25_reader import load_bm25
@@ -84,10 +84,10 @@ def request_languages(guess: str, known) -> frozenset[str] | None:
     if guess in ENGLISH_GUESSES:
         return None
     bases = {guess, *_SAME_WRITING.get(guess, ())}
-    own = {lang for lang in known if re.split(r"[-@]", lang)[0] in bases}
+    own = {lang for lang in known if base_language(lang) in bases}
     if not own:
         return None
-    return frozenset(own | {lang for lang in known if re.split(r"[-@]", lang)[0] == "en"})
+    return frozenset(own | {lang for lang in known if base_language(lang) == "en"})
 
 
 @dataclass(frozen=True)

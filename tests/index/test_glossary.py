@@ -105,6 +105,17 @@ class FakeDebianMirror:
         self._server.server_close()
 
 
+def pinned(language: str, package: str, version: str, entries: dict[str, str], **kw) -> tuple[G.DictionarySource, bytes]:
+    """A package made of ``entries`` (its dictd files named after it, less "dict-") and a source pinned to it."""
+    name = package.removeprefix("dict-")
+    deb = deb_package(dictd_files(entries, name))
+    return G.DictionarySource(language, package, version, hashlib.sha256(deb).hexdigest(), name, **kw), deb
+
+
+# How the Russian source reads WikDict's Russian-English edition (G.SOURCES["ru"], less its checksum).
+RUSSIAN = {"pool": "f/freedict-wikdict", "senses": 3, "lemmatizer": "pymorphy3", "variants": (("ё", "е"),)}
+
+
 def _source(deb: bytes, **kw) -> G.DictionarySource:
     return G.DictionarySource("de", "dict-freedict-deu-eng", "2022.04.21-1", hashlib.sha256(deb).hexdigest(), "freedict-deu-eng",
                               **{"endings": ("n",), "compounds": True, **kw})
@@ -220,10 +231,7 @@ WIKDICT_ENTRIES = {
 
 
 def test_a_russian_glossary_reads_inflected_words_through_their_dictionary_forms(tmp_path):
-    deb = deb_package(dictd_files(WIKDICT_ENTRIES, "freedict-rus-eng"))
-    source = G.DictionarySource("ru", "dict-freedict-rus-eng", "2024.11.01-2", hashlib.sha256(deb).hexdigest(),
-                                "freedict-rus-eng", pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3",
-                                variants=(("ё", "е"),))
+    source, deb = pinned("ru", "dict-freedict-rus-eng", "2024.11.01-2", WIKDICT_ENTRIES, **RUSSIAN)
     with FakeDebianMirror({source.filename: deb}) as mirror:
         info = G.build_glossaries(["ru"], Counter({"castle": 30, "lock": 5, "road": 40, "way": 20}), tmp_path,
                                   tmp_path / "cache", mirror=mirror.url, sources={"ru": source})
@@ -267,14 +275,10 @@ ENG_RUS_ENTRIES = {
 
 @pytest.mark.parametrize("reversed_served", [True, False])
 def test_a_reversed_dictionary_adds_the_words_the_language_own_dictionary_lacks(tmp_path, reversed_served):
-    debs = {"ru": deb_package(dictd_files(WIKDICT_ENTRIES, "freedict-rus-eng")),
-            "reversed": deb_package(dictd_files(ENG_RUS_ENTRIES, "freedict-eng-rus"))}
-    source = G.DictionarySource("ru", "dict-freedict-rus-eng", "2024.11.01-2", hashlib.sha256(debs["ru"]).hexdigest(),
-                                "freedict-rus-eng", pool="f/freedict-wikdict", senses=3, lemmatizer="pymorphy3",
-                                variants=(("ё", "е"),))
-    reverse = G.DictionarySource("ru", "dict-freedict-eng-rus", "2024.11.01-2", hashlib.sha256(debs["reversed"]).hexdigest(),
-                                 "freedict-eng-rus", pool="f/freedict-wikdict", senses=1, scripts=("Cyrillic",))
-    served = {source.filename: debs["ru"]} | ({reverse.filename: debs["reversed"]} if reversed_served else {})
+    source, deb = pinned("ru", "dict-freedict-rus-eng", "2024.11.01-2", WIKDICT_ENTRIES, **RUSSIAN)
+    reverse, reversed_deb = pinned("ru", "dict-freedict-eng-rus", "2024.11.01-2", ENG_RUS_ENTRIES,
+                                   pool="f/freedict-wikdict", senses=1, scripts=("Cyrillic",))
+    served = {source.filename: deb} | ({reverse.filename: reversed_deb} if reversed_served else {})
     with FakeDebianMirror(served) as mirror:
         info = G.build_glossaries(["ru"], Counter({"castle": 30, "road": 40, "way": 20, "pedestrian": 9}), tmp_path,
                                   tmp_path / "cache", mirror=mirror.url, timeout=5, sources={"ru": source},
@@ -326,19 +330,14 @@ DEU_ENG_ENTRIES = {
 
 @pytest.mark.parametrize("pivot_served", [True, False])
 def test_french_words_the_english_dictionary_lacks_come_through_german(tmp_path, pivot_served):
-    debs = {"de": deb_package(dictd_files(DEU_ENG_ENTRIES, "freedict-deu-eng")),
-            "fr": deb_package(dictd_files(FRA_ENG_ENTRIES, "freedict-fra-eng")),
-            "pivot": deb_package(dictd_files(FRA_DEU_ENTRIES, "freedict-fra-deu"))}
-    sources = {
-        "de": _source(debs["de"], endings=("n", "en", "e")),
-        "fr": G.DictionarySource("fr", "dict-freedict-fra-eng", "2022.04.21-1", hashlib.sha256(debs["fr"]).hexdigest(),
-                                 "freedict-fra-eng", endings=("s",), lemmatizer="simplemma"),
-    }
-    pivot = G.DictionarySource("fr", "dict-freedict-fra-deu", "2024.11.01-2", hashlib.sha256(debs["pivot"]).hexdigest(),
-                               "freedict-fra-deu", pool="f/freedict-wikdict", senses=3, via="de")
-    served = {s.filename: debs[lang] for lang, s in sources.items()}
-    if pivot_served:
-        served[pivot.filename] = debs["pivot"]
+    german, german_deb = pinned("de", "dict-freedict-deu-eng", "2022.04.21-1", DEU_ENG_ENTRIES, endings=("n", "en", "e"),
+                                compounds=True)
+    french, french_deb = pinned("fr", "dict-freedict-fra-eng", "2022.04.21-1", FRA_ENG_ENTRIES, endings=("s",),
+                                lemmatizer="simplemma")
+    pivot, pivot_deb = pinned("fr", "dict-freedict-fra-deu", "2024.11.01-2", FRA_DEU_ENTRIES, pool="f/freedict-wikdict",
+                              senses=3, via="de")
+    sources = {"de": german, "fr": french}
+    served = {german.filename: german_deb, french.filename: french_deb} | ({pivot.filename: pivot_deb} if pivot_served else {})
     with FakeDebianMirror(served) as mirror:
         # French first: the glossary it goes through is built before it all the same
         info = G.build_glossaries(["fr", "de"], Counter({"county": 5, "coordinates": 9}), tmp_path, tmp_path / "cache",
@@ -356,8 +355,7 @@ def test_french_words_the_english_dictionary_lacks_come_through_german(tmp_path,
 
 
 def test_a_pivot_without_the_glossary_it_goes_through_adds_nothing(tmp_path):
-    deb = deb_package(dictd_files(FRA_ENG_ENTRIES, "freedict-fra-eng"))
-    fr = G.DictionarySource("fr", "dict-freedict-fra-eng", "2022.04.21-1", hashlib.sha256(deb).hexdigest(), "freedict-fra-eng")
+    fr, deb = pinned("fr", "dict-freedict-fra-eng", "2022.04.21-1", FRA_ENG_ENTRIES)
     with FakeDebianMirror({fr.filename: deb}) as mirror:
         info = G.build_glossaries(["fr"], Counter(), tmp_path, tmp_path / "cache", mirror=mirror.url, timeout=5,
                                   sources={"fr": fr}, pivots={"fr": G.PIVOTS["fr"]})
