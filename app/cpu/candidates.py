@@ -75,7 +75,9 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
         for text, edits in versions:
             ended = with_output(text, info.count)  # a query that returns nothing is no answer
             if ended != text:
-                text, edits = ended, tuple(edits) + ("output",) * ("output" not in edits)
+                text = ended
+                if "output" not in edits:
+                    edits = (*edits, "output")
             cand = pool.get(text)
             if cand is None:
                 pool[text] = Candidate(text, nb.index, rank, nb.score, example_nl, tuple(edits), votes=nb.score,
