@@ -63,7 +63,9 @@ class Compilation:
     off_topic: bool = False
     # The CPU default's confidence is below the warning threshold chosen on dev.
     low_confidence: bool = False
-    # One sentence per doubt (off topic, low confidence, uncovered words, far): shown by the CLI and the demo.
+    # The query has no ``out`` statement: it runs and returns nothing (any backend).
+    no_output: bool = False
+    # One sentence per doubt (off topic, low confidence, uncovered words, far, no output): shown by the CLI and the demo.
     doubts: list[str] = field(default_factory=list)
 
     @property
@@ -78,7 +80,7 @@ class Compilation:
             return f"Compiled, but the query does not parse{sure}."
         if self.low_confidence:
             return f"Compiled, low confidence{sure}: check the query before relying on it."
-        if self.uncovered or self.far:
+        if self.uncovered or self.far or self.no_output:
             return f"Compiled{sure}, with doubts: " + "; ".join(d for d in self.doubts if not d.startswith("low confidence")) + "."
         return f"Compiled{sure}."
 
@@ -102,7 +104,8 @@ class Compilation:
                 "backend": self.backend, "timings": dict(self.timings), "warnings": list(self.warnings),
                 "unsupported": [plain(c) for c in self.unsupported], "confidence": self.confidence,
                 "uncovered": list(self.uncovered), "nearest": self.nearest, "far": self.far,
-                "off_topic": self.off_topic, "low_confidence": self.low_confidence, "doubts": list(self.doubts), "status": self.status}
+                "off_topic": self.off_topic, "low_confidence": self.low_confidence,
+                "no_output": self.no_output, "doubts": list(self.doubts), "status": self.status}
 
 
 def _split_options(options: dict) -> tuple[dict, dict]:
@@ -255,7 +258,7 @@ class Compiler:
                                       calibrator=confidence_mod.load_calibrator(model_dir))
         comp.confidence, comp.uncovered, comp.nearest = found.confidence, found.uncovered, found.nearest
         comp.far, comp.off_topic, comp.doubts = found.far, found.off_topic, found.warnings
-        comp.low_confidence = found.low_confidence
+        comp.low_confidence, comp.no_output = found.low_confidence, found.no_output
 
     # ---------------------------------------------------------------- compile
     def compile(self, nl: str, **options) -> Compilation:

@@ -102,9 +102,10 @@ def run(args) -> int:
 
 
 def doubt_line(comp) -> str:
-    """One line for stderr when the answer is in doubt (off topic, or a confidence under the
-    threshold chosen on dev), with the uncovered words and the distance; "" otherwise."""
-    if not (comp.off_topic or comp.low_confidence):
+    """One line for stderr when the answer is in doubt (off topic, a confidence under the
+    threshold chosen on dev, or no output statement), with the uncovered words and the
+    distance; "" otherwise."""
+    if not (comp.off_topic or comp.low_confidence or comp.no_output):
         return ""
     return "; ".join(comp.doubts)
 

@@ -42,6 +42,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import overpassql
+
 from geoql.core.errors import ConfigError
 from geoql.core.files import write_atomic
 from geoql.eval.faithfulness import CORE_KINDS, Constant, query_constants
@@ -53,6 +55,8 @@ CALIBRATOR_FILE = "confidence_cpu.json"  # packaged with this module
 MODEL_CALIBRATOR_FILE = "confidence.json"  # optional, in a CPU model's folder
 WORDS_FILE = "confidence_words.json"
 CALIBRATOR_VERSION = 1
+NO_OUTPUT_WARNING = ("the query has no output statement, so it returns nothing when run: "
+                     "end it with 'out;' (or 'out count;' for a count)")
 
 # Numbers whole ("50.86", not "50" and "86"; a comma separates: "1000,50.93"), letters apart
 # from digits ("1km" -> "1", "km").
@@ -480,6 +484,7 @@ class Assessment:
     far: bool | None
     off_topic: bool
     low_confidence: bool
+    no_output: bool
     signals: dict[str, float]
     warnings: list[str]
 
@@ -597,6 +602,10 @@ def assess(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence[
             warnings.append("not covered by the query: " + ", ".join(uncovered))
         if far:
             warnings.append(f"no training request is close (nearest similarity {nearest:.2f}): the query may be off")
+    # Any backend's answer: a language model can end a query before its output statement.
+    no_output = bool(query) and not overpassql.has_output(query)
+    if no_output:
+        warnings.append(NO_OUTPUT_WARNING)
     return Assessment(confidence=None if confidence is None else round(confidence, 4), uncovered=uncovered,
                       nearest=None if nearest is None else round(nearest, 4), far=far, off_topic=off_topic,
-                      low_confidence=low, signals=values, warnings=warnings)
+                      low_confidence=low, no_output=no_output, signals=values, warnings=warnings)

@@ -122,7 +122,7 @@ class CompileView:
     status: str
     explanation: str = ""  # the query in plain words
     unsupported: str = ""  # a warning naming the query's constants the request does not mention
-    doubts: str = ""  # a warning: low confidence, words the query does not cover, no close training request
+    doubts: str = ""  # a warning: low confidence, words the query does not cover, no close training request, no output
     turbo: str = ""  # the "Open in overpass-turbo" link
     query_errors: str = ""  # the query's syntax errors, marked by line and column
 

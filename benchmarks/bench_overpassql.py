@@ -2,8 +2,8 @@
 
     GEOQL_DATA_DIR=../shared/overpassnl .venv/bin/python benchmarks/bench_overpassql.py
 
-Prints: seconds to parse + serialise all gold queries to XML (cold cache), the
-exact-match rates of XML / compact QL / pretty QL / stderr against the reference,
+Prints: seconds to parse + serialise all gold queries to XML (cold cache), the time of
+``has_output`` against a parse, the exact-match rates of XML / compact QL / pretty QL / stderr against the reference,
 and the round-trip rate ``dump(parse(query)) == query`` on the raw gold queries.
 """
 
@@ -59,6 +59,19 @@ def main() -> int:
         for text in inputs:
             overpassql.to_xml(text)
         print(f"{label}: {time.perf_counter() - start:.3f} s")
+
+    # has_output is asked for every candidate of a CPU pool: textual, against the parsed tree.
+    queries = [r["query"] for r in gold]
+    start = time.perf_counter()
+    textual = [overpassql.has_output(q) for q in queries]
+    text_s = time.perf_counter() - start
+    start = time.perf_counter()
+    parsed = [any(isinstance(n, overpassql.ast.Out) for n in overpassql.walk(overpassql.parse(q, collect_errors=True)))
+              for q in queries]
+    tree_s = time.perf_counter() - start
+    print(f"has_output, {len(queries)} gold queries: {text_s * 1e6 / len(queries):.1f} us/query; parse + walk "
+          f"{tree_s * 1e6 / len(queries):.1f} us/query (ratio {tree_s / text_s:.1f}); "
+          f"same answer for {sum(a == b for a, b in zip(textual, parsed))}")
 
     def rate(rows, field, fn) -> str:
         ok = sum(fn(r) == r[field] for r in tqdm(rows, desc=field, leave=False, disable=None))

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
 
+import overpassql
+
 from geoql.core.errors import UserError
 from geoql.core.files import check_writable_dir, write_atomic
 from geoql.eval.dataset import DatasetError, Example, hard_subset, load_examples, load_split
@@ -210,12 +212,13 @@ def parse_failures(preds: Sequence[str], scorer: Scorer | None = None, top: int 
     ``converter_errors``: the converter reported errors (Overpass would print
     them on stderr and the metric scores its partial output); ``not_xml``: the
     converter output is not XML, so the official metric scores an empty
-    script; ``empty``: blank predictions; ``messages``: the most common first
-    error messages.
+    script; ``empty``: blank predictions; ``no_output``: valid queries without an
+    output statement, which run and return nothing; ``messages``: the most common
+    first error messages.
     """
     scorer = scorer or get_scorer()
     messages: Counter = Counter()
-    result = {"empty": 0, "not_xml": 0, "converter_errors": 0}
+    result = {"empty": 0, "not_xml": 0, "converter_errors": 0, "no_output": 0}
     for p in preds:
         features = scorer.features(p)
         result["empty"] += not p.strip()
@@ -223,6 +226,8 @@ def parse_failures(preds: Sequence[str], scorer: Scorer | None = None, top: int 
         if features.errors:
             result["converter_errors"] += 1
             messages[_short_message(features.errors[0])] += 1
+        elif p.strip() and not overpassql.has_output(p):
+            result["no_output"] += 1
     result["messages"] = messages.most_common(top)
     return result
 
@@ -315,6 +320,7 @@ def format_analysis(scores: Sequence[Scores], failures: dict) -> str:
         f"  parse failures: {failures['converter_errors']} with converter errors, "
         f"{failures['not_xml']} scored as an empty script, {failures['empty']} empty"
     )
+    lines.append(f"  valid but without an output statement (they return nothing): {failures['no_output']}")
     for message, count in failures.get("messages", []):
         lines.append(f"    {count:>4} × {message}")
     buckets = kvs_buckets(scores)

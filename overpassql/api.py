@@ -4,6 +4,7 @@ the validity check every caller shares."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Union
 
@@ -12,11 +13,15 @@ from .errors import Diagnostic, SerializationError
 from .lower import lower
 from .parser import Parser, deep_recursion, parse
 from .ql import dump_script, element_to_ql, pretty_script
+from .tokens import blank_opaque
 from .turbo import replace_turbo_vars
 from .xml import element_to_xml
 
 
 _CACHEABLE = 20000  # characters; bigger inputs are not worth keeping in memory
+# An ``out`` word where a statement starts: at the beginning, after ; { } ( ), or after an
+# input set (".a out"). Read on the text without strings and comments (tokens.blank_opaque).
+_OUT_STATEMENT = re.compile(r"(?:^|[;{}()]|\.\w+)\s*out\b")
 
 
 def _convert_uncached(text: str):
@@ -89,6 +94,25 @@ def check(text: str) -> list[Diagnostic]:
     if not text.strip():
         return [Diagnostic(1, 1, "empty query")]
     return to_xml_with_errors(replace_turbo_vars(text))[1]
+
+
+def has_output(text: str) -> bool:
+    """``text`` has an ``out`` statement: without one a query runs and returns nothing.
+
+    Textual, for speed (pools of candidates ask it for each): it agrees with the parsed tree
+    on every OverpassNL query that parses (tests/overpassql/test_api.py), and costs a
+    regular-expression pass instead of a parse. Words inside strings and comments do not count.
+
+    >>> has_output('nwr["amenity"="cafe"]({{bbox}});out center;')
+    True
+    >>> has_output('[out:json];nwr["name"="way; out"]({{bbox}});')
+    False
+    >>> has_output('foreach.a->.b{.b out geom;}')
+    True
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"has_output() needs a str, got {type(text).__name__}")
+    return "out" in text and _OUT_STATEMENT.search(blank_opaque(text)) is not None
 
 
 def to_ql(text: str, pretty: bool = False) -> str:

@@ -13,10 +13,12 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 _TWO_CHAR = "::|==|!=|\\|\\||&&|<<|<=|>>|>=|->"
+_COMMENT = r"//[^\n]*\n?|/\*[\s\S]*?(?:\*/|\Z)"
+_STRING = r'"(?:[^"\\]|\\[\s\S]?)*"?' + "|'(?:[^'\\\\]|\\\\[\\s\\S]?)*'?"
 _PIECES = [
     ("space", r"\s+"),
-    ("comment", r"//[^\n]*\n?|/\*[\s\S]*?(?:\*/|\Z)"),
-    ("string", r'"(?:[^"\\]|\\[\s\S]?)*"?' + "|'(?:[^'\\\\]|\\\\[\\s\\S]?)*'?"),
+    ("comment", _COMMENT),
+    ("string", _STRING),
     ("word", r"[A-Za-z_][A-Za-z0-9_]*"),
     ("number", r"-?\d+(?:\.\d*)?|-\.\d*"),
     ("op", _TWO_CHAR),
@@ -29,6 +31,19 @@ _SKIP = r"(?:\s+|//[^\n]*\n?|/\*[\s\S]*?(?:\*/|\Z))*+"  # possessive: never give
 _TOKEN = "|".join(rx for name, rx in _PIECES if name not in ("space", "comment"))
 _FAST_PLAIN = re.compile(_SKIP + "(" + _TOKEN + ")")
 _FAST_TURBO = re.compile(_SKIP + r"(\{\{[\s\S]*?\}\}|" + _TOKEN + ")")
+_OPAQUE = re.compile(_COMMENT + "|" + _STRING)
+
+
+def blank_opaque(text: str) -> str:
+    """``text`` with every comment and quoted string replaced by one blank: what is left is
+    only the query's own words and operators (a quick textual check then cannot be fooled
+    by a name such as ``"way; out"``). Scanned left to right like the tokenizer, so a quote
+    inside a comment, or ``//`` inside a string, is read as Overpass reads it.
+
+    >>> blank_opaque('node["name"="x; out"](1); /* out; */ out;')
+    'node[ = ](1);   out;'
+    """
+    return _OPAQUE.sub(" ", text)
 
 
 def scan(text: str, *, turbo: bool = False) -> tuple[list[str], list[int]]:

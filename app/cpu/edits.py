@@ -419,8 +419,6 @@ def edit_output(script, ctx: EditContext) -> bool:
 # (a listing with the ways' and relations' nodes), or a count.
 _LISTING = "out;>;out skel qt;"
 _COUNTING = "out count;"
-# An output statement starts a query, follows ";", "(" or "}", or names its set (".a out"); not "[out:json]".
-_OUT_STATEMENT = re.compile(r"(?:^|[;(}]|\.\w+)\s*out\b")
 
 
 def with_output(query: str, count: bool) -> str:
@@ -434,13 +432,11 @@ def with_output(query: str, count: bool) -> str:
     >>> with_output('nwr["amenity"="cafe"]({{bbox}});out;', count=True)
     'nwr["amenity"="cafe"]({{bbox}});out;'
     """
-    if _OUT_STATEMENT.search(query):  # nearly every query: no parse (an "out" inside a tag value passes too)
+    if overpassql.has_output(query):  # nearly every query: no parse
         return query
     try:
         script = overpassql.parse(query)
     except overpassql.ParseError:
-        return query
-    if any(isinstance(node, A.Out) for node in A.walk(script)):
         return query
     script.statements.extend(overpassql.parse(_COUNTING if count else _LISTING).statements)
     text = overpassql.dump(script)

@@ -200,3 +200,19 @@ def test_place_spellings_from_the_train_split_count_as_support():
     assert "vienna" in compiler.place_aliases()["Wien"]  # learned once, from $GEOQL_DATA_DIR's train split
     assert compiler.compile("cafes in Vienna").unsupported == []
     assert [c.value for c in compiler.compile("cafes in Graz").unsupported] == ["Wien"]
+
+
+def test_an_answer_without_output_is_in_doubt_for_any_backend():
+    """A language model can stop before the output statement: the query runs and returns nothing."""
+    silent = Compiler(_Fixed('[out:json];{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);'))
+    comp = silent.compile("cafes in Bonn")
+    assert comp.valid and comp.no_output
+    assert any("no output statement" in d for d in comp.doubts)
+    assert comp.status.startswith("Compiled, with doubts:") and "out;" in comp.status
+    assert comp.as_dict()["no_output"] is True
+    # "out" inside a name is not an output statement
+    assert Compiler(_Fixed('nwr["name"="Way; out"]({{bbox}});')).compile("the place called Way; out").no_output
+    speaking = Compiler(_Fixed('{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out center;'))
+    comp = speaking.compile("cafes in Bonn")
+    assert not comp.no_output and not any("output" in d for d in comp.doubts)
+

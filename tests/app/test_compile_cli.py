@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from geoql.app.cli import main
+from geoql.app.confidence import NO_OUTPUT_WARNING
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +131,5 @@ def test_the_warning_line_joins_the_doubts():
     comp.low_confidence, comp.confidence = True, 0.3
     comp.doubts.insert(0, "low confidence (0.30): check the query before relying on it")
     assert doubt_line(comp) == "low confidence (0.30): check the query before relying on it; not covered by the query: x"
+    silent = Compilation(nl="x", query="node(1);", valid=True, no_output=True, doubts=[NO_OUTPUT_WARNING])
+    assert doubt_line(silent) == NO_OUTPUT_WARNING  # a query that returns nothing is always said on stderr

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from geoql.app import Compiler
-from geoql.app.confidence import (CALIBRATOR_VERSION, FEATURES, MODEL_CALIBRATOR_FILE, Calibrator, _words_table, assess,
+from geoql.app.confidence import (CALIBRATOR_VERSION, FEATURES, MODEL_CALIBRATOR_FILE, NO_OUTPUT_WARNING, Calibrator, _words_table, assess,
                                   content_words, has_topic_word, load_calibrator, mbr_agreement,
                                   packaged_calibrator_path, query_tags, uncovered_words)
 from geoql.app.decoding import Candidate
@@ -141,6 +141,15 @@ def test_mbr_agreement_of_language_model_samples():
 def test_assess_without_a_query_lists_every_word():
     found = assess("cafes in Bonn", "", cpu=True)
     assert found.uncovered == ["cafes", "bonn"] and 0 <= (found.confidence or 0) <= 1
+    assert not found.no_output  # no query, nothing to run
+
+
+@pytest.mark.parametrize("cpu", [True, False])
+def test_a_query_without_output_is_a_doubt(cpu):
+    found = assess("cafes in Bonn", '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);', cpu=cpu)
+    assert found.no_output and found.warnings[-1] == NO_OUTPUT_WARNING
+    found = assess("cafes in Bonn", '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;', cpu=cpu)
+    assert not found.no_output and NO_OUTPUT_WARNING not in found.warnings
 
 
 # ------------------------------------------------------------------ through compile()

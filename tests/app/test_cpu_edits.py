@@ -272,8 +272,12 @@ def test_a_query_without_output_gets_one(query, count):
 
 
 @pytest.mark.parametrize("query", [AREA_QUERY, 'foreach(way["highway"]({{bbox}}))(out geom;);',
-                                   'node["name"="way; out"]({{bbox}});', '[out:json];node(1);.a out;'])
-def test_a_query_with_output_or_the_word_out_is_left_alone(query):
-    # '; out' only inside a name: the quick check passes it without parsing (a known gap: such a
-    # query keeps no output).
+                                   '[out:json];node(1);.a out;', 'node(1);for (t["name"]) { out geom; }'])
+def test_a_query_with_output_is_left_alone(query):
     assert with_output(query, count=False) == query
+
+
+@pytest.mark.parametrize("query", ['node["name"="way; out"]({{bbox}});', "node(1); /* out; */"])
+def test_the_word_out_in_a_name_or_a_comment_is_no_output(query):
+    text = with_output(query, count=False)
+    assert text != query and any(isinstance(n, A.Out) for n in A.walk(overpassql.parse(text)))

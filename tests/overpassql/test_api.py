@@ -32,7 +32,9 @@ def test_gold_row(row):
     assert overpassql.to_ql(text, pretty=True) == row["pretty_ql"]
     assert (overpassql.check(row["query"]) == []) == (row["stderr"] == "")
     if not row["stderr"]:  # the raw query, placeholders and all, parses cleanly
-        overpassql.parse(row["query"])
+        script = overpassql.parse(row["query"])
+        # the textual has_output agrees with the tree on every query that parses
+        assert overpassql.has_output(row["query"]) == any(isinstance(n, A.Out) for n in A.walk(script))
 
 
 @pytest.mark.parametrize("index", range(len(CONFORMANCE)), ids=lambda i: f"conf-{i}")
@@ -124,7 +126,23 @@ def test_repeated_conversions_are_cached():
     assert _xml_cached.cache_info().hits == hits + 1
 
 
-@pytest.mark.parametrize("fn", [overpassql.to_xml, overpassql.to_ql, overpassql.tag_filters])
+@pytest.mark.parametrize("text, expected", [
+    ('node["amenity"="cafe"]({{bbox}});out;', True),
+    ('[out:json];area["name"="Bonn"]->.a;(node(area.a););', False),  # the settings' "out" is no statement
+    ('node["name"="way; out"]({{bbox}});', False),
+    ("node(1); /* out; */ // out;\n", False),
+    ("foreach(way({{bbox}}))(out geom;);", True),
+    ('for (t["name"]) { out geom; }', True),
+    ("[out:json];node(1)->.a;.a out;", True),
+    ("node(1)->.out;", False),  # a set named out
+    ("node(1);\nout\n;", True),
+    ("", False),
+])
+def test_has_output(text, expected):
+    assert overpassql.has_output(text) is expected
+
+
+@pytest.mark.parametrize("fn", [overpassql.to_xml, overpassql.to_ql, overpassql.tag_filters, overpassql.has_output])
 def test_non_strings_are_rejected_clearly(fn):
     with pytest.raises(TypeError):
         fn(42)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from overpassql.tokens import decode_string, end_line, tokenize
+from overpassql.tokens import blank_opaque, decode_string, end_line, tokenize
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -48,3 +48,14 @@ def test_any_text_tokenizes(text):
 ])
 def test_decode_string(token, text):
     assert decode_string(token) == text
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('node["name"="a;out"];out;', "node[ = ];out;"),
+    ("node(1); // out;\nout;", "node(1);  out;"),
+    ('node["a"="/* x"]; /* "b" */ out;', "node[ = ];   out;"),  # a string hides a comment mark and a comment a quote
+    ("node['it\\'s'];", "node[ ];"),
+    ('node["open', "node[ "),  # an unterminated string runs to the end, as in the tokenizer
+])
+def test_blank_opaque_leaves_only_the_querys_own_text(text, expected):
+    assert blank_opaque(text) == expected
