@@ -77,6 +77,10 @@ class Frame:
     # A since-cue leads a date ("since November 1, 2018", "nach dem 1. Juni 2019"): the date
     # starts a period rather than naming the day itself ("am 15. Juli 2019").
     since: bool = False
+    # A place read only because it opens the request before a weak link ("北京的博物馆",
+    # "東京の駅", "서울의 공원"): a thing can stand there too ("公园的长椅", park benches).
+    # A caller that knows the tag names can tell them apart (geoql.retrieval.TagRetriever.read_frame).
+    opening_place: str | None = None
 
 
 # ------------------------------------------------------------------ language
@@ -267,6 +271,7 @@ class _Lexicon:
     post_word_end: bool
     strong: Matcher
     weak_at_start: bool
+    bare_phrase: bool
     strip_after: tuple
     soft_starts: bool
     user_first: bool
@@ -349,6 +354,7 @@ def _lexicon(lang: str) -> _Lexicon:
         strong=Matcher(place.get("strong", [])),
         links=Matcher(place.get("links", [])),
         weak_at_start=bool(place.get("weak_at_start")),
+        bare_phrase=bool(place.get("bare_phrase")),
         strip_after=tuple(place.get("strip_after", [])),
         soft_starts=bool(place.get("soft_starts")),
         user_first=bool(own["language"].get("user_first")),
@@ -457,6 +463,8 @@ class _Reader:
         self.types()
         self.unquoted_names()
         self.place()
+        if self.frame.opening_place not in self.frame.places:  # read, then set aside (not_places, digits)
+            self.frame.opening_place = None
         self.content()
         return self.frame
 
@@ -1083,16 +1091,44 @@ class _Reader:
                 continue
             strong = lex.strong.match_at(toks, p) is not None
             # a weak link ("的", "の", "의", "里") needs a name-like run
-            if strong or not strong_only and (self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)
-                                              or (k == 0 and lex.weak_at_start)):
+            name_like = strong or not strong_only and self._looks_like_place(name, 0.6 if k in after_prep or k == 0 else 0.8)
+            if name_like or (k == 0 and lex.weak_at_start):
                 for tail in lex.strip_after:  # "라이테 지역의": the place is "라이테"
                     if name.endswith(" " + tail):
                         name = name[:-len(tail)].rstrip()
+                if not name_like:
+                    self.frame.opening_place = name
                 return p, post_end, name, True
+        bare = self._bare_phrase(k, hits, strong_only)
+        if bare is not None:
+            return bare
         name = self.span(k, end).strip() if end > k else ""
         if not strong_only and self._looks_like_place(name, 1.0, min_len=3):
             return end, end, name, False
         return None
+
+    def _bare_phrase(self, k: int, hits: list, strong_only: bool) -> tuple | None:
+        """The whole request is "X的Y" (``bare_phrase`` languages): X is read as a place whatever its
+        spelling ("北京的博物馆", "東京の駅"), but marked ``Frame.opening_place``, since a thing can
+        stand there too ("公园的长椅"). Only a bare phrase: in a sentence, the first words before a
+        link are as often a topic ("过去三天的…", "邊度有…嘅") as a place."""
+        lex, toks = self.lex, self.toks
+        stop = lex.stop.match_at(toks, k)  # a question word ("哪里", "邊度"), not a letter that also is one ("上海")
+        if not lex.bare_phrase or k != 0 or strong_only or lex.neg_before.match_at(toks, k) \
+                or lex.lead.match_at(toks, k) or stop and stop[0] - k >= 2:
+            return None
+        links = [(p, post_end) for _, p, post_end in hits if lex.links.match_at(toks, p)]
+        if not links:
+            return None
+        p, post_end = min(links)
+        name = self.span(k, p).strip()
+        rest = range(post_end, self.n)
+        if len(name) < 2 or fold(name) in lex.not_places or any(ch.isdigit() for ch in name) or not rest \
+                or any(self.taken[q] or toks[q].number or lex.posts.match_at(toks, q) or lex.stop.match_at(toks, q)
+                       or _BREAK.search(self.gap(q)) for q in rest):
+            return None
+        self.frame.opening_place = name
+        return p, post_end, name, True
 
     def _looks_like_place(self, name: str, share: float = 0.6, min_len: int = 2) -> bool:
         """A place suffix (省, 県, 도...), or at least ``share`` of the letters are

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from geoql.nl.text import fold
+
 from .text import lexical_tokens
 
 LEXICON_FILE = "tag_lexicon.npz"
@@ -115,6 +117,22 @@ class Lexicon:
         hit, inverse = np.unique(surfaces, return_inverse=True)
         matched = np.bincount(inverse, weights=weights).astype(np.float32)
         return hit, matched * (matched / np.maximum(self.total[hit], 1e-6))
+
+    def names_a_tag(self, text: str, languages=None) -> bool:
+        """``text`` is, folded, a whole surface: the name, term or alias of a tag, in one of ``languages``
+        (``None``: any). "公园" is (leisure=park), "北京" is not.
+
+        >>> lexicon = Lexicon.build([(0, "zh-CN", "公园"), (1, "de", "Apotheke")])
+        >>> lexicon.names_a_tag("公园"), lexicon.names_a_tag("公园的长椅"), lexicon.names_a_tag("apotheke", ["fr"])
+        (True, False, False)
+        """
+        import numpy as np
+
+        hit, _ = self.surface_scores(text)
+        if languages is not None and len(hit):
+            hit = hit[np.isin(self.surface_lang[hit], self.language_ids(languages))]
+        wanted = fold(text)
+        return any(fold(self.texts[int(s)]) == wanted for s in hit)
 
     def covering_languages(self, text: str, share: float = COVER_SHARE) -> set[str]:
         """The languages of the surfaces ``text`` covers: it has ``share`` of their tokens' weight

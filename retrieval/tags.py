@@ -20,6 +20,7 @@ searched exactly as before.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from geoql.nl.cues import without_stop_words
-from geoql.nl.frame import guess_language, read_frame
+from geoql.nl.frame import Frame, guess_language, read_frame
 from geoql.nl.text import base_language, main_script
 
 from . import artifacts as A
@@ -259,21 +260,35 @@ class TagRetriever:
     def _lexical(self, text: str, pool: int) -> list[LexicalMatch]:
         """The lexicon's ``pool`` best tags for a cleaned request, in its own languages (:func:`request_languages`)."""
         lang = guess_language(text)
-        if lang not in self._languages_of:  # the same few guesses every time: each read once
-            self._languages_of[lang] = request_languages(lang, self.lexicon.langs)
         # The sentence's own small words ("gibt es", "am") name no tag but match field labels
         # ("Gibt es Essen?") and short names in other languages; its numbers (ids, dates, a uid)
         # match option titles ("8 (climbing grade uiaa)").
         words = _NUMBER.sub(" ", without_stop_words(self._without_places(text), lang))
-        return self.lexicon.search(words, pool, self._languages_of[lang])
+        return self.lexicon.search(words, pool, self._languages(lang))
 
-    @staticmethod
-    def _without_places(text: str) -> str:
-        """``text`` without the places its frame names (``geoql.nl.frame.read_frame``): a place names no
-        tag, but in most languages a country's name is a word of a cuisine's ("이탈리아" in "이탈리아 요리",
-        Italian cuisine), so restaurants crept into requests about the roads of Italy."""
+    def _languages(self, lang: str) -> frozenset[str] | None:
+        if lang not in self._languages_of:  # the same few guesses every time: each read once
+            self._languages_of[lang] = request_languages(lang, self.lexicon.langs)
+        return self._languages_of[lang]
+
+    def read_frame(self, nl: str) -> Frame:
+        """``geoql.nl.frame.read_frame(nl)``, except that a place read only because it opens the request
+        (``Frame.opening_place``) is taken for the thing it names when it is a tag's name in the request's
+        languages: "公园的长椅" asks for the benches of parks, "北京的博物馆" for the museums of Beijing."""
+        frame = read_frame(nl)
+        place = frame.opening_place
+        if place and self.lexicon.names_a_tag(place, self._languages(frame.language)):
+            places = [p for p in frame.places if p != place]
+            frame = dataclasses.replace(frame, place=places[0] if places else None, places=places,
+                                        what=[place, *frame.what], opening_place=None)
+        return frame
+
+    def _without_places(self, text: str) -> str:
+        """``text`` without the places its frame names (:meth:`read_frame`): a place names no tag, but in
+        most languages a country's name is a word of a cuisine's ("이탈리아" in "이탈리아 요리", Italian
+        cuisine), so restaurants crept into requests about the roads of Italy."""
         text = unicodedata.normalize("NFKC", text)  # as the frame writes its places ("＝" is "=")
-        for place in read_frame(text).places:
+        for place in self.read_frame(text).places:
             text = text.replace(place, " ")
         return text
 

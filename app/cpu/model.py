@@ -264,7 +264,8 @@ class CpuModel:
         if hints is None and getattr(config, "tag_hints", False):
             hints = self._tag_hints()(nl)
         info = analyse(nl, getattr(self, "places", None) if places is None else places)
-        frame = read_frame(nl)
+        # With the index, a request's opening word is no place when it names a tag ("公园的长椅": park benches).
+        frame = read_frame(nl) if self.hints is None else self.hints.retriever.read_frame(nl)
         use_frame = getattr(config, "frame", False)
         if use_frame:
             merge_frame(info, frame)

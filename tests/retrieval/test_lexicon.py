@@ -63,3 +63,13 @@ def test_search_within_some_languages():
     assert {m.doc for m in lexicon.search("am", 5)} == {0, 1}
     assert [m.doc for m in lexicon.search("am", 5, languages={"de", "en"})] == [1]
     assert lexicon.search("am", 5, languages={"fr"}) == [] and lexicon.search("am", 5, languages=()) == []
+
+
+@pytest.mark.parametrize("text, languages, named", [
+    ("博物馆", None, True), ("Museum", {"de"}, True), ("museum", {"en"}, True),  # folded
+    ("Apotheke", {"fr"}, False),  # a name in another language
+    ("西安", None, False), ("西安的博物馆", None, False),  # shares a token, or covers a name, but is none
+    ("Train", None, False), ("", None, False),
+])
+def test_names_a_tag_is_a_whole_name(lexicon, text, languages, named):
+    assert lexicon.names_a_tag(text, languages) is named

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from geoql.nl.frame import read_frame
 from geoql.retrieval import RetrievalConfig, TagHit, TagRetriever
 from geoql.retrieval import tags as tags_module
 
@@ -169,6 +170,20 @@ def test_the_place_a_request_names_is_no_tag_name(tags, nl):
     assert "cuisine=italian" in {tags.docs[m.doc]["tag"] for m in tags.lexicon.search(nl, 10)}  # what it used to meet
     found = [tags.docs[m.doc]["tag"] for m in tags.lexical_matches(nl, 10)]
     assert "cuisine=italian" not in found and any(t.startswith("highway=") or t == "route=road" for t in found), found
+
+
+@pytest.mark.parametrize("nl, place, thing, tag", [
+    ("北京的博物馆", "北京", None, None), ("東京の駅", "東京", None, None), ("서울의 공원", "서울", None, None),
+    # the benches of museums and of dog parks, not benches in places called so
+    ("博物馆的长椅", None, "博物馆", "tourism=museum"), ("개 공원의 벤치", None, "개 공원", "leisure=dog_park"),
+])
+def test_an_opening_word_that_names_a_tag_is_no_place(tags, nl, place, thing, tag):
+    frame = tags.read_frame(nl)
+    assert frame.place == place and frame.opening_place == place
+    if thing:
+        assert read_frame(nl).place == thing  # what the frame alone reads
+        assert thing not in frame.places and frame.what[0] == thing
+        assert tag in [tags.docs[m.doc]["tag"] for m in tags.lexical_matches(nl, 10)]
 
 
 def test_a_place_written_in_full_width_letters_is_taken_out_too(tags):
