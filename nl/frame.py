@@ -1085,6 +1085,9 @@ class _Reader:
             if lex.post_word_end and (p < self.n and self.gap(p).strip() or not self._word_end(hit[0])):
                 continue  # a Korean particle ends a word: "독일에" is, "에너지" is not
             hits.append((hit[1] if lex.post_priority else 0, p, hit[0]))
+        bare = self._bare_phrase(k, hits, strong_only)
+        if bare is not None:
+            return bare
         for _, p, post_end in sorted(hits):
             name = self.span(k, p).strip()
             if fold(name) in lex.not_places or any(ch.isdigit() for ch in name):
@@ -1099,19 +1102,18 @@ class _Reader:
                 if not name_like:
                     self.frame.opening_place = name
                 return p, post_end, name, True
-        bare = self._bare_phrase(k, hits, strong_only)
-        if bare is not None:
-            return bare
         name = self.span(k, end).strip() if end > k else ""
         if not strong_only and self._looks_like_place(name, 1.0, min_len=3):
             return end, end, name, False
         return None
 
     def _bare_phrase(self, k: int, hits: list, strong_only: bool) -> tuple | None:
-        """The whole request is "X的Y" (``bare_phrase`` languages): X is read as a place whatever its
-        spelling ("北京的博物馆", "東京の駅"), but marked ``Frame.opening_place``, since a thing can
-        stand there too ("公园的长椅"). Only a bare phrase: in a sentence, the first words before a
-        link are as often a topic ("过去三天的…", "邊度有…嘅") as a place."""
+        """The request is "X的Y" and at most a question (``bare_phrase`` languages: "北京的博物馆",
+        "上海的医院有哪些", "東京の駅はどこですか"): X, one name, is the place whatever its spelling,
+        and Y the thing, not a second place. Read before the postposition rules, which took "上海的医院"
+        whole. Marked ``Frame.opening_place`` unless X looks like a name, since a thing can stand
+        there too ("公园的长椅"). Only such a request: in a sentence, the first words before a link are
+        as often a topic ("过去三天的…", "德国有哪些著名的…") as a place."""
         lex, toks = self.lex, self.toks
         stop = lex.stop.match_at(toks, k)  # a question word ("哪里", "邊度"), not a letter that also is one ("上海")
         if not lex.bare_phrase or k != 0 or strong_only or lex.neg_before.match_at(toks, k) \
@@ -1122,13 +1124,38 @@ class _Reader:
             return None
         p, post_end = min(links)
         name = self.span(k, p).strip()
-        rest = range(post_end, self.n)
-        if len(name) < 2 or fold(name) in lex.not_places or any(ch.isdigit() for ch in name) or not rest \
-                or any(self.taken[q] or toks[q].number or lex.posts.match_at(toks, q) or lex.stop.match_at(toks, q)
-                       or _BREAK.search(self.gap(q)) for q in rest):
+        # X is one name: no postposition ("境内的"), clause ("有哪些著名的") or break inside it
+        for q in range(k, p):
+            word = lex.stop.match_at(toks, q)
+            if self.taken[q] or word and word[0] - q >= 2 or q > k and (
+                    lex.posts.match_at(toks, q) or lex.preps.match_at(toks, q) or _BREAK.search(self.gap(q))):
+                return None  # (a name may start with a letter that is also a postposition: "上海")
+        if len(name) < 2 or fold(name) in lex.not_places or any(ch.isdigit() for ch in name) \
+                or not self._thing_then_question(post_end):
             return None
-        self.frame.opening_place = name
-        return p, post_end, name, True
+        if not self._looks_like_place(name):  # "北京", not "成都" (都) or "南チロル" (katakana): only the position says place
+            self.frame.opening_place = name
+        return p, post_end, name, False  # what follows the link is the thing, not a second place
+
+    def _thing_then_question(self, q: int) -> bool:
+        """From token ``q`` on, the request is one thing ("博物馆") and then, at most, a question made
+        of stop words, postpositions and cues read already ("在哪里", "有哪些", "有多少", "はどこですか")."""
+        lex, toks = self.lex, self.toks
+        start = q
+        while q < self.n and not (self.taken[q] or toks[q].number or lex.posts.match_at(toks, q)
+                                  or lex.stop.match_at(toks, q) or q > start and _BREAK.search(self.gap(q))):
+            q += 1
+        if q == start:
+            return False
+        while q < self.n:
+            hit = lex.stop.match_at(toks, q) or lex.posts.match_at(toks, q) or lex.preps.match_at(toks, q)
+            if hit:
+                q = hit[0]
+            elif self.taken[q]:
+                q += 1
+            else:
+                return False
+        return True
 
     def _looks_like_place(self, name: str, share: float = 0.6, min_len: int = 2) -> bool:
         """A place suffix (省, 県, 도...), or at least ``share`` of the letters are

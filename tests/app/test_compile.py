@@ -217,7 +217,8 @@ def test_an_answer_without_output_is_in_doubt_for_any_backend():
     assert not comp.no_output and not any("output" in d for d in comp.doubts)
 
 
-@pytest.mark.parametrize("nl, place", [("北京的博物馆", "北京"), ("東京の駅", "東京"), ("博物馆的长椅", None)])
+@pytest.mark.parametrize("nl, place", [("北京的博物馆", "北京"), ("東京の駅", "東京"), ("上海的医院有哪些？", "上海"),
+                                       ("博物馆的长椅", None)])
 def test_a_bare_x_of_y_request_keeps_its_place_unless_x_names_a_tag(hinted_cpu_model_dir, small_index_dir, nl, place):
     """"北京的博物馆" is the museums of Beijing; "博物馆的长椅" the benches of museums, not benches in a place
     called "museum" (the index's tag names tell them apart: TagRetriever.read_frame)."""
