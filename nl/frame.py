@@ -1115,16 +1115,15 @@ class _Reader:
         there too ("公园的长椅"). Only such a request: in a sentence, the first words before a link are
         as often a topic ("过去三天的…", "德国有哪些著名的…") as a place."""
         lex, toks = self.lex, self.toks
-        stop = lex.stop.match_at(toks, k)  # a question word ("哪里", "邊度"), not a letter that also is one ("上海")
-        if not lex.bare_phrase or k != 0 or strong_only or lex.neg_before.match_at(toks, k) \
-                or lex.lead.match_at(toks, k) or stop and stop[0] - k >= 2:
+        if not lex.bare_phrase or k != 0 or strong_only or lex.neg_before.match_at(toks, k) or lex.lead.match_at(toks, k):
             return None
         links = [(p, post_end) for _, p, post_end in hits if lex.links.match_at(toks, p)]
         if not links:
             return None
         p, post_end = min(links)
         name = self.span(k, p).strip()
-        # X is one name: no postposition ("境内的"), clause ("有哪些著名的") or break inside it
+        # X is one name: no postposition ("境内的"), clause ("有哪些著名的"), question word ("哪里", "邊度";
+        # a single letter that is also a stop word is no word: "上海") or break inside it
         for q in range(k, p):
             word = lex.stop.match_at(toks, q)
             if self.taken[q] or word and word[0] - q >= 2 or q > k and (

@@ -27,7 +27,7 @@ _PIECES = [
 _PLAIN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _PIECES))
 _TURBO = re.compile(r"(?P<placeholder>\{\{[\s\S]*?\}\})|" + _PLAIN.pattern)
 # The parser's fast path: skip blanks and comments, capture one token.
-_SKIP = r"(?:\s+|//[^\n]*\n?|/\*[\s\S]*?(?:\*/|\Z))*+"  # possessive: never give back
+_SKIP = r"(?:\s+|" + _COMMENT + r")*+"  # possessive: never give back
 _TOKEN = "|".join(rx for name, rx in _PIECES if name not in ("space", "comment"))
 _FAST_PLAIN = re.compile(_SKIP + "(" + _TOKEN + ")")
 _FAST_TURBO = re.compile(_SKIP + r"(\{\{[\s\S]*?\}\}|" + _TOKEN + ")")
