@@ -59,6 +59,15 @@ def _xml_uncached(text: str) -> tuple[str, tuple[Diagnostic, ...]]:
 _xml_cached = lru_cache(maxsize=65536)(_xml_uncached)
 
 
+def _errors_uncached(text: str) -> tuple[Diagnostic, ...]:
+    return _convert_uncached(text)[2]
+
+
+# The validity check needs the messages only: the CPU default checks ~70 candidates a request, and
+# printing their XML would add a sixth to each check.
+_errors_cached = lru_cache(maxsize=65536)(_errors_uncached)
+
+
 def to_xml_with_errors(text: str) -> tuple[str, list[Diagnostic]]:
     """``(xml, diagnostics)`` as ``osm3s_query --dump-xml`` prints them (stdout, stderr)."""
     if isinstance(text, str) and len(text) <= _CACHEABLE:
@@ -93,7 +102,10 @@ def check(text: str) -> list[Diagnostic]:
         raise TypeError(f"check() needs a str, got {type(text).__name__}")
     if not text.strip():
         return [Diagnostic(1, 1, "empty query")]
-    return to_xml_with_errors(replace_turbo_vars(text))[1]
+    text = replace_turbo_vars(text)
+    if len(text) > _CACHEABLE:
+        return list(_errors_uncached(text))
+    return list(_errors_cached(text))
 
 
 def has_output(text: str) -> bool:

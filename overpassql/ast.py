@@ -303,7 +303,7 @@ def walk(node) -> Iterator:
         cur = stack.pop()
         yield cur
         children = []
-        for name in _field_names(type(cur)):
+        for name in _node_fields(type(cur)):
             value = getattr(cur, name)
             if isinstance(value, list):
                 children.extend(v for v in value if hasattr(v, "__dataclass_fields__"))
@@ -312,13 +312,54 @@ def walk(node) -> Iterator:
         stack.extend(reversed(children))
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+def clone(node):
+    """A copy of ``node`` and of every AST node and list below it, to change without touching ``node``.
+
+    Strings, tuples of strings and diagnostics are immutable and shared. About three times faster
+    than parsing the text again and six times faster than ``copy.deepcopy``, so a tree parsed once
+    can be handed out many times (``overpassql.parse`` keeps recent trees and returns clones).
+
+    >>> script = Script(statements=[Query(type="node", filters=[Tag("amenity", "cafe", "=")])])
+    >>> copy = clone(script)
+    >>> copy.statements[0].filters[0].value = "pub"
+    >>> script.statements[0].filters[0].value, copy == script
+    ('cafe', False)
+    """
+    if isinstance(node, list):
+        return [clone(value) for value in node]
+    if not hasattr(node, "__dataclass_fields__") or isinstance(node, Diagnostic):
+        return node
+    cls = type(node)
+    new = object.__new__(cls)
+    state = new.__dict__
+    state.update(node.__dict__)
+    for name in _node_fields(cls):
+        value = state[name]
+        if value is not None:
+            state[name] = clone(value)
+    for name in _string_lists(cls):
+        state[name] = list(state[name])
+    return new
 
 
-def _field_names(cls: type) -> tuple[str, ...]:
+# Field types that never hold a node: walk skips them (a Tag has no field to look into). Any other
+# type, a new one included, is looked into.
+_LEAF_TYPES = frozenset({"str", "int", "bool", "float", "Optional[str]", "Optional[int]", "list[str]", "Optional[tuple]"})
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+_STRING_LISTS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
     # dataclasses.fields() builds a fresh tuple of Field objects per call; the CPU default walks
-    # ~2,000 nodes per request, so the names are looked up once per node class.
-    names = _FIELD_NAMES.get(cls)
+    # ~3,000 nodes per request, so the names are looked up once per node class.
+    names = _NODE_FIELDS.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+        names = _NODE_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.type not in _LEAF_TYPES)
+    return names
+
+
+def _string_lists(cls: type) -> tuple[str, ...]:
+    names = _STRING_LISTS.get(cls)
+    if names is None:
+        names = _STRING_LISTS[cls] = tuple(f.name for f in fields(cls) if f.type == "list[str]")
     return names

@@ -23,7 +23,7 @@ from geoql.app.cpu.faithful import LEVELS, guard_pool, level_kinds, place_aliase
 from geoql.app.cpu.features import FEATURE_NAMES, pool_features
 from geoql.app.cpu.hints import TagHints, hint_scores
 from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon, tag_names
-from geoql.app.cpu.lite import read_model
+from geoql.app.cpu.lite import TreeEnsemble, read_model
 from geoql.app.cpu.neighbours import CharTfidfNeighbours, FrameNeighbours, Neighbour, similarities
 from geoql.app.cpu.request import analyse, content_words, extract_area, known_places, merge_frame
 from geoql.core.errors import ConfigError, GeoqlError
@@ -349,14 +349,17 @@ class CpuModel:
         if not cands:
             return []
         if config.select and self.selector is not None:
-            from threadpoolctl import threadpool_limits
-
             names = tuple(getattr(self, "feature_names", FEATURE_NAMES))
             own = features if names == FEATURE_NAMES else features[:, [FEATURE_NAMES.index(n) for n in names]]
-            # OpenMP threads cost more than they save on ~20 rows (and stall on a
-            # busy machine): one thread predicts a pool in a few milliseconds.
-            with threadpool_limits(limits=1, user_api="openmp"):
-                scores = self.selector.predict(own)
+            if isinstance(self.selector, TreeEnsemble):
+                scores = self.selector.predict(own)  # numpy, no OpenMP: a thread limit would only cost its ~3 ms
+            else:
+                from threadpoolctl import threadpool_limits
+
+                # scikit-learn's OpenMP threads cost more than they save on ~20 rows (and stall on a
+                # busy machine): one thread predicts a pool in a few milliseconds.
+                with threadpool_limits(limits=1, user_api="openmp"):
+                    scores = self.selector.predict(own)
         else:
             # Nearest neighbour; its edited version first when edits are on.
             scores = np.array([-c.rank + (0.5 if c.edits else 0.0) for c in cands])

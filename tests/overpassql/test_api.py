@@ -31,6 +31,7 @@ def test_gold_row(row):
     assert overpassql.to_ql(text) == row["compact_ql"]
     assert overpassql.to_ql(text, pretty=True) == row["pretty_ql"]
     assert (overpassql.check(row["query"]) == []) == (row["stderr"] == "")
+    assert overpassql.check(row["query"]) == diagnostics  # the check reads the messages without printing XML
     if not row["stderr"]:  # the raw query, placeholders and all, parses cleanly
         script = overpassql.parse(row["query"])
         # the textual has_output agrees with the tree on every query that parses
@@ -47,6 +48,7 @@ def test_conformance_row(index):
     if index not in CONFORMANCE_STDERR_MISSES:
         assert _stderr(diagnostics) == row["stderr"]
     assert (overpassql.check(row["query"]) == []) == (row["stderr"] == "")
+    assert overpassql.check(row["query"]) == diagnostics
 
 
 @pytest.mark.xfail(strict=True, reason="Overpass' line counter after raw UTF-8 bytes")

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 import overpassql
 from overpassql import ast as A
+from testdata import reference_rows
+
+GOLD = reference_rows("gold_reference.jsonl")
 
 
 def test_walk_visits_every_node_in_source_order():
@@ -38,3 +43,21 @@ def test_nodes_built_by_hand_dump():
         A.Query("node", [A.Tag("shop", "bakery", "="), A.PlaceholderFilter("{{bbox}}")]),
         A.Out(["center"])])
     assert overpassql.dump(script) == '[out:json];node["shop"="bakery"]({{bbox}});out center;'
+
+
+@pytest.mark.parametrize("row", GOLD, ids=[f"{r['split']}-{r['index']}" for r in GOLD])
+def test_clone_copies_every_gold_tree(row):
+    script = overpassql.parser.Parser(row["query"]).parse()
+    copy = A.clone(script)
+    assert copy == script
+    # no node nor list is shared (diagnostics are immutable and may be): editing the copy everywhere
+    # leaves the original as it was
+    nodes = lambda tree: {id(n) for n in A.walk(tree) if not isinstance(n, overpassql.Diagnostic)}  # noqa: E731
+    assert not nodes(copy) & nodes(script)
+    for node in (n for n in A.walk(copy) if not isinstance(n, overpassql.Diagnostic)):
+        for name, value in vars(node).items():
+            if isinstance(value, list):
+                value.append("x")
+            elif isinstance(value, str):
+                setattr(node, name, value + "x")
+    assert script == overpassql.parser.Parser(row["query"]).parse()

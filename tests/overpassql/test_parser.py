@@ -87,6 +87,9 @@ HOSTILE = {
     "if_parens": "node(if:" + "(" * 50_000 + ");out;",
     "long_chain": "node(if:" + "1+" * 50_000 + "1);out;",
     "braces": "foreach{" * 5_000,
+    # under the parse cache's length limit: the kept tree is cloned, 1,000 levels deep
+    "braces_kept": "foreach{" * 1_000 + "out;" + "}" * 1_000,
+    "parens_kept": "(" * 19_000,
     "binary": bytes(range(256)).decode("latin-1"),
 }
 
@@ -99,10 +102,31 @@ def test_hostile_input_gives_errors_not_exceptions(name):
     xml, errors = overpassql.to_xml_with_errors(text)
     assert xml.startswith("<osm-script")
     assert isinstance(overpassql.to_ql(text), str)
-    if name not in ("empty", "spaces", "megabyte", "megabyte_comment", "many_statements"):
+    if name not in ("empty", "spaces", "megabyte", "megabyte_comment", "many_statements", "braces_kept"):
         assert errors or script.errors
 
 
 def test_non_string_input_is_a_clear_type_error():
     with pytest.raises(TypeError, match="str"):
         overpassql.parse(None)
+
+
+def test_each_parse_returns_a_tree_of_its_own():
+    # parse keeps recent trees and hands out copies: editing one never reaches the next caller
+    text = '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out center;'
+    first = overpassql.parse(text)
+    for node in A.walk(first):
+        if isinstance(node, A.Tag):
+            node.value = "pub"
+    first.statements.append(A.Out(["count"]))
+    second = overpassql.parse(text)
+    assert overpassql.dump(second) == text
+    assert second is not first and second == overpassql.parser.Parser(text).parse()
+
+
+def test_a_kept_tree_with_errors_still_raises_each_time():
+    for _ in range(2):
+        with pytest.raises(overpassql.ParseError) as err:
+            overpassql.parse('node["amenity"="cafe"](x:1);out;')
+        err.value.script.statements.clear()  # the script on the error is a copy too
+    assert overpassql.parse('node["amenity"="cafe"](x:1);out;', collect_errors=True).statements
