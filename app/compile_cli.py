@@ -1,9 +1,11 @@
-"""``geoql compile``: one request, or a whole split to a prediction file.
+"""``geoql compile``: one request, or a whole split (or file of requests) to a prediction file.
 
     geoql compile "drinking water taps in Vienna"
     geoql compile --split dev --backend cpu --out runs/dev.pred --jsonl runs/dev.jsonl
+    geoql compile --requests my_requests.nl --out runs/mine.pred
 
-A split run writes ``FILE.pred.tmp`` line by line and renames it to
+``--requests`` takes any file of one request a line (UTF-8), such as OsmNL's ``dev.de.nl``;
+``geoql eval --gold FILE --requests FILE --pred runs/mine.pred`` then scores it. A file run writes ``FILE.pred.tmp`` line by line and renames it to
 ``FILE.pred`` when the split is complete, so an interrupted run leaves no
 file that looks finished; running the same command again resumes after the
 last complete line.
@@ -27,12 +29,12 @@ from geoql.app.config import CompileConfig, load_config
 from geoql.core.cli import positive_int
 from geoql.core.errors import UserError
 from geoql.core.files import check_writable_dir, write_atomic
-from geoql.eval.dataset import load_split
+from geoql.eval.dataset import Example, load_split, read_example_lines
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("compile", help="natural language -> OverpassQL",
-                              description="Compile a request (or a dataset split) into OverpassQL.")
+                              description="Compile a request (or a dataset split, or a file of requests) into OverpassQL.")
     p.add_argument("request", nargs="?", help="the request, e.g. 'cafes in Bonn'")
     p.add_argument("--backend", help="cpu (the default, on CPU; formerly retrieval), transformers, openai or vllm")
     p.add_argument("--config", help="YAML file with compile options (see docs/compile.md)")
@@ -43,10 +45,11 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, help="token budget per candidate")
     p.add_argument("--no-grammar", action="store_true", help="do not constrain decoding with the grammar")
     p.add_argument("--split", choices=("train", "dev", "test"), help="compile a whole split")
+    p.add_argument("--requests", metavar="FILE", help="compile every line of this file (one request a line, UTF-8)")
     p.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
-    p.add_argument("--out", help="prediction file for --split (one query per line)")
+    p.add_argument("--out", help="prediction file for --split or --requests (one query per line)")
     p.add_argument("--jsonl", help="also write one JSON object per example (candidates, errors, timings)")
-    p.add_argument("--limit", type=positive_int, help="only the first N examples of the split")
+    p.add_argument("--limit", type=positive_int, help="only the first N examples of the split or file")
     p.add_argument("--batch-size", type=int, default=16, help="requests per backend call")
     p.add_argument("--json", action="store_true",
                    help="print the full result as JSON (single request; with confidence, uncovered, nearest, far, off_topic)")
@@ -80,12 +83,17 @@ def _config(args):
 
 def run(args) -> int:
     config = _config(args)
-    if args.split:
+    if args.split and args.requests:
+        raise UserError("give --split or --requests, not both")
+    if args.split or args.requests:
         if not args.out:
-            raise UserError("--split needs --out FILE.pred")
+            raise UserError(f"{'--split' if args.split else '--requests'} needs --out FILE.pred")
+        if args.request is not None:
+            raise UserError("give a request or a file of them, not both")
         return run_split(args, config)
     if args.request is None:
-        raise UserError("give a request, e.g. geoql compile \"cafes in Bonn\", or --split dev --out FILE.pred")
+        raise UserError("give a request, e.g. geoql compile \"cafes in Bonn\", or --split dev --out FILE.pred, "
+                        "or --requests FILE --out FILE.pred")
     comp = Compiler(config=config).compile(args.request)
     if args.json:
         print(json.dumps(comp.as_dict(), ensure_ascii=False, default=str))
@@ -124,7 +132,11 @@ def _rewrite(path: Path, lines: list[str]) -> None:
 
 
 def run_split(args, config) -> int:
-    examples = load_split(args.split, args.data_dir)
+    """Compile a split (``--split``) or a file of requests (``--requests``) to ``--out``, resumably."""
+    if args.requests:
+        examples = [Example("requests", i, nl, "", "") for i, nl in enumerate(read_example_lines(args.requests, "--requests"))]
+    else:
+        examples = load_split(args.split, args.data_dir)
     if args.limit is not None:
         examples = examples[: max(0, args.limit)]
     out = Path(args.out)
@@ -142,7 +154,7 @@ def run_split(args, config) -> int:
                         "move it away or pass another --out")
     done = _complete_lines(tmp)
     if len(done) > len(examples):
-        raise UserError(f"{tmp} has more lines than the split: delete it to start over")
+        raise UserError(f"{tmp} has more lines than the requests: delete it to start over")
     _rewrite(tmp, done)
     if jsonl is not None:
         rows = [line for line in _complete_lines(jsonl) if line.strip()]
@@ -154,7 +166,8 @@ def run_split(args, config) -> int:
     todo = examples[len(done):]
     from tqdm import tqdm
 
-    bar = tqdm(total=len(examples), initial=len(done), desc=f"compile {args.split} ({config.backend})", unit="q")
+    bar = tqdm(total=len(examples), initial=len(done), desc=f"compile {args.split or Path(args.requests).name} ({config.backend})",
+               unit="q")
     invalid = 0
     try:
         with open(tmp, "a", encoding="utf-8") as pred_f, \

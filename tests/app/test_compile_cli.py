@@ -1,4 +1,4 @@
-"""``geoql compile``: one request, a split to a .pred file, resuming."""
+"""``geoql compile``: one request, a split or a file of requests to a .pred file, resuming."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
+import overpassql
 from geoql.app.cli import main
 from geoql.app.confidence import NO_OUTPUT_WARNING
+from testdata import osmnl_dir
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +42,10 @@ def test_json_output(tiny_args, capsys):
     (["compile", "x", "--option", "novalue"], "KEY=VALUE"),
     (["compile", "x", "--n", "0"], "n must be >= 1"),
     (["compile", "--split", "dev"], "--out"),
+    (["compile", "--requests", "requests.nl"], "--requests needs --out"),
+    (["compile", "--requests", "requests.nl", "--split", "dev", "--out", "x.pred"], "not both"),
+    (["compile", "cafes in Bonn", "--requests", "requests.nl", "--out", "x.pred"], "not both"),
+    (["compile", "--requests", "no-such-file.nl", "--out", "x.pred"], "no-such-file.nl does not exist"),
 ])
 def test_user_errors_exit_2(argv, message, capsys):
     assert main(argv) == 2
@@ -83,6 +89,27 @@ def test_split_run_resumes_and_writes_the_official_format(tiny_args, tmp_path, c
     # Running again leaves the finished file alone.
     assert main(argv) == 0
     assert "is complete" in capsys.readouterr().out
+
+
+def test_a_file_of_requests_in_any_language_gives_one_line_each(hinted_cpu_model_dir, small_index_dir, tmp_path,
+                                                                 capsys, monkeypatch):
+    """``--requests``: any file of one request a line (here OsmNL's German and Mandarin requests, a blank line
+    and an emoji), one query a line back, in order, resumable like a split run."""
+    monkeypatch.setenv("GEOQL_CPU_MODEL_DIR", str(hinted_cpu_model_dir))
+    monkeypatch.setenv("GEOQL_INDEX_DIR", str(small_index_dir))
+    requests = [*(osmnl_dir() / "dev.de.nl").read_text(encoding="utf-8").splitlines()[:2], "",
+                *(osmnl_dir() / "dev.zh.nl").read_text(encoding="utf-8").splitlines()[:2], "🙂"]
+    path = tmp_path / "mine.nl"
+    path.write_text("\n".join(requests) + "\n", encoding="utf-8")
+    out = tmp_path / "mine.pred"
+    (tmp_path / "mine.pred.tmp").write_text("node[a];out;\n", encoding="utf-8")  # an interrupted run
+    assert main(["compile", "--requests", str(path), "--out", str(out)]) == 0
+    assert "resuming after 1 of 6" in capsys.readouterr().out
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 7 and lines[-1] == "" and lines[0] == "node[a];out;"
+    assert lines[2] == ""  # a blank request gets an empty line: no answer, and the lines stay aligned
+    for i in (1, 3, 4, 5):
+        assert overpassql.check(lines[i]) == [], (requests[i], lines[i])
 
 
 def test_a_single_request_on_the_cpu_default_is_quiet(hinted_cpu_model_dir, small_index_dir):
