@@ -11,14 +11,13 @@ from typing import Union
 from . import ast as A
 from .errors import Diagnostic, SerializationError
 from .lower import lower
-from .parser import Parser, deep_recursion, parse
+from .parser import CACHEABLE, Parser, deep_recursion, parse
 from .ql import dump_script, element_to_ql, pretty_script
 from .tokens import blank_opaque
 from .turbo import replace_turbo_vars
 from .xml import element_to_xml
 
 
-_CACHEABLE = 20000  # characters; bigger inputs are not worth keeping in memory
 # An ``out`` word where a statement starts: at the beginning, after ; { } ( ), or after an
 # input set (".a out"). Read on the text without strings and comments (tokens.blank_opaque).
 _OUT_STATEMENT = re.compile(r"(?:^|[;{}()]|\.\w+)\s*out\b")
@@ -45,7 +44,7 @@ _convert_cached = lru_cache(maxsize=4096)(_convert_uncached)
 
 
 def _convert(text: str):
-    if isinstance(text, str) and len(text) <= _CACHEABLE:
+    if isinstance(text, str) and len(text) <= CACHEABLE:
         return _convert_cached(text)
     return _convert_uncached(text)
 
@@ -70,7 +69,7 @@ _errors_cached = lru_cache(maxsize=65536)(_errors_uncached)
 
 def to_xml_with_errors(text: str) -> tuple[str, list[Diagnostic]]:
     """``(xml, diagnostics)`` as ``osm3s_query --dump-xml`` prints them (stdout, stderr)."""
-    if isinstance(text, str) and len(text) <= _CACHEABLE:
+    if isinstance(text, str) and len(text) <= CACHEABLE:
         xml, errors = _xml_cached(text)
     else:
         xml, errors = _xml_uncached(text)
@@ -103,7 +102,7 @@ def check(text: str) -> list[Diagnostic]:
     if not text.strip():
         return [Diagnostic(1, 1, "empty query")]
     text = replace_turbo_vars(text)
-    if len(text) > _CACHEABLE:
+    if len(text) > CACHEABLE:
         return list(_errors_uncached(text))
     return list(_errors_cached(text))
 

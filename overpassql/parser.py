@@ -693,7 +693,7 @@ OUT_OPTIONS = {"ids", "tags", "skel", "body", "meta", "quirks", "count", "qt", "
                "bb", "center", "noids"}
 
 
-_CACHEABLE = 20000  # characters; longer texts are parsed afresh each time
+CACHEABLE = 20000  # characters: longer texts are not kept (parse trees here, conversions in api.py)
 
 
 @lru_cache(maxsize=1024)
@@ -714,7 +714,7 @@ def parse(text: str, *, collect_errors: bool = False, turbo: bool = True) -> A.S
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() needs a str, got {type(text).__name__}")
-    if len(text) > _CACHEABLE:
+    if len(text) > CACHEABLE:
         script = Parser(text, turbo=turbo).parse()
     else:
         # Callers edit the trees they get, so each gets its own copy of the kept one.
