@@ -5,8 +5,10 @@
     geoql compile --requests my_requests.nl --out runs/mine.pred
 
 ``--requests`` takes any file of one request a line (UTF-8), such as OsmNL's ``dev.de.nl``;
-``geoql eval --gold FILE --requests FILE --pred runs/mine.pred`` then scores it. A file run writes ``FILE.pred.tmp`` line by line and renames it to
-``FILE.pred`` when the split is complete, so an interrupted run leaves no
+``geoql eval --gold FILE --requests FILE --pred runs/mine.pred`` then scores it.
+
+A split or file run writes ``FILE.pred.tmp`` line by line and renames it to
+``FILE.pred`` when every request is done, so an interrupted run leaves no
 file that looks finished; running the same command again resumes after the
 last complete line.
 
@@ -90,7 +92,7 @@ def run(args) -> int:
             raise UserError(f"{'--split' if args.split else '--requests'} needs --out FILE.pred")
         if args.request is not None:
             raise UserError("give a request or a file of them, not both")
-        return run_split(args, config)
+        return run_many(args, config)
     if args.request is None:
         raise UserError("give a request, e.g. geoql compile \"cafes in Bonn\", or --split dev --out FILE.pred, "
                         "or --requests FILE --out FILE.pred")
@@ -131,7 +133,7 @@ def _rewrite(path: Path, lines: list[str]) -> None:
     write_atomic(path, "".join(line + "\n" for line in lines))
 
 
-def run_split(args, config) -> int:
+def run_many(args, config) -> int:
     """Compile a split (``--split``) or a file of requests (``--requests``) to ``--out``, resumably."""
     if args.requests:
         examples = [Example("requests", i, nl, "", "") for i, nl in enumerate(read_example_lines(args.requests, "--requests"))]

@@ -303,7 +303,7 @@ def walk(node) -> Iterator:
         cur = stack.pop()
         yield cur
         children = []
-        for name in _node_fields(type(cur)):
+        for name in _fields_of(type(cur))[0]:
             value = getattr(cur, name)
             if isinstance(value, list):
                 children.extend(v for v in value if hasattr(v, "__dataclass_fields__"))
@@ -333,11 +333,12 @@ def clone(node):
     new = object.__new__(cls)
     state = new.__dict__
     state.update(node.__dict__)
-    for name in _node_fields(cls):
+    node_fields, string_lists = _fields_of(cls)
+    for name in node_fields:
         value = state[name]
         if value is not None:
             state[name] = clone(value)
-    for name in _string_lists(cls):
+    for name in string_lists:
         state[name] = list(state[name])
     return new
 
@@ -345,21 +346,16 @@ def clone(node):
 # Field types that never hold a node: walk skips them (a Tag has no field to look into). Any other
 # type, a new one included, is looked into.
 _LEAF_TYPES = frozenset({"str", "int", "bool", "float", "Optional[str]", "Optional[int]", "list[str]", "Optional[tuple]"})
-_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
-_STRING_LISTS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
-def _node_fields(cls: type) -> tuple[str, ...]:
+def _fields_of(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(fields that may hold a node, fields that are lists of strings)`` of a node class: what walk
+    looks into and what clone copies besides."""
     # dataclasses.fields() builds a fresh tuple of Field objects per call; the CPU default walks
     # ~3,000 nodes per request, so the names are looked up once per node class.
-    names = _NODE_FIELDS.get(cls)
-    if names is None:
-        names = _NODE_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.type not in _LEAF_TYPES)
-    return names
-
-
-def _string_lists(cls: type) -> tuple[str, ...]:
-    names = _STRING_LISTS.get(cls)
-    if names is None:
-        names = _STRING_LISTS[cls] = tuple(f.name for f in fields(cls) if f.type == "list[str]")
-    return names
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = (tuple(f.name for f in fields(cls) if f.type not in _LEAF_TYPES),
+                                tuple(f.name for f in fields(cls) if f.type == "list[str]"))
+    return found
