@@ -58,18 +58,29 @@ def replace_dir(staging: str | os.PathLike, target: str | os.PathLike) -> Path:
     """Move the finished directory ``staging`` to ``target``, replacing what was there.
 
     The old ``target`` is renamed aside first and removed only after the new one is
-    in place, so a failure midway leaves one of the two complete.
+    in place, so a failure midway leaves one of the two complete. When another writer
+    puts its own complete copy at ``target`` meanwhile, the swap fails, that copy stays,
+    and nothing of ours is left beside it.
     """
     staging, target = Path(staging), Path(target)
     if not target.exists():
         os.rename(staging, target)
         return target
     aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-    os.rename(target, aside / "previous")
+    try:
+        os.rename(target, aside / "previous")
+    except BaseException:  # e.g. a concurrent writer moved it first: nothing of it is in the empty ``aside``
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
     try:
         os.rename(staging, target)
     except BaseException:
-        os.rename(aside / "previous", target)  # put the old one back
+        try:
+            os.rename(aside / "previous", target)  # put the old one back
+        except OSError:
+            if not target.is_dir():  # nothing complete in place: keep the old one aside rather than lose it
+                raise
+            # else a concurrent writer's complete copy took the place: the old one is not needed
         shutil.rmtree(aside, ignore_errors=True)
         raise
     shutil.rmtree(aside, ignore_errors=True)

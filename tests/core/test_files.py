@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fakes.support import run_concurrently
 
 from geoql.core import files
 from geoql.core.files import atomic_dir, check_writable_dir, replace_dir, write_atomic
@@ -72,6 +73,45 @@ def test_replace_dir_puts_the_old_back_when_the_swap_fails(tmp_path, monkeypatch
     with pytest.raises(OSError, match="interrupted"):
         replace_dir(staging, target)
     assert (target / "model.pkl").read_text() == "trained for minutes"
+
+
+def test_replace_dir_gives_way_to_a_writer_that_finished_meanwhile(tmp_path, monkeypatch):
+    # The interleaving that left a stray ".prepared-….old.…" folder in CI: another writer publishes its
+    # copy between our moving the old one aside and our swap.
+    target = tmp_path / "prepared"
+    target.mkdir()
+    (target / "model.onnx").write_text("old")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    (staging / "model.onnx").write_text("ours")
+    real_rename = os.rename
+
+    def rename(src, dst):
+        if Path(src) == staging:
+            target.mkdir()
+            (target / "model.onnx").write_text("theirs")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(files.os, "rename", rename)
+    with pytest.raises(OSError):
+        replace_dir(staging, target)
+    assert (target / "model.onnx").read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prepared", "staging"]  # the caller removes its staging
+
+
+def test_concurrent_atomic_dirs_leave_one_complete_copy(tmp_path):
+    for round_ in range(20):
+        out = tmp_path / str(round_)
+
+        def build(n=round_):
+            try:
+                atomic_dir(out, lambda p: (p / "x").write_text(str(n)))
+            except OSError:
+                pass  # lost the race to another writer: its copy is in place
+
+        _, errors = run_concurrently(build, 6)
+        assert not errors and (out / "x").read_text() == str(round_)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(str(i) for i in range(20))
 
 
 def test_atomic_dir_builds_beside_and_cleans_up(tmp_path):
