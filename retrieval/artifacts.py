@@ -32,6 +32,7 @@ TAGS_BM25 = "tags.bm25"
 EXAMPLES_JSONL = "examples.jsonl"
 EXAMPLES_FAISS = "examples.faiss"
 EXAMPLES_BM25 = "examples.bm25"
+EXAMPLES_E5 = "examples.e5.npy"  # the training requests' multilingual vectors (retrieval.multilingual); optional
 TAG_LEXICON = "tag_lexicon.npz"  # tag names in every language of the schema (retrieval.lexicon)
 GLOSSARY_PREFIX, GLOSSARY_SUFFIX = "glossary.", ".sqlite"  # glossary.<lang>.sqlite: a language's words -> English
 # (retrieval.glossary); optional

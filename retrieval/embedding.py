@@ -458,7 +458,7 @@ def load_onnx_encoder(name: str, threads: int = 1, int8: bool = False) -> OnnxEn
     return OnnxEncoder(name, threads=threads, int8=int8)
 
 
-def _batch_threads() -> int:
+def batch_threads() -> int:
     return max(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), 1)
 
 
@@ -470,7 +470,7 @@ def encode(name: str, texts: list[str], *, batch_size: int = 128, progress: bool
     import numpy as np
 
     if encoder_backend() == "onnx":
-        encoder = load_onnx_encoder(name, threads=_batch_threads())
+        encoder = load_onnx_encoder(name, threads=batch_threads())
         vectors = encoder.encode(list(texts), batch_size=min(batch_size, 64), progress=progress)
         if not encoder.settings["normalize"]:  # encode() promises unit vectors whatever the model config says
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

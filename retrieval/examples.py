@@ -90,6 +90,11 @@ class ExampleRetriever:
     def __len__(self) -> int:
         return len(self.examples)
 
+    def nl_of(self, index: int) -> str | None:
+        """The indexed request at train ``index`` (None when it is not indexed)."""
+        row = self._row_of.get(index)
+        return self.examples[row].nl if row is not None else None
+
     def search(self, nl: str, k: int = 5, exclude=()) -> list[RetrievedExample]:
         """The ``k`` most similar training examples, best first; ``exclude`` holds train indices."""
         text = clean_request(nl)

@@ -41,6 +41,7 @@ from .glossary import Translator
 from .examples import ExampleRetriever, RetrievedExample, clean_request, has_content
 from .fusion import reciprocal_rank_fusion, top_indices
 from .lexicon import LexicalMatch, Lexicon
+from .multilingual import MultilingualExamples
 from .ranker import NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_quality, tag_words
 from .tag_tables import load_tag_tables
 from .text import split_value, tokenize, without_database_name
@@ -128,6 +129,8 @@ class TagRetriever:
         ex = tables.examples
         self.examples = ExampleRetriever(index_dir, manifest, self.config, [
             RetrievedExample(i, nl, query, 0.0, tuple(tags)) for i, nl, query, tags in zip(ex["index"], ex["nl"], ex["query"], ex["tags"])])
+        # The training requests' multilingual vectors (None without them): neighbours across languages.
+        self.multilingual = MultilingualExamples.load(index_dir, [e.index for e in self.examples.examples])
         # Ranker features: the tags each training request uses, and how many requests use each tag.
         self._example_docs = [tuple(sorted({self._doc_of[t] for t in ex.tags if t in self._doc_of})) for ex in self.examples.examples]
         self._train_count: dict[int, int] = {}

@@ -24,6 +24,7 @@ class Candidate:
     repairs: int = 0  # kinds of constants app.cpu.faithful took out (another place, ids, an unasked format...)
     frame_pick: bool = False  # from a neighbour picked by the request's tags and shape (neighbours.FrameNeighbours)
     example_pick: bool = False  # from a neighbour the tag index's example search picked (retrieval.examples)
+    e5_pick: bool = False  # from a neighbour the multilingual embedding picked (retrieval.multilingual)
     composed: bool = False  # also built from the request alone (app.cpu.compose)
 
 
@@ -81,11 +82,13 @@ def build_pool(info, neighbours, train_nls, train_queries, ctx_factory, options,
             cand = pool.get(text)
             if cand is None:
                 pool[text] = Candidate(text, nb.index, rank, nb.score, example_nl, tuple(edits), votes=nb.score,
-                                       frame_pick=getattr(nb, "frame", False), example_pick=getattr(nb, "example", False))
+                                       frame_pick=getattr(nb, "frame", False), example_pick=getattr(nb, "example", False),
+                                       e5_pick=getattr(nb, "e5", False))
             else:
                 cand.votes += nb.score
                 cand.frame_pick = cand.frame_pick or getattr(nb, "frame", False)
                 cand.example_pick = cand.example_pick or getattr(nb, "example", False)
+                cand.e5_pick = cand.e5_pick or getattr(nb, "e5", False)
     return list(pool.values())
 
 

@@ -100,6 +100,11 @@ BASE_FEATURES = (
     # whether the index's example search picked that neighbour.
     "dense_similarity",
     "example_pick",
+    # The multilingual embedding (retrieval.multilingual; -1 without it or for a composed query): the cosine
+    # of the candidate's example request with the request as written, in any language, and whether that
+    # embedding picked the neighbour.
+    "e5_cosine",
+    "e5_pick",
 )
 # Columns also given relative to the pool (minus the pool's best, minus its mean): the
 # selector compares candidates of one request, and "the most similar of this pool"
@@ -122,6 +127,7 @@ RELATIVE = (
     "hint_missing",
     "shape_match",
     "dense_similarity",
+    "e5_cosine",
 )
 FEATURE_NAMES = (
     BASE_FEATURES
@@ -238,13 +244,14 @@ def _hint_columns(summary, tags: set[str], kv_tags: list[str]) -> dict[str, floa
 
 def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None,
                   hints: dict[str, float] | None = None, *, shape: str | None = None, latin: bool = True,
-                  dense: dict[int, float] | None = None) -> np.ndarray:
+                  dense: dict[int, float] | None = None, e5: dict[int, float] | None = None) -> np.ndarray:
     """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool.
 
     ``place`` is the request's place as the queries would spell it (after aliases);
     ``hints`` the tag retriever's tags for the request (``None``: the model has no index);
     ``shape`` the request's (``app.cpu.compose.request_shape``), ``latin`` whether it is written in a Latin script;
-    ``dense`` the embedding cosine of the request with each candidate's example (train index -> cosine).
+    ``dense`` the embedding cosine of the request with each candidate's example (train index -> cosine),
+    ``e5`` the same under the multilingual embedding.
     """
     place = place or info.area
     if not candidates:
@@ -335,6 +342,8 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
             "request_latin": latin,
             "dense_similarity": dense.get(c.source, -1.0) if dense is not None else -1.0,
             "example_pick": getattr(c, "example_pick", False),
+            "e5_cosine": e5.get(c.source, -1.0) if e5 is not None else -1.0,
+            "e5_pick": getattr(c, "e5_pick", False),
         }))
     base = np.asarray(rows, dtype=np.float64)
     cols = [base]

@@ -107,6 +107,9 @@ class CpuConfig:
     example_k: int = field(default=5, metadata={
         "help": "more neighbours from the tag index's search of the training requests (sentence embedding, BM25 "
                 "and character n-grams fused), which finds rephrased requests that share few letters (needs the index)"})
+    e5_k: int = field(default=5, metadata={
+        "help": "more neighbours from the multilingual embedding of the request as written (multilingual-e5-small, "
+                "retrieval.multilingual), which meets a request in any language (needs an index built with it)"})
     compose: bool = field(default=True, metadata={
         "help": "also offer the query composed from the request alone (app.cpu.compose)"})
     gloss_words: bool = field(default=False, metadata={
@@ -124,6 +127,8 @@ class CpuConfig:
             raise ConfigError(f"frame_k must be between 0 and 20 (got {self.frame_k}): 3 is a good default")
         if not 0 <= self.example_k <= 20:
             raise ConfigError(f"example_k must be between 0 and 20 (got {self.example_k}): 5 is a good default")
+        if not 0 <= self.e5_k <= 20:
+            raise ConfigError(f"e5_k must be between 0 and 20 (got {self.e5_k}): 5 is a good default")
         if self.faithful not in LEVELS:
             raise ConfigError(f"faithful must be one of {', '.join(LEVELS)} (got {self.faithful!r}): use all")
         self.edit_options  # validates the spec early
@@ -297,10 +302,21 @@ class CpuModel:
                              if ex.index < len(self.train_nls) and self.train_nls[ex.index] == ex.nl]
         else:
             example_picks = []
-        # One TF-IDF product for both kinds of extra neighbour.
-        sims = similarities(self.neighbours, english, frame_picks + example_picks)
-        neighbours = (list(neighbours) + [Neighbour(i, s, frame=True) for i, s in zip(frame_picks, sims)]
-                      + [Neighbour(i, s, example=True) for i, s in zip(example_picks, sims[len(frame_picks):])])
+        # The multilingual embedding reads the request as written, in any script: no glossary in between.
+        multilingual = self.hints.retriever.multilingual if self.hints is not None else None
+        e5_k = getattr(config, "e5_k", 0)  # a model pickled before multilingual picks has none (nor their features)
+        e5_vector = multilingual.vector(nl) if multilingual is not None and e5_k else None
+        if e5_vector is not None:
+            seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours} | set(frame_picks) | set(example_picks)
+            e5_picks = [i for i, _ in multilingual.search(e5_vector, e5_k, tuple(seen)) if self._indexed(i)]
+        else:
+            e5_picks = []
+        # One TF-IDF product for every kind of extra neighbour.
+        extra = frame_picks + example_picks + e5_picks
+        sims = dict(zip(extra, similarities(self.neighbours, english, extra)))
+        neighbours = (list(neighbours) + [Neighbour(i, sims[i], frame=True) for i in frame_picks]
+                      + [Neighbour(i, sims[i], example=True) for i in example_picks]
+                      + [Neighbour(i, sims[i], e5=True) for i in e5_picks])
 
         wanted = lex.best_tags(info.words, limit=8)
 
@@ -321,8 +337,16 @@ class CpuModel:
         if readable:  # how close each candidate's example is in meaning, not in letters
             sources = sorted({c.source for c in cands if c.source >= 0})
             dense = dict(zip(sources, self.hints.retriever.examples.cosines(english, sources)))
+        e5 = None
+        if e5_vector is not None:
+            sources = sorted({c.source for c in cands if c.source >= 0})
+            e5 = dict(zip(sources, multilingual.cosines(e5_vector, sources)))
         return info, cands, pool_features(info, cands, lex, place, hints, shape=shape.where,
-                                          latin=frame.script in ("Latin", "Common"), dense=dense)
+                                          latin=frame.script in ("Latin", "Common"), dense=dense, e5=e5)
+
+    def _indexed(self, index: int) -> bool:
+        """Whether the index's training request ``index`` is this model's too (a quick model, a test's, has fewer)."""
+        return index < len(self.train_nls) and self.train_nls[index] == self.hints.retriever.examples.nl_of(index)
 
     def _composed(self, info, frame, place, hints, wanted, lex, hint_exclude) -> list[str]:
         """The request's own query (``app.cpu.compose``): main tags from the hints and the lexicon."""
@@ -455,4 +479,6 @@ class CpuModel:
         if "example_pick" not in names:
             # Trained before the example search offered neighbours: its selector never saw such candidates.
             model.config = replace(model.config, example_k=0)
+        if "e5_pick" not in names:  # likewise before the multilingual picks
+            model.config = replace(model.config, e5_k=0)
         return model

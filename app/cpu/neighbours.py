@@ -19,6 +19,7 @@ class Neighbour:
     score: float  # cosine similarity of the TF-IDF vectors
     frame: bool = False  # picked by the request's tags and shape (FrameNeighbours), not by its wording
     example: bool = False  # picked by the tag index's fused search of the training requests (retrieval.examples)
+    e5: bool = False  # picked by the multilingual embedding of the request as written (retrieval.multilingual)
 
 
 class CharTfidfNeighbours:

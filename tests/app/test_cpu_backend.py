@@ -84,6 +84,7 @@ def test_missing_model_without_training_names_the_command(tmp_path):
     [({"k": 0}, "k must be between 1 and 100"), ({"k": "ten"}, "whole number"),
      ({"edits": "colour"}, "unknown edit group"), ({"select": "maybe"}, "true or false"),
      ({"example_k": 21}, "example_k must be between 0 and 20"), ({"example_k": "five"}, "whole number"),
+     ({"e5_k": -1}, "e5_k must be between 0 and 20"),
      ({"colour": 1}, "bad options")],
 )
 def test_bad_options_are_user_errors(options, message):

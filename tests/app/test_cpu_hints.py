@@ -171,7 +171,7 @@ def test_example_picks_join_the_pool_leave_one_out(hinted_model):
     """``example_k`` adds the tag index's nearest training requests that the character n-grams missed, marked
     ``example_pick``; a training request's excluded twins never come back that way, and every candidate
     made from an example gets that example's embedding cosine (a composed-only one: -1)."""
-    config = replace(hinted_model.config, example_k=0)
+    config = replace(hinted_model.config, example_k=0, e5_k=0)  # e5 picks would take the places example picks leave
     nl = "What shops sell flowers in the province of Forlì-Cesena?"
     _, plain, _ = hinted_model.pool(nl, config=config)
     _, cands, feats = hinted_model.pool(nl, config=replace(config, example_k=5))
@@ -184,6 +184,30 @@ def test_example_picks_join_the_pool_leave_one_out(hinted_model):
     twins = new
     _, left, _ = hinted_model.pool(nl, config=replace(config, example_k=5), exclude=frozenset(twins))
     assert twins.isdisjoint({c.source for c in left})
+
+
+def test_multilingual_picks_meet_a_request_in_any_script(hinted_model):
+    """``e5_k`` adds the training requests nearest under the multilingual embedding, read as written: a Korean
+    request (no Korean glossary in the small index, so no example picks) still gets neighbours, marked
+    ``e5_pick``, and every candidate made from an example gets that example's e5 cosine (composed: -1)."""
+    korean = "현재 화면 영역에 어떤 우체국들이 있습니까?"  # post offices in the current view
+    config = replace(hinted_model.config, e5_k=0)
+    _, plain, plain_feats = hinted_model.pool(korean, config=config)
+    assert not any(c.e5_pick for c in plain)
+    _, cands, feats = hinted_model.pool(korean, config=replace(config, e5_k=5))
+    new = {c.source for c in cands} - {c.source for c in plain}
+    assert new and all(c.e5_pick for c in cands if c.source in new)
+    e5 = feats[:, FEATURE_NAMES.index("e5_cosine")]
+    assert all((d == -1.0) == (c.source < 0) for c, d in zip(cands, e5))
+    assert max(e5) > 0.8  # e5's cosines are compressed: unrelated requests score 0.75-0.82
+    assert feats[:, FEATURE_NAMES.index("e5_pick")].sum() == sum(c.e5_pick for c in cands)
+    # What e5-small reads best across scripts is the request's shape: its nearest training requests ask about the
+    # current view ("city in current view"), whose queries search {{bbox}}, as this request's must.
+    multilingual = hinted_model.hints.retriever.multilingual
+    nearest = [i for i, _ in multilingual.search(multilingual.vector(korean), 3)]
+    assert all("{{bbox}}" in hinted_model.train_queries[i] for i in nearest)
+    _, left, _ = hinted_model.pool(korean, config=replace(config, e5_k=5), exclude=frozenset(new))
+    assert new.isdisjoint({c.source for c in left})
 
 
 def test_no_example_picks_where_the_embedding_cannot_read_the_request(hinted_model):

@@ -143,3 +143,13 @@ def test_a_model_trained_before_example_picks_runs_without_them(model, tmp_path)
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))
     old = CpuModel.load(tmp_path)
     assert old.config.example_k == 0 and old.compile("Cafes in Bonn")
+
+
+def test_a_model_trained_before_multilingual_picks_runs_without_them(model, tmp_path):
+    model.save(tmp_path)
+    assert CpuModel.load(tmp_path).config.e5_k == model.config.e5_k == 5
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["feature_names"] = [n for n in manifest["feature_names"] if not n.startswith("e5_")]
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    old = CpuModel.load(tmp_path)
+    assert old.config.e5_k == 0 and old.config.example_k == 5 and old.compile("Cafes in Bonn")

@@ -19,6 +19,8 @@ from geoql.app.cpu import train as cpu_train
 from geoql.app.cpu.model import CpuModel
 from geoql.eval.dataset import load_split, pairs_digest
 from geoql.index.prebuilt import shipped_ranker
+from geoql.retrieval import artifacts as A
+from geoql.retrieval import multilingual
 from geoql.retrieval.artifacts import content_key
 
 REQUESTS = ("drinking water taps in Vienna", "cafes in Bonn", "how many pharmacies are in Berlin?",
@@ -66,6 +68,7 @@ def test_the_description_says_what_it_was_trained_on(loaded, shipped_dir, small_
     assert meta["index_key"] == content_key(small_index_dir)
     assert meta["train_sha256"] == pairs_digest(*_pairs(loaded))
     assert meta["feature_names"] == list(loaded.feature_names)
+    assert meta["multilingual"] == A.load_manifest(small_index_dir).data["multilingual"]["model"] is not None
     ranker = json.loads((shipped_dir / "ranker.json").read_text(encoding="utf-8"))
     assert ranker["index_key"] == meta["index_key"] and "index_built_at" not in ranker
 
@@ -85,11 +88,21 @@ def _variant(shipped_dir, tmp_path, **changes):
     ({"feature_names": ["rank", "a feature of a later version"]}, "features this version does not compute"),
     ({"arrays_sha256": "0" * 64}, "does not match selector.json"),
     ({"format": 99}, "none is shipped"),
+    ({"multilingual": "another embedding"}, "another multilingual embedding"),
+    ({"multilingual": None}, "trained without the multilingual embedding"),
 ])
 def test_a_selector_that_does_not_fit_is_not_taken(loaded, shipped_dir, small_index_dir, tmp_path, changes, reason):
     folder = _variant(shipped_dir, tmp_path, **changes)
     model, why = prebuilt.shipped_model(*_pairs(loaded), small_index_dir, folder=folder)
     assert model is None and reason in why
+
+
+def test_an_index_without_multilingual_vectors_trains_its_own(loaded, shipped_dir, small_index_dir, tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(small_index_dir, index)
+    (index / A.EXAMPLES_E5).unlink()
+    model, why = prebuilt.shipped_model(*_pairs(loaded), index, folder=shipped_dir)
+    assert model is None and "no multilingual vectors" in why
 
 
 def test_no_index_no_shipped_model(loaded, shipped_dir, tmp_path):
@@ -161,3 +174,4 @@ def test_the_shipped_files_fit_this_version():
     selector = prebuilt.load_selector()
     assert selector.n_features_in_ == len(meta["feature_names"])
     assert shipped_ranker(meta["index_key"]) is not None
+    assert meta["multilingual"] == multilingual.MODEL and meta["config"]["e5_k"] > 0

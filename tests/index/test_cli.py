@@ -20,6 +20,16 @@ def test_index_build_command(tmp_path, overpassnl_dir, capsys):
     assert json.loads((out / "manifest.json").read_text())["counts"]["examples"] == 8
 
 
+def test_index_build_without_the_multilingual_vectors(tmp_path, overpassnl_dir, capsys):
+    out = tmp_path / "idx"
+    with FakeNpmRegistry() as registry:
+        code = main(["index", "build", "--out", str(out), "--data-dir", str(overpassnl_dir), "--cache-dir", str(tmp_path / "c"),
+                     "--registry", registry.url, "--no-taginfo", "--no-glossaries", "--no-multilingual", "--train-limit", "8"])
+    assert code == 0 and "no multilingual" not in capsys.readouterr().err
+    assert json.loads((out / "manifest.json").read_text())["multilingual"] == {"status": "disabled"}
+    assert not (out / "examples.e5.npy").exists()
+
+
 def test_unreachable_registry_is_a_user_error(tmp_path, overpassnl_dir, capsys):
     code = main(["index", "build", "--out", str(tmp_path / "idx"), "--data-dir", str(overpassnl_dir),
                  "--cache-dir", str(tmp_path / "c"), "--registry", "http://127.0.0.1:9", "--no-taginfo", "--no-glossaries"])
