@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -77,10 +78,11 @@ def replace_dir(staging: str | os.PathLike, target: str | os.PathLike) -> Path:
     except BaseException:
         try:
             os.rename(aside / "previous", target)  # put the old one back
-        except OSError:
-            if not target.is_dir():  # nothing complete in place: keep the old one aside rather than lose it
+        except OSError as exc:
+            # A concurrent writer's complete copy held the place at that moment (it may be swapped for a third
+            # one meanwhile, never for nothing): the old one is not needed. Any other failure: keep it aside.
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
-            # else a concurrent writer's complete copy took the place: the old one is not needed
         shutil.rmtree(aside, ignore_errors=True)
         raise
     shutil.rmtree(aside, ignore_errors=True)

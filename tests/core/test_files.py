@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -97,6 +98,27 @@ def test_replace_dir_gives_way_to_a_writer_that_finished_meanwhile(tmp_path, mon
         replace_dir(staging, target)
     assert (target / "model.onnx").read_text() == "theirs"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prepared", "staging"]  # the caller removes its staging
+
+
+def test_replace_dir_keeps_the_old_aside_when_it_cannot_be_put_back(tmp_path, monkeypatch):
+    # Not a concurrent writer (the place is empty): the user's old copy must survive, beside it.
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "model.pkl").write_text("trained for minutes")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    real_rename = os.rename
+
+    def rename(src, dst):
+        if Path(src) == staging or Path(src).name == "previous":
+            raise OSError(errno.EIO, "input/output error")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(files.os, "rename", rename)
+    with pytest.raises(OSError, match="input/output error"):
+        replace_dir(staging, target)
+    (kept,) = tmp_path.glob(".model.old.*/previous")
+    assert (kept / "model.pkl").read_text() == "trained for minutes"
 
 
 def test_concurrent_atomic_dirs_leave_one_complete_copy(tmp_path):
