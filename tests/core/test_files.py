@@ -57,20 +57,31 @@ def test_replace_dir_swaps_and_removes_the_old(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
 
 
-def test_replace_dir_puts_the_old_back_when_the_swap_fails(tmp_path, monkeypatch):
+def _swap_with_renames(tmp_path, monkeypatch, before_rename):
+    """A model folder, a finished staging folder, and ``os.rename`` that first calls ``before_rename(src)``
+    (which may raise, or play another writer); returns (target, staging)."""
     target = tmp_path / "model"
     target.mkdir()
     (target / "model.pkl").write_text("trained for minutes")
     staging = tmp_path / "staging"
     staging.mkdir()
+    (staging / "model.pkl").write_text("ours")
     real_rename = os.rename
 
     def rename(src, dst):
-        if Path(src) == staging:
-            raise OSError("interrupted")
+        before_rename(Path(src), staging, target)
         real_rename(src, dst)
 
     monkeypatch.setattr(files.os, "rename", rename)
+    return target, staging
+
+
+def test_replace_dir_puts_the_old_back_when_the_swap_fails(tmp_path, monkeypatch):
+    def interrupt(src, staging, target):
+        if src == staging:
+            raise OSError("interrupted")
+
+    target, staging = _swap_with_renames(tmp_path, monkeypatch, interrupt)
     with pytest.raises(OSError, match="interrupted"):
         replace_dir(staging, target)
     assert (target / "model.pkl").read_text() == "trained for minutes"
@@ -79,42 +90,25 @@ def test_replace_dir_puts_the_old_back_when_the_swap_fails(tmp_path, monkeypatch
 def test_replace_dir_gives_way_to_a_writer_that_finished_meanwhile(tmp_path, monkeypatch):
     # The interleaving that left a stray ".prepared-….old.…" folder in CI: another writer publishes its
     # copy between our moving the old one aside and our swap.
-    target = tmp_path / "prepared"
-    target.mkdir()
-    (target / "model.onnx").write_text("old")
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    (staging / "model.onnx").write_text("ours")
-    real_rename = os.rename
-
-    def rename(src, dst):
-        if Path(src) == staging:
+    def another_writer(src, staging, target):
+        if src == staging:
             target.mkdir()
-            (target / "model.onnx").write_text("theirs")
-        real_rename(src, dst)
+            (target / "model.pkl").write_text("theirs")
 
-    monkeypatch.setattr(files.os, "rename", rename)
+    target, staging = _swap_with_renames(tmp_path, monkeypatch, another_writer)
     with pytest.raises(OSError):
         replace_dir(staging, target)
-    assert (target / "model.onnx").read_text() == "theirs"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["prepared", "staging"]  # the caller removes its staging
+    assert (target / "model.pkl").read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "staging"]  # the caller removes its staging
 
 
 def test_replace_dir_keeps_the_old_aside_when_it_cannot_be_put_back(tmp_path, monkeypatch):
     # Not a concurrent writer (the place is empty): the user's old copy must survive, beside it.
-    target = tmp_path / "model"
-    target.mkdir()
-    (target / "model.pkl").write_text("trained for minutes")
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    real_rename = os.rename
-
-    def rename(src, dst):
-        if Path(src) == staging or Path(src).name == "previous":
+    def broken_disk(src, staging, target):
+        if src == staging or src.name == "previous":
             raise OSError(errno.EIO, "input/output error")
-        real_rename(src, dst)
 
-    monkeypatch.setattr(files.os, "rename", rename)
+    target, staging = _swap_with_renames(tmp_path, monkeypatch, broken_disk)
     with pytest.raises(OSError, match="input/output error"):
         replace_dir(staging, target)
     (kept,) = tmp_path.glob(".model.old.*/previous")
