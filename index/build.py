@@ -165,7 +165,7 @@ def build_index(config: IndexConfig) -> Path:
         surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs, known)
         _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
         _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
-        multilingual = _multilingual(config, examples, staging)
+        multilingual_entry = _multilingual(config, examples, staging)
         steps.update()
 
         steps.set_postfix_str("BM25")
@@ -183,7 +183,7 @@ def build_index(config: IndexConfig) -> Path:
 
         manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon,
                              glossaries)
-        manifest["multilingual"] = multilingual
+        manifest["multilingual"] = multilingual_entry
         _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
             steps.set_postfix_str("ranker")  # the page's preparation shows it: a minute or more of the build

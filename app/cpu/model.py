@@ -299,7 +299,7 @@ class CpuModel:
             seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours} | set(frame_picks)
             # The index's requests are the split's; a model trained on some of them (a quick model, a test's) uses those only.
             example_picks = [ex.index for ex in self.hints.retriever.examples.search(english, example_k, tuple(seen))
-                             if ex.index < len(self.train_nls) and self.train_nls[ex.index] == ex.nl]
+                             if self._indexed(ex.index)]
         else:
             example_picks = []
         # The multilingual embedding reads the request as written, in any script: no glossary in between.
@@ -333,19 +333,18 @@ class CpuModel:
             # A place the English rules miss ("博物馆 in 西安", "in Москве") is still the request's own.
             target = place or (None if info.in_view else frame.place)
             cands = guard_pool(nl, cands, place=target, aliases=spellings, kinds=kinds)
-        dense = None
+        dense = e5 = None
+        sources = sorted({c.source for c in cands if c.source >= 0})
         if readable:  # how close each candidate's example is in meaning, not in letters
-            sources = sorted({c.source for c in cands if c.source >= 0})
             dense = dict(zip(sources, self.hints.retriever.examples.cosines(english, sources)))
-        e5 = None
         if e5_vector is not None:
-            sources = sorted({c.source for c in cands if c.source >= 0})
             e5 = dict(zip(sources, multilingual.cosines(e5_vector, sources)))
         return info, cands, pool_features(info, cands, lex, place, hints, shape=shape.where,
                                           latin=frame.script in ("Latin", "Common"), dense=dense, e5=e5)
 
     def _indexed(self, index: int) -> bool:
-        """Whether the index's training request ``index`` is this model's too (a quick model, a test's, has fewer)."""
+        """Whether the index's training request ``index`` is this model's too (a quick model, a test's, has fewer):
+        only then may a search of the index offer it as a neighbour."""
         return index < len(self.train_nls) and self.train_nls[index] == self.hints.retriever.examples.nl_of(index)
 
     def _composed(self, info, frame, place, hints, wanted, lex, hint_exclude) -> list[str]:
