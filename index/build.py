@@ -186,7 +186,7 @@ def build_index(config: IndexConfig) -> Path:
         manifest["multilingual"] = multilingual_entry
         _write_json(staging / A.MANIFEST, manifest)
         if config.fit_ranker:
-            steps.set_postfix_str("ranker")  # the page's preparation shows it: a minute or more of the build
+            steps.set_postfix_str("ranker")  # the page's preparation shows it: about 11 minutes of the build
             shipped = config.prebuilt_ranker and prebuilt.use_shipped_ranker(staging)
             manifest["ranker"] = "prebuilt" if shipped else "fitted" if _fit_ranker(staging, config.progress) else "none"
             # the ranker is part of the build: its time counts (the manifest had to exist to load the index)

@@ -29,7 +29,7 @@ def register(subparsers) -> None:
     build.add_argument("--reuse-embeddings", type=str, default=None, metavar="INDEX_DIR",
                        help="take the vectors of texts an earlier index (same model) already embedded")
     build.add_argument("--fit-ranker", action="store_true",
-                       help="fit the tag ranker even where the one shipped with GeoQL fits the index (same ranker, ~2.5 min more)")
+                       help="fit the tag ranker even where the one shipped with GeoQL fits the index (same ranker, ~11 min more)")
     build.add_argument("--train-limit", type=int, default=None, help=argparse.SUPPRESS)
     build.set_defaults(handler=_build)
     fit = sub.add_parser("fit-ranker", help="fit the learned tag ranker (ranker.json) on the index's training requests and their glossed code-switched copies")

@@ -46,7 +46,7 @@ class IndexConfig:
     fit_ranker: bool = field(default=True, metadata={"help": "fit the learned tag ranker (ranker.json) on the built index"})
     prebuilt_ranker: bool = field(default=True, metadata={
         "help": "take the ranker shipped with GeoQL when the index's documents are the ones it was fitted on "
-                "(index.prebuilt: the same ranker, ~2.5 min less); False fits it anyway"})
+                "(index.prebuilt: the same ranker, ~11 min less); False fits it anyway"})
     reuse_embeddings: Path | None = field(default=None, metadata={"help": "an earlier index built with the same embedding model: "
                                           "texts it embedded keep their vectors (a rebuild after a tokenizer or translation change "
                                           "skips the embedding step)"})

@@ -149,12 +149,15 @@ def content_key(index_dir: str | os.PathLike | None = None) -> str:
     schema = sources.get(SCHEMA_SOURCE, {})
     # a glossary's whole entry: its dictionary, its word count, its pivot's, and how renderings were chosen
     glossaries = dict(sorted(sources.get("glossaries", {}).items()))
+    # the multilingual vectors feed the ranker's e5_* features: an index without them fits its own ranker
+    multilingual = manifest.get("multilingual") or {}
     digest = hashlib.sha256()
     digest.update(json.dumps({
         "format": manifest.get("format_version"), "tokenizer": manifest.get("tokenizer_version"),
         "embedding": manifest.get("embedding", {}).get("model"),
         "schema": [schema.get("version"), schema.get("integrity")],
         "train": sources.get(TRAIN_SOURCE, {}).get("sha256"), "glossaries": glossaries,
+        "multilingual": multilingual.get("model") if multilingual.get("status") == "ok" else None,
     }, sort_keys=True).encode())
     for name in (TAGS_JSONL, TAG_SURFACES_JSONL, EXAMPLES_JSONL):
         with open(path / name, "rb") as f:

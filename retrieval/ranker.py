@@ -1,7 +1,9 @@
 """Learned tag ranking: a cascade of two logistic regressions over per-candidate evidence features.
 
 The candidates of a request are the tags found by any source (dense surfaces,
-BM25, tags of the nearest training requests). Each gets the features below.
+BM25, tags of the nearest training requests by the English embedding and, where the
+index has them, by the multilingual one, lexical matches of names in the request's
+language). Each gets the features below.
 Stage 1, linear in the features, orders all candidates; stage 2, linear in the
 standardised features and their pairwise products, re-scores stage 1's best
 ``RERANK`` controlled tags (the products let one piece of evidence count for
@@ -9,8 +11,9 @@ more when another agrees). Both are fitted on the index's own training requests,
 each searched leaving out every training request with the same gold query (they
 neither vote nor appear as phrase surfaces; tags only they brought in are no
 candidates). The fit is deterministic (lbfgs for the first stage, Newton steps for the
-second, no randomness) and takes under a minute on the full index on two cores (the
-features are most of it); ``geoql index fit-ranker`` (or ``geoql index build``)
+second, no randomness) and takes about 11 minutes on the full index on two cores (the
+features are most of it: 2 for the training requests, 7 for their glossed copies, each
+encoded by the multilingual model); ``geoql index fit-ranker`` (or ``geoql index build``)
 writes the coefficients as readable JSON (``ranker.json``) next to the other
 artifacts. Without that file the retriever uses the hand-tuned linear fusion.
 
@@ -43,11 +46,14 @@ from .parallel import chunked_map
 from .text import split_value, tokenize
 
 RANKER_JSON = "ranker.json"
-RANKER_FORMAT = 6  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting; 4: tag quality;
+RANKER_FORMAT = 7  # 2: word-match and relative features; 3: two-stage cascade, leave-one-query-out fitting; 4: tag quality;
 # 5: meaning_words (key words for yes/no-like values) instead of value_words; 6: lexical features and a second
-# cascade for glossed requests
+# cascade for glossed requests; 7: the votes of the nearest requests by the multilingual embedding
 RERANK = 25  # controlled candidates that the second stage re-scores
 NEIGHBOURS = 50  # nearest training requests whose tags give features
+# Nearest training requests by the multilingual embedding (``retrieval.multilingual``) whose tags give
+# features and are candidates: they read a request in its own language, where the gloss loses words.
+E5_NEIGHBOURS = 20
 # Fewer glossed copies than this fit no glossed cascade (glossed requests take the English one): the small
 # test index's few hundred copies put shop=chemist before amenity=pharmacy for "Apotheke"; the full index has 5,187.
 MIN_GLOSSED_COPIES = 1000
@@ -91,8 +97,17 @@ FEATURES = (
     # ``Lexicon.search``), against the request's best match. English requests have none (0).
     "lexical_rel",
     "lexical_rr",  # 1 / (1 + rank) in the lexicon's ranking
+    # The E5_NEIGHBOURS nearest training requests by the multilingual embedding, the request read as written
+    # (0 where the index has no multilingual vectors: such an index has its own content key, so its own ranker).
+    "e5_votes",  # sum of cos^2 of those using the tag, / E5_NEIGHBOURS
+    "e5_frac5",  # share of the 5 nearest using the tag
+    "e5_frac20",
+    "e5_top1",  # the nearest uses the tag
+    "e5_max_cos",  # cosine of the nearest that uses the tag
+    "e5_votes_rel",
 )
-_RELATIVE = tuple((FEATURES.index(name), FEATURES.index(name + "_rel")) for name in ("dense", "bm25", "votes20", "votes50", "max_cos"))
+_RELATIVE = tuple((FEATURES.index(name), FEATURES.index(name + "_rel"))
+                  for name in ("dense", "bm25", "votes20", "votes50", "max_cos", "e5_votes"))
 _FREE_TEXT = FEATURES.index("free_text")
 _WIDTH = len(FEATURES) + len(FEATURES) * (len(FEATURES) + 1) // 2  # stage-2 inputs: features and their pairwise products
 
@@ -166,7 +181,8 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
                        popularity_peak: float = 1.0, doc_quality=None):
     """(candidate doc ids, feature rows) for one request.
 
-    ``evidence``: the retriever's ``dense``/``bm25`` score dicts; ``neighbours``:
+    ``evidence``: the retriever's ``dense``/``bm25`` score dicts, and ``e5``: [(row, cos)] of the nearest
+    training requests by the multilingual embedding, best first (absent: none); ``neighbours``:
     [(row, cos)] of the nearest training requests, best first;
     ``example_tags(row)``: the doc ids a training request uses; ``train_count``:
     doc id -> number of training requests using it; ``excluded_tags``: doc ids of
@@ -215,12 +231,25 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
         if rank < 20:
             for key in {docs[d]["key"] for d in used}:
                 key_frac[key] = key_frac.get(key, 0.0) + 1 / 20
+    e5_votes: dict[int, float] = {}
+    e5_frac = ({}, {})
+    e5_top1: set[int] = set()
+    e5_max: dict[int, float] = {}
+    for rank, (row, cos) in enumerate(evidence.get("e5", ())[:E5_NEIGHBOURS]):
+        for doc in example_tags(row):
+            e5_votes[doc] = e5_votes.get(doc, 0.0) + max(cos, 0.0) ** 2 / E5_NEIGHBOURS
+            for j, limit in enumerate((5, 20)):
+                if rank < limit:
+                    e5_frac[j][doc] = e5_frac[j].get(doc, 0.0) + 1 / limit
+            if rank == 0:
+                e5_top1.add(doc)
+            e5_max[doc] = max(e5_max.get(doc, 0.0), cos)
     excluded = {}
     for doc in excluded_tags:
         excluded[doc] = excluded.get(doc, 0) + 1
     candidates = []
     rows = []
-    for doc in sorted(set(dense) | set(bm25) | set(v50) | set(lexical)):
+    for doc in sorted(set(dense) | set(bm25) | set(v50) | set(lexical) | set(e5_votes)):
         d = docs[doc]
         used = train_count.get(doc, 0)
         left = max(used - excluded.get(doc, 0), 0)
@@ -254,6 +283,12 @@ def candidate_features(docs, popularity, evidence: dict, neighbours, example_tag
             *doc_quality(doc),
             lexical[doc].score / lexical_peak if doc in lexical else 0.0,
             1.0 / (1 + lexical_rank[doc]) if doc in lexical else 0.0,
+            e5_votes.get(doc, 0.0),
+            e5_frac[0].get(doc, 0.0),
+            e5_frac[1].get(doc, 0.0),
+            float(doc in e5_top1),
+            e5_max.get(doc, 0.0),
+            0.0,  # e5_votes_rel, below
         ])
     for source, relative in _RELATIVE:
         peak = max((row[source] for row in rows), default=0.0)
@@ -424,8 +459,10 @@ def _training_group(retriever, item):
     ex = examples.examples[row]
     gold = set(controlled_pairs(ex.query))
     exclude = groups.get(ex.index, (ex.index,))
-    if text is None:  # the indexed embedding: no encoder call
-        candidates, feats = retriever._features(ex.nl, examples.vectors[row], exclude)
+    if text is None:  # the indexed embeddings: no encoder call
+        multilingual = retriever.multilingual
+        e5_vector = multilingual.vectors[multilingual._row_of[ex.index]] if multilingual is not None else None
+        candidates, feats = retriever._features(ex.nl, examples.vectors[row], exclude, e5_vector)
     else:
         candidates, feats = retriever._features(text, None, exclude)
     if not candidates:

@@ -8,7 +8,9 @@ weighted sum (``fusion="linear"``) or weighted reciprocal rank (``"rrf"``):
   phrase of every tag (max over a tag's surfaces);
 * lexical: BM25 over each tag's names, synonyms and key/value words;
 * examples: the tags used by the gold queries of the nearest training
-  requests, voted with the examples' fused scores.
+  requests, voted with the examples' fused scores; the learned ranker also takes the
+  tags of the nearest by the multilingual embedding (``retrieval.multilingual``), which
+  reads a request in its own language.
 
 The embedding model and the training requests are English. A request in another
 language is first matched against the tag names of every language of the schema
@@ -42,7 +44,7 @@ from .examples import ExampleRetriever, RetrievedExample, clean_request, has_con
 from .fusion import reciprocal_rank_fusion, top_indices
 from .lexicon import LexicalMatch, Lexicon
 from .multilingual import MultilingualExamples
-from .ranker import NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_quality, tag_words
+from .ranker import E5_NEIGHBOURS, NEIGHBOURS, RANKER_JSON, CascadeRanker, candidate_features, tag_quality, tag_words
 from .tag_tables import load_tag_tables
 from .text import split_value, tokenize, without_database_name
 
@@ -326,14 +328,18 @@ class TagRetriever:
 
     def _request_evidence(self, text: str, exclude: tuple, *, neighbours: int = 0) -> dict:
         """:meth:`_evidence` of a cleaned request in any language: one that is not English is searched by its
-        gloss (:meth:`gloss`), and its lexical matches in its own languages come along (``"lexical"``)."""
+        gloss (:meth:`gloss`), and its lexical matches in its own languages come along (``"lexical"``).
+        The multilingual neighbours read ``text`` before any gloss: the request in its own words."""
         lexical: dict[int, LexicalMatch] = {}
+        e5_vector = None
+        if neighbours > 0 and self.multilingual is not None:
+            e5_vector = self.multilingual.vector(text)
         glossed = not self.is_english(text)
         if glossed:
             matches = self._lexical(text, self.config.tag_pool)
             lexical = {m.doc: m for m in matches}
             text = self._gloss(text, matches)
-        evidence = self._evidence(text, exclude, neighbours=neighbours)
+        evidence = self._evidence(text, exclude, neighbours=neighbours, e5_vector=e5_vector)
         evidence["lexical"] = lexical
         evidence["glossed"] = glossed
         return evidence
@@ -398,21 +404,22 @@ class TagRetriever:
             quality = self._tag_quality[doc] = tag_quality(self.docs[doc])
         return quality
 
-    def _features(self, text: str, vector, exclude) -> tuple[list[int], list[list[float]]]:
+    def _features(self, text: str, vector, exclude, e5_vector=None) -> tuple[list[int], list[list[float]]]:
         """Ranker candidates and feature rows for a request (ranker fitting): an English training request
-        whose embedding is known (``vector``), or with ``vector=None`` a request in any language, read as
-        :meth:`search` reads it."""
+        whose embeddings are known (``vector``, and ``e5_vector`` where the index has multilingual vectors),
+        or with ``vector=None`` a request in any language, read as :meth:`search` reads it."""
         text, exclude = clean_request(text), tuple(exclude)
         if vector is None:
             evidence = self._request_evidence(text, exclude, neighbours=NEIGHBOURS)
         else:
-            evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS, vector=vector)
+            evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS, vector=vector, e5_vector=e5_vector)
         return self._candidate_features(evidence, exclude)
 
-    def _evidence(self, text: str, exclude, *, neighbours: int = 0, vector=None) -> dict:
+    def _evidence(self, text: str, exclude, *, neighbours: int = 0, vector=None, e5_vector=None) -> dict:
         """Per-source scores of candidate tags: {"dense": {doc: cos}, "bm25": {doc: 0..1}, "votes": {doc: 0..1}}.
 
-        ``neighbours`` > 0 also returns the nearest training rows with their cosines (``"neighbours"``).
+        ``neighbours`` > 0 also returns the nearest training rows with their cosines (``"neighbours"``), and
+        with ``e5_vector`` (the request's multilingual vector) the nearest by that embedding (``"e5"``).
         """
         cfg = self.config
         if vector is None:
@@ -457,8 +464,17 @@ class TagRetriever:
                     if doc is not None:
                         votes[doc] = votes.get(doc, 0.0) + weight
                         voters.setdefault(doc, self.examples.examples[row].nl)
+        e5: list[tuple[int, float]] = []
+        if neighbours > 0 and e5_vector is not None and self.multilingual is not None:
+            row_of = self.examples._row_of
+            e5 = [(row_of[i], cos) for i, cos in self.multilingual.search(e5_vector, E5_NEIGHBOURS, exclude) if i in row_of]
+            for row, _ in e5:
+                for tag in self.examples.examples[row].tags:
+                    doc = self._doc_of.get(tag)
+                    if doc is not None:
+                        voters.setdefault(doc, self.examples.examples[row].nl)
         return {"dense": dense, "dense_why": dense_why, "bm25": bm25, "tokens": set(tokens), "votes": votes, "voters": voters,
-                "neighbours": near}
+                "neighbours": near, "e5": e5}
 
     def _fuse_linear(self, ev: dict) -> dict[int, float]:
         cfg = self.config

@@ -55,7 +55,7 @@ def test_fit_is_deterministic_and_readable(fitted, index_copy):
         assert list(mine.coef) == pytest.approx(list(theirs.coef), abs=1e-6)
         assert mine.intercept == pytest.approx(theirs.intercept, abs=1e-6)
     data = json.loads((index_copy / RANKER_JSON).read_text())
-    assert data["format"] == 6 and data["features"] == list(FEATURES) and N == 30
+    assert data["format"] == 7 and data["features"] == list(FEATURES) and N == 36
     for cascade in (data, data["glossed"]):
         assert len(cascade["stage1"]["coef"]) == N and len(cascade["stage2"]["coef"]) == N + N * (N + 1) // 2
         assert cascade["stage2"]["rerank"] == 25 and len(cascade["stage2"]["mean"]) == len(cascade["stage2"]["scale"]) == N
@@ -201,6 +201,26 @@ def test_lexical_matches_are_candidates_with_their_standing():
     assert f[0]["lexical_rel"] == 0.5 and f[0]["lexical_rr"] == 0.5
     _, english = candidate_features(docs, [0.5, 0.5], {**evidence, "lexical": {}}, [], lambda row: (), {})
     assert all(dict(zip(FEATURES, row))["lexical_rel"] == 0.0 for row in english)
+
+
+def test_multilingual_neighbours_are_candidates_with_their_votes():
+    """The nearest training requests by the multilingual embedding (``evidence["e5"]``) bring their tags in as
+    candidates, which neither the gloss nor the English neighbours found, with votes by cosine and rank."""
+    docs = [{"key": "amenity", "value": "pharmacy", "names": ["Pharmacy"]}, {"key": "shop", "value": "chemist"},
+            {"key": "healthcare", "value": "pharmacy"}]
+    used = {0: (0, 2), 1: (1,), 2: (0,)}
+    evidence = {"dense": {1: 0.3}, "bm25": {}, "tokens": set(), "e5": [(0, 0.9), (2, 0.8), (1, 0.5)]}
+    candidates, rows = candidate_features(docs, [0.5, 0.5, 0.5], evidence, [], used.__getitem__, {})
+    f = {doc: dict(zip(FEATURES, row)) for doc, row in zip(candidates, rows)}
+    assert candidates == [0, 1, 2] and f[0]["in_dense"] == 0.0  # only the multilingual neighbours found the pharmacy
+    assert f[0]["e5_votes"] == pytest.approx((0.81 + 0.64) / 20) and f[0]["e5_votes_rel"] == 1.0
+    assert f[0]["e5_frac5"] == pytest.approx(2 / 5) and f[0]["e5_frac20"] == pytest.approx(2 / 20)
+    assert f[0]["e5_top1"] == f[2]["e5_top1"] == 1.0 and f[1]["e5_top1"] == 0.0
+    assert f[2]["e5_max_cos"] == 0.9 and f[1]["e5_max_cos"] == 0.5
+    assert f[1]["e5_votes_rel"] == pytest.approx(0.25 / 1.45)
+    # without multilingual vectors (no "e5"), the columns are 0 and only the other sources bring candidates
+    plain, rows = candidate_features(docs, [0.5, 0.5, 0.5], {**evidence, "e5": []}, [], used.__getitem__, {})
+    assert plain == [1] and all(dict(zip(FEATURES, rows[0]))[name] == 0.0 for name in FEATURES if name.startswith("e5_"))
 
 
 def test_left_out_requests_leave_no_trace():

@@ -125,6 +125,27 @@ def test_requests_in_other_languages(tags, lang, nl, tag):
     assert tag in [h.tag for h in hits[:3]], (lang, [h.tag for h in hits])
 
 
+def test_the_nearest_requests_across_languages_give_candidates(small_index_dir):
+    """The multilingual embedding reads a request as written: the training request it is a translation of
+    ("castles in Tuscany") is its nearest, whose tags are candidates with e5 votes; a request left out
+    (fitting) is no neighbour, and without multilingual vectors every e5 column is 0."""
+    from geoql.retrieval.ranker import FEATURES
+
+    retriever = TagRetriever.load(small_index_dir)
+    castles = next(e for e in retriever.examples.examples if e.nl == "castles in Tuscany")
+    candidates, rows = retriever._features("Замки в Тоскане", None, ())
+    f = {retriever.docs[doc]["tag"]: dict(zip(FEATURES, row)) for doc, row in zip(candidates, rows)}
+    assert {t for t in castles.tags if t in retriever} <= set(f)
+    best = max(row["e5_max_cos"] for row in f.values())
+    assert all(f[t]["e5_top1"] == 1.0 and f[t]["e5_max_cos"] == best > 0.8 for t in castles.tags if t in retriever)
+    evidence = retriever._request_evidence("Замки в Тоскане", (castles.index,), neighbours=20)
+    assert evidence["e5"] and castles.index not in {retriever.examples.examples[r].index for r, _ in evidence["e5"]}
+    assert [c for _, c in evidence["e5"]] == sorted((c for _, c in evidence["e5"]), reverse=True)
+    retriever.multilingual = None
+    _, rows = retriever._features("Замки в Тоскане", None, ())
+    assert all(value == 0.0 for row in rows for name, value in zip(FEATURES, row) if name.startswith("e5_"))
+
+
 def test_translated_hit_says_which_name_matched(tags):
     top = tags.search("西安的博物馆", 3)[0]
     assert top.tag == "tourism=museum" and top.why.startswith("name (") and "博物馆" in top.why
