@@ -24,7 +24,8 @@ def register(subparsers) -> None:
                        help="do not fetch the bilingual dictionaries (requests in other languages are then read by tag names only)")
     build.add_argument("--no-multilingual", action="store_true",
                        help="do not encode the training requests with multilingual-e5-small (the CPU default then finds "
-                            "neighbours across languages through the glossaries only; the shipped selector does not fit)")
+                            "neighbours across languages through the glossaries only; the shipped ranker and selector do not fit: "
+                            "the ranker is fitted, the selector trained)")
     build.add_argument("--debian-mirror", type=str, default=None, help="Debian mirror for the dictionaries")
     build.add_argument("--reuse-embeddings", type=str, default=None, metavar="INDEX_DIR",
                        help="take the vectors of texts an earlier index (same model) already embedded")

@@ -459,9 +459,8 @@ def _training_group(retriever, item):
     ex = examples.examples[row]
     gold = set(controlled_pairs(ex.query))
     exclude = groups.get(ex.index, (ex.index,))
-    if text is None:  # the indexed embeddings: no encoder call
-        multilingual = retriever.multilingual
-        e5_vector = multilingual.vectors[multilingual._row_of[ex.index]] if multilingual is not None else None
+    if text is None:  # the indexed embeddings (both in examples.jsonl's row order): no encoder call
+        e5_vector = retriever.multilingual.vectors[row] if retriever.multilingual is not None else None
         candidates, feats = retriever._features(ex.nl, examples.vectors[row], exclude, e5_vector)
     else:
         candidates, feats = retriever._features(text, None, exclude)

@@ -469,10 +469,8 @@ class TagRetriever:
             row_of = self.examples._row_of
             e5 = [(row_of[i], cos) for i, cos in self.multilingual.search(e5_vector, E5_NEIGHBOURS, exclude) if i in row_of]
             for row, _ in e5:
-                for tag in self.examples.examples[row].tags:
-                    doc = self._doc_of.get(tag)
-                    if doc is not None:
-                        voters.setdefault(doc, self.examples.examples[row].nl)
+                for doc in self._example_docs[row]:
+                    voters.setdefault(doc, self.examples.examples[row].nl)
         return {"dense": dense, "dense_why": dense_why, "bm25": bm25, "tokens": set(tokens), "votes": votes, "voters": voters,
                 "neighbours": near, "e5": e5}
 
