@@ -326,13 +326,13 @@ class TagRetriever:
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
 
-    def _request_evidence(self, text: str, exclude: tuple, *, neighbours: int = 0) -> dict:
+    def _request_evidence(self, text: str, exclude: tuple, *, neighbours: int = 0, e5_vector=None) -> dict:
         """:meth:`_evidence` of a cleaned request in any language: one that is not English is searched by its
         gloss (:meth:`gloss`), and its lexical matches in its own languages come along (``"lexical"``).
-        The multilingual neighbours read ``text`` before any gloss: the request in its own words."""
+        The multilingual neighbours read ``text`` before any gloss: the request in its own words (or, given
+        ``e5_vector``, that vector: scripts/ranker_headroom.py reads a translation with its English twin's)."""
         lexical: dict[int, LexicalMatch] = {}
-        e5_vector = None
-        if neighbours > 0 and self.multilingual is not None:
+        if e5_vector is None and neighbours > 0 and self.multilingual is not None:
             e5_vector = self.multilingual.vector(text)
         glossed = not self.is_english(text)
         if glossed:
