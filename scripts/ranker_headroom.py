@@ -16,8 +16,8 @@ Recall@k of the gold controlled pairs (the OverpassNL dev gold, as ``geoql retri
   where its English lies would give the ranker.
 
 The requests that are not English take the glossed cascade; English ones (``--languages en``) the
-English cascade, which the refit rows leave as shipped. About 12 minutes for seven languages on two
-cores (the copies' features are half of it); the figures are in docs/notes/2026-12-ranker-headroom.md.
+English cascade, which the refit rows leave as shipped. Seven languages took 29 minutes on the 2-core
+machine beside another job; the figures are in docs/notes/2026-12-ranker-headroom.md.
 """
 
 from __future__ import annotations
