@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from geoql.eval.dataset import load_split
 from geoql.retrieval.embedding import run_single_threaded
@@ -59,8 +60,9 @@ def _with_glossed(shipped: CascadeRanker, glossed: CascadeRanker) -> CascadeRank
 class Headroom:
     """One language's requests, their gold pairs and twins, and recall@k under a ranker."""
 
-    def __init__(self, retriever: TagRetriever, requests: list[str], twins: list[str], golds: list[list[str]], k: int):
-        self.retriever, self.k = retriever, k
+    def __init__(self, retriever: TagRetriever, requests: list[str], twins: list[str], golds: list[list[str]], k: int,
+                 *, name: str = "", progress: bool = False):
+        self.retriever, self.k, self.name, self.progress = retriever, k, name, progress
         self.texts = [without_database_name(clean_request(nl)) for nl in requests]
         self.twins = [without_database_name(clean_request(nl)) for nl in twins]
         self.golds = [set(g) for g in golds]
@@ -73,7 +75,9 @@ class Headroom:
         r.ranker = ranker or shipped
         try:
             out = {}
-            for i in range(len(self.texts)) if rows is None else rows:
+            todo = range(len(self.texts)) if rows is None else rows
+            reading = "twin" if twin else "refit" if ranker is not None else "shipped"
+            for i in tqdm(todo, desc=f"{self.name} {reading}", leave=False, disable=not self.progress):
                 text, gold = self.texts[i], self.golds[i]
                 if not gold or not has_content(text):
                     out[i] = 0
@@ -91,7 +95,7 @@ class Headroom:
         """Fitting groups (feature rows, labels) of the requests at ``rows`` that are read through a gloss."""
         r = self.retriever
         out = []
-        for i in rows:
+        for i in tqdm(rows, desc=f"{self.name} fitting rows", leave=False, disable=not self.progress):
             text, gold = self.texts[i], self.golds[i]
             if not gold or not has_content(text) or r.is_english(text):
                 continue
@@ -129,6 +133,7 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", help="OverpassNL directory (default: $GEOQL_DATA_DIR)")
     p.add_argument("--k", type=int, default=10, help="cut-off (default 10)")
     p.add_argument("--limit", type=int, help="only the first N requests of each language (two folds by line still)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = p.parse_args(argv)
     if args.k < 1 or (args.limit is not None and args.limit < 2):
         p.error("--k must be at least 1 and --limit at least 2")
@@ -147,9 +152,10 @@ def main(argv=None) -> int:
         requests = _lines(folder / f"dev.{lang}.nl")
         if len(requests) != len(golds) or len(twins) != len(golds):
             p.error(f"dev.{lang}.nl and dev.en.nl need one line per OverpassNL dev request ({len(golds)})")
-        sets[lang] = Headroom(retriever, requests[: args.limit], twins[: args.limit], golds[: args.limit], args.k)
+        sets[lang] = Headroom(retriever, requests[: args.limit], twins[: args.limit], golds[: args.limit], args.k,
+                              name=lang, progress=not args.no_progress)
     started = time.perf_counter()
-    copies, _ = run_single_threaded(training_groups, retriever, copies=glossed_copies(retriever))
+    copies, _ = run_single_threaded(training_groups, retriever, copies=glossed_copies(retriever), progress=not args.no_progress)
     rows = measure(retriever, sets, copies)
     print(f"recall@{args.k} against the OverpassNL dev gold ({len(copies)} code-switched copies; "
           f"{time.perf_counter() - started:.0f} s)")
