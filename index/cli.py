@@ -7,7 +7,7 @@ import json
 import sys
 
 from geoql.retrieval import TagRetriever
-from geoql.retrieval.ranker import fit_ranker, write_ranker
+from geoql.retrieval.ranker import C1, C2, RERANK, fit_ranker, write_ranker
 
 
 def register(subparsers) -> None:
@@ -37,9 +37,9 @@ def register(subparsers) -> None:
     fit.add_argument("--index-dir", type=str, default=None, help="index directory (default: the default index)")
     fit.add_argument("--every", type=int, default=None,
                      help="use every N-th training request (default 1 = all; 3 fits ~3x faster, 0.3 pt lower dev recall@10)")
-    fit.add_argument("--c", type=float, default=None, help="inverse L2 regularisation of stage 1, linear (default 1.0)")
-    fit.add_argument("--c2", type=float, default=None, help="inverse L2 regularisation of stage 2, pairwise products (default 0.01)")
-    fit.add_argument("--rerank", type=int, default=None, help="controlled candidates stage 2 re-scores (default 25)")
+    fit.add_argument("--c", type=float, default=None, help=f"inverse L2 regularisation of stage 1, linear (default {C1})")
+    fit.add_argument("--c2", type=float, default=None, help=f"inverse L2 regularisation of stage 2, pairwise products (default {C2})")
+    fit.add_argument("--rerank", type=int, default=None, help=f"controlled candidates stage 2 re-scores (default {RERANK})")
     fit.set_defaults(handler=_fit_ranker)
     parser.set_defaults(handler=lambda args: parser.print_help() or 2)
 

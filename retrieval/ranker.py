@@ -50,6 +50,7 @@ RANKER_FORMAT = 7  # 2: word-match and relative features; 3: two-stage cascade, 
 # 5: meaning_words (key words for yes/no-like values) instead of value_words; 6: lexical features and a second
 # cascade for glossed requests; 7: the votes of the nearest requests by the multilingual embedding
 RERANK = 25  # controlled candidates that the second stage re-scores
+C1, C2 = 1.0, 0.01  # inverse L2 regularisation of stage 1 (linear) and stage 2 (pairwise products)
 NEIGHBOURS = 50  # nearest training requests whose tags give features
 # Nearest training requests by the multilingual embedding (``retrieval.multilingual``) whose tags give
 # features and are candidates: they read a request in its own language, where the gloss loses words.
@@ -507,7 +508,7 @@ def glossed_copies(retriever, *, every: int = 1) -> list[tuple[int, str]]:
     return [(row, text) for row, text in copies if not retriever.is_english(text)]
 
 
-def fit_ranker(retriever, *, every: int = 1, glossed: bool = False, c: float = 1.0, c2: float = 0.01,
+def fit_ranker(retriever, *, every: int = 1, glossed: bool = False, c: float = C1, c2: float = C2,
                rerank: int = RERANK, min_copies: int = MIN_GLOSSED_COPIES, progress: bool = False) -> CascadeRanker:
     """Fit both stages on the index's own training requests (leave-one-query-out), and with ``glossed`` the
     glossed cascade on :func:`glossed_copies` (every ``every``-th request's: training requests in other

@@ -34,7 +34,7 @@ from geoql.eval.dataset import load_split
 from geoql.retrieval.embedding import run_single_threaded
 from geoql.retrieval.examples import clean_request, has_content
 from geoql.retrieval.gold import controlled_pairs
-from geoql.retrieval.ranker import NEIGHBOURS, RERANK, CascadeRanker, _fit_cascade, glossed_copies, training_groups
+from geoql.retrieval.ranker import C1, C2, NEIGHBOURS, RERANK, CascadeRanker, _fit_cascade, glossed_copies, training_groups
 from geoql.retrieval.tags import TagRetriever
 from geoql.retrieval.text import without_database_name
 
@@ -47,8 +47,8 @@ def _lines(path: Path) -> list[str]:
 
 
 def _cascade(groups) -> CascadeRanker:
-    # the fit's own defaults (geoql index fit-ranker): C 1.0, C2 0.01, RERANK candidates re-scored
-    stages, _ = _fit_cascade(groups, 1.0, 0.01, RERANK)
+    # the fit's own defaults (geoql index fit-ranker)
+    stages, _ = _fit_cascade(groups, C1, C2, RERANK)
     return CascadeRanker(*stages, RERANK)
 
 
