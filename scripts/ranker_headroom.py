@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from geoql.eval.dataset import load_split
+from geoql.core.errors import GeoqlError
+from geoql.eval.dataset import load_split, read_example_lines
 from geoql.retrieval.embedding import run_single_threaded
 from geoql.retrieval.examples import clean_request, has_content
 from geoql.retrieval.gold import controlled_pairs
@@ -39,11 +40,6 @@ from geoql.retrieval.tags import TagRetriever
 from geoql.retrieval.text import without_database_name
 
 LANGUAGES = "de,fr,ru,zh,yue,ja,ko"
-
-
-def _lines(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
 
 
 def _cascade(groups) -> CascadeRanker:
@@ -139,20 +135,20 @@ def main(argv=None) -> int:
         p.error("--k must be at least 1 and --limit at least 2")
     folder = Path(args.osmnl_dir).expanduser()
     languages = [lang.strip() for lang in args.languages.split(",") if lang.strip()]
-    missing = [str(folder / f"dev.{lang}.nl") for lang in ["en", *languages] if not (folder / f"dev.{lang}.nl").is_file()]
-    if missing:
-        p.error(f"no such file: {', '.join(missing)}")
-    golds = [controlled_pairs(ex.query) for ex in load_split("dev", args.data_dir)]
-    twins = _lines(folder / "dev.en.nl")
-    retriever = TagRetriever.load(args.index_dir)
+    try:
+        golds = [controlled_pairs(ex.query) for ex in load_split("dev", args.data_dir)]
+        twins = read_example_lines(folder / "dev.en.nl", "--osmnl-dir")
+        requests = {lang: read_example_lines(folder / f"dev.{lang}.nl", "--osmnl-dir") for lang in languages}
+        retriever = TagRetriever.load(args.index_dir)
+    except GeoqlError as exc:
+        p.error(str(exc))
     if retriever.ranker is None or retriever.multilingual is None:
         p.error("the index has no learned ranker or no multilingual vectors: build it with `geoql index build`")
     sets = {}
     for lang in languages:
-        requests = _lines(folder / f"dev.{lang}.nl")
-        if len(requests) != len(golds) or len(twins) != len(golds):
+        if len(requests[lang]) != len(golds) or len(twins) != len(golds):
             p.error(f"dev.{lang}.nl and dev.en.nl need one line per OverpassNL dev request ({len(golds)})")
-        sets[lang] = Headroom(retriever, requests[: args.limit], twins[: args.limit], golds[: args.limit], args.k,
+        sets[lang] = Headroom(retriever, requests[lang][: args.limit], twins[: args.limit], golds[: args.limit], args.k,
                               name=lang, progress=not args.no_progress)
     started = time.perf_counter()
     copies, _ = run_single_threaded(training_groups, retriever, copies=glossed_copies(retriever), progress=not args.no_progress)
