@@ -208,7 +208,10 @@ class Lexicon:
             data = json.loads(gzip.decompress(path.read_bytes()))
             if data.get("format") != FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
-            return _Table(name, data["keys"], data.get("forms", {}), data["max_words"], data["max_letters"],
+            keys = data["keys"]
+            if name == "brands":  # "McDonald's" is also written "McDonalds"
+                keys.update({k.replace(" ", ""): v for k, v in list(keys.items()) if " " in k and k.replace(" ", "") not in keys})
+            return _Table(name, keys, data.get("forms", {}), data["max_words"], data["max_letters"],
                           STEMMERS.get(name) is not None)
         except (OSError, ValueError, KeyError) as e:
             raise LexiconError(f"lexicon file {path} unreadable ({e}); reinstall geoql or rebuild it with "
@@ -266,12 +269,10 @@ class Lexicon:
                         score = _score(row, folds) * (FOREIGN_DISCOUNT if foreign else 1.0)
                         cands.append((score, row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang))
                 if brands is not None and not foreign:
-                    joined = " ".join(folds)
-                    for key in (joined, joined.replace(" ", "")) if n == 1 else (joined,):
-                        row = brands.keys.get(key)
-                        if row and _brand_ok(row, window, i):
-                            score = COMMON_BRAND_SCORE if row[3] else BRAND_SCORE
-                            cands.append((score, row[0], tuple(row[1]), "brand", row[2], ""))
+                    row = brands.keys.get(" ".join(folds))
+                    if row and _brand_ok(row, window, i):
+                        score = COMMON_BRAND_SCORE if row[3] else BRAND_SCORE
+                        cands.append((score, row[0], tuple(row[1]), "brand", row[2], ""))
                 if cands:
                     best = max(cands, key=lambda c: c[0])
                     break
@@ -450,7 +451,7 @@ def _apply(token: str, rules: Sequence[Sequence[str]]) -> list[str]:
     out = []
     lower = token.lower()
     for suffix, replacement in rules:
-        if lower.endswith(suffix) and len(token) - len(suffix) >= 2:
+        if lower.endswith(suffix) and len(token) > len(suffix):
             stem = token[:len(token) - len(suffix)]
             if token[-len(suffix):].isupper() and token[:1].isupper() and len(token) > 1 and token.isupper():
                 replacement = replacement.upper()

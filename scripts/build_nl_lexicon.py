@@ -280,8 +280,8 @@ def _is_common(key: str, common) -> bool:
     dictionaries, words = common
     if key in words or " " in key:
         return key in words
-    forms = {key.encode(), key.capitalize().encode()}
-    return any(f in mapping for mapping in dictionaries.values() for f in forms)
+    # lower case in English's table (the others list loanwords and brands too: "lidl", "aldi")
+    return key.encode() in dictionaries["en"]
 
 
 def write_prior(overpassnl: Path) -> None:
