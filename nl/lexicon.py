@@ -57,6 +57,8 @@ SHORT_BRAND = 3
 MIN_SCORE = 0.5
 # A match through a stem, not the surface's own words, counts for a little less.
 STEM_DISCOUNT = 0.95
+# ... and, to choose between candidates, for less still (the score it reports keeps STEM_DISCOUNT).
+STEM_PREFERENCE = 0.85
 
 
 class LexiconError(GeoqlError):
@@ -267,14 +269,17 @@ class Lexicon:
                         if foreign and row[_ROLE] in ("t", "p"):
                             continue
                         score = _score(row, folds) * (FOREIGN_DISCOUNT if foreign else 1.0)
-                        cands.append((score, row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang))
+                        cands.append((score, row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang,
+                                      _folded_surface(row[_SURFACE]) == " ".join(folds)))
                 if brands is not None and not foreign:
                     row = brands.keys.get(" ".join(folds))
                     if row and _brand_ok(row, window, i):
                         score = COMMON_BRAND_SCORE if row[3] else BRAND_SCORE
-                        cands.append((score, row[0], tuple(row[1]), "brand", row[2], ""))
+                        cands.append((score, row[0], tuple(row[1]), "brand", row[2], "", True))
                 if cands:
-                    best = max(cands, key=lambda c: c[0])
+                    # a surface the request spells exactly is preferred to one it only shares stems with
+                    # ("parking": amenity=parking, not "park")
+                    best = max(cands, key=lambda c: c[0] * (1.0 if c[6] else STEM_PREFERENCE))[:6]
                     break
             if best is None:
                 i += 1

@@ -36,6 +36,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import sys
 import tarfile
 import time
@@ -150,14 +151,28 @@ def _stop_keys(lang: str) -> set[str]:
     return {key_of(w, lang) for w in words}
 
 
-def _parts(name: str) -> list[str]:
+_QUALIFIER = re.compile(r"\s*[(（][^()（）]*[)）]\s*")
+
+
+def _variants(name: str) -> list[str]:
+    """The same name without its qualifier or as one of its alternatives: "学校（代表点または敷地）" is
+    also "学校"; "鉄道の停車場/駅" is "鉄道の停車場" and "駅"."""
+    bare = _QUALIFIER.sub(" ", name).strip()
+    out = [bare] if bare and bare != name else []
+    if "/" in bare:
+        out += [p.strip() for p in bare.split("/") if p.strip()]
+    return out
+
+
+def _parts(name: str, stop: frozenset[str]) -> list[str]:
     """The shorter phrases inside a name of two words or more: iD's search finds a preset by any
     word of its name, so its terms leave them out ("School Grounds" has no term "school")."""
     words = [t.text for t in cues.tokens(name) if not t.number]
     if len(words) < 2 or is_spaceless_text(name):
         return []
-    parts = [" ".join(words[i:i + n]) for n in range(len(words) - 1, 0, -1) for i in range(len(words) - n + 1)]
-    return [p for p in parts if len(p) > 2]
+    edge_ok = [len(w) > 2 and fold(w) not in stop for w in words]  # no part opens or ends on "de", "d'"
+    return [" ".join(words[i:i + n]) for n in range(len(words) - 1, 0, -1) for i in range(len(words) - n + 1)
+            if edge_ok[i] and edge_ok[i + n - 1]]
 
 
 def preset_surfaces(schema, langs, prior) -> dict[str, list[tuple[str, tuple[str, ...], str, str, float]]]:
@@ -171,6 +186,8 @@ def preset_surfaces(schema, langs, prior) -> dict[str, list[tuple[str, tuple[str
     out: dict[str, list] = defaultdict(list)
     for code, targets in sorted(by_file.items()):
         presets = schema.translation(code).get("presets", {})
+        stop_words = frozenset(fold(w) for lang in targets if lang in cues.LANGUAGES
+                               for section in ("stop", "joiners", "markers") for w in cues.table(lang)[section])
         for pid, entry in presets.items():
             preset = schema.presets.get(pid)
             tags = preset_tags(preset, prior) if preset else None
@@ -178,8 +195,9 @@ def preset_surfaces(schema, langs, prior) -> dict[str, list[tuple[str, tuple[str
                 continue
             match = float(preset.get("matchScore", 1.0))
             names = [t for t in [entry.get("name"), *_split(entry.get("aliases"))] if isinstance(t, str)]
+            names += [v for n in names for v in _variants(n) if v not in names]
             roles = [("name", names[:1]), ("alias", names[1:]), ("term", _split(entry.get("terms"))),
-                     ("part", [p for n in names for p in _parts(n)])]
+                     ("part", [p for n in names for p in _parts(n, stop_words)])]
             for role, texts in roles:
                 for text in texts:
                     if isinstance(text, str) and text.strip():
