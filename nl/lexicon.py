@@ -142,9 +142,9 @@ def key_of(text: str, lang: str, forms: dict[str, str] | None = None) -> str:
 
 # Rows of a language file: [surface, tags, score, ref, role]; of the brands file: [surface, tags, ref, common].
 _SURFACE, _TAGS, _SCORE, _REF, _ROLE = range(5)
-# Words of a Latin-script request that its own language does not know are read in the other Latin
-# languages too (a request guessed English may be German: "Tankstellen in Stuttgart"), by names and
-# aliases only, for less.
+# A Latin-script request in which its language finds nothing is read in the other Latin languages
+# too, its unknown words only (a request guessed English may be German: "Tankstellen in
+# Stuttgart"), by names and aliases only, for less.
 FOREIGN_DISCOUNT = 0.8
 _LATIN = ("en", "de", "fr", "es", "it", "pt", "pl", "tr")
 # A surface of one letter ("駅", station; "寺", temple) names a thing only standing alone: between
@@ -225,9 +225,9 @@ class Lexicon:
 
         ``lang`` is the request's language (``geoql.nl.frame.guess_language``; a regional tag
         such as ``zh-TW`` reads as its language); a language the lexicon lacks reads English's
-        surfaces. Brands are read in any language; words of a Latin-script request that its
-        language does not know are read in the other Latin-script languages too (names and
-        aliases only). ``skip``: character spans (of the NFKC text) not to read, such as what
+        surfaces. Brands are read in any language; where a Latin-script request's language finds
+        nothing, the words it does not know are read in the other Latin-script languages (names
+        and aliases only). ``skip``: character spans (of the NFKC text) not to read, such as what
         the frame took for places, names and cue words. Matches under ``min_score`` are left out.
         """
         if not isinstance(text, str) or not text.strip():
@@ -242,8 +242,10 @@ class Lexicon:
             found += self._substring_matches(text, table, brands, blocked)
         found += self._token_matches(text, table if table is not None and table.stemmed else None, brands,
                                      blocked + [m.span for m in found])
-        if table is not None and table.lang in _LATIN:
-            found += self._foreign_matches(text, table, brands, blocked + [m.span for m in found])
+        if not found and table is not None and table.lang in _LATIN:
+            # only when the request's language read nothing: a request misread as English names its
+            # things in its own language ("Tankstellen in Stuttgart"), one read right is left alone
+            found += self._foreign_matches(text, table, brands, blocked)
         found.sort(key=lambda m: m.span)
         return [m for m in _merge_adjacent(text, found) if m.score >= min_score]
 
