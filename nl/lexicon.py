@@ -460,7 +460,7 @@ def _apply(token: str, rules: Sequence[Sequence[str]]) -> list[str]:
     for suffix, replacement in rules:
         if lower.endswith(suffix) and len(token) > len(suffix):
             stem = token[:len(token) - len(suffix)]
-            if token[-len(suffix):].isupper() and token[:1].isupper() and len(token) > 1 and token.isupper():
+            if token.isupper():  # "МОСКВЕ" -> "МОСКВА"
                 replacement = replacement.upper()
             out.append(stem + replacement)
     return out
