@@ -43,7 +43,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-
 from geoql.core.files import write_atomic
 from geoql.index.config import NPM_REGISTRY, SCHEMA_VERSION, default_cache_dir
 from geoql.index.schema import load_schema
