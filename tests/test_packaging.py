@@ -43,8 +43,19 @@ def test_the_wheel_holds_one_package_and_its_data(installed):
     # fitted once and shipped: a fresh install with the canonical index takes them instead of training
     for shipped in ("app/cpu/shipped/selector.npz", "app/cpu/shipped/selector.json", "index/shipped/ranker.json"):
         assert (installed / "geoql" / shipped).is_file(), shipped
+    # the feature lexicon's data, one file per language and the brands, and the place-name rules
+    for data in ("nl/data/lexicon/en.json.gz", "nl/data/lexicon/brands.json.gz", "nl/data/lexicon/sources.json",
+                 "nl/data/place_inflection.json"):
+        assert (installed / "geoql" / data).is_file(), data
     for layer in ("core", "osm", "nl", "eval", "retrieval", "index", "app", "training"):
         assert (installed / "geoql" / layer / "__init__.py").is_file(), layer
+
+
+def test_the_installed_lexicon_reads_from_anywhere(installed):
+    code = "from geoql.nl.lexicon import lookup; print(lookup('Tankstellen in Stuttgart', 'de')[0].tags)"
+    result = _run([sys.executable, "-c", code], installed)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "('amenity=fuel',)"
 
 
 def test_the_public_api_imports_from_anywhere(installed):

@@ -1,0 +1,466 @@
+"""The feature lexicon: a request's words -> the OSM tags they name, through inflection; brands.
+
+The words are data (``nl/data/lexicon/``, built by ``scripts/build_nl_lexicon.py`` from
+the pinned id-tagging-schema and Name Suggestion Index): iD's preset names, aliases and terms in
+every language of ``LANGUAGES``, and the brands of many countries. A request's words reach a
+surface through their Snowball stems (a few irregular forms through a table of their lemmas:
+"Museen" -> "Museum", "музеев" -> "музей"), so plurals and cases find their tags; a phrase
+matches as a phrase and the longest match wins ("car park" is not "park"). Chinese, Cantonese,
+Japanese and Korean surfaces match anywhere in the text (two letters or more), particles and all.
+
+>>> [(m.text, m.tags) for m in lookup("Tankstellen in Stuttgart", "de")]
+[('Tankstellen', ('amenity=fuel',))]
+>>> [(m.text, m.tags) for m in lookup("car parks in Dublin", "en")]
+[('car parks', ('amenity=parking',))]
+>>> [(m.text, m.tags, m.source, m.ref) for m in lookup("Starbucks in Seoul", "en")]
+[('Starbucks', ('amenity=cafe', 'brand=Starbucks'), 'brand', 'Q37158')]
+>>> place_lemmas("Krakowie", "pl")[0], place_lemmas("Москве", "ru")[0], place_lemmas("İstanbul'da", "tr")[0]
+('Kraków', 'Москва', 'İstanbul')
+
+Precision comes first: the reader puts these tags straight into a query, and a wrong tag is
+worse than none. Spans the caller already read as places or names can be left out (``skip``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import threading
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Sequence
+
+from geoql.core.errors import GeoqlError
+from geoql.nl.cues import Token, tokens
+from geoql.nl.text import base_language, fold, spaceless
+
+FORMAT = 1
+# The languages the lexicon reads: those of the cue tables, and Turkish and Polish (no cue table:
+# the caller names the language).
+LANGUAGES = ("en", "de", "es", "fr", "it", "pt", "ru", "tr", "pl", "zh", "yue", "ja", "ko")
+# Snowball algorithm per language; None: the language is matched by substring (no spaces, or
+# Korean, whose particles are glued to the word).
+STEMMERS = {"en": "english", "de": "german", "es": "spanish", "fr": "french", "it": "italian",
+            "pt": "portuguese", "ru": "russian", "tr": "turkish", "pl": "polish"}
+# How strongly a surface names its preset: iD's name, an alias, a search term, a part of its name
+# ("school" of "School Grounds").
+ROLE_WEIGHT = {"name": 1.0, "alias": 0.9, "term": 0.6, "part": 0.6}
+# A brand match; a brand whose name is also a common word ("Shell", "Next") counts only written
+# with its capital, and for less.
+BRAND_SCORE, COMMON_BRAND_SCORE = 0.9, 0.6
+SHORT_BRAND = 3
+# Matches scoring less are not returned by default (tuned on OverpassNL train and OsmNL dev:
+# scripts/lexicon_accuracy.py).
+MIN_SCORE = 0.5
+# A match through a stem, not the surface's own words, counts for a little less.
+STEM_DISCOUNT = 0.95
+# ... and, to choose between candidates, for less still (the score it reports keeps STEM_DISCOUNT).
+STEM_PREFERENCE = 0.85
+
+
+class LexiconError(GeoqlError):
+    """The lexicon's data file is missing or malformed (a packaging fault: reinstall geoql)."""
+
+
+@dataclass(frozen=True)
+class FeatureMatch:
+    """One span of a request that names a feature.
+
+    ``span`` is in the NFKC form of the text (``unicodedata.normalize("NFKC", text)``, which is
+    the text itself for nearly every request); ``text`` the request's words there; ``surface``
+    the lexicon's spelling (iD's preset name or term, or the brand); ``tags`` ``key=value``
+    strings (``key=*``: any value); ``score`` in (0, 1]; ``source`` ``"preset"`` or ``"brand"``;
+    ``ref`` the iD preset id or the brand's Wikidata id; ``lang`` the surface's language
+    (``""`` for a brand).
+    """
+
+    span: tuple[int, int]
+    text: str
+    surface: str
+    tags: tuple[str, ...]
+    score: float
+    source: str
+    ref: str
+    lang: str
+
+
+def stemmer_version() -> str:
+    from importlib.metadata import version
+
+    return version("snowballstemmer")
+
+
+_STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps its state between calls
+
+
+@lru_cache(maxsize=None)
+def _stemmer(lang: str):
+    name = STEMMERS[lang]
+    module = importlib.import_module(f"snowballstemmer.{name}_stemmer")
+    return getattr(module, "".join(part.title() for part in name.split("_")) + "Stemmer")()
+
+
+@lru_cache(maxsize=1 << 16)
+def word_keys(word: str, lang: str) -> str:
+    """The Snowball stem of one folded word (the word itself in a language without a stemmer).
+
+    >>> word_keys("tankstellen", "de"), word_keys("peaks", "en"), word_keys("camiler", "tr")
+    ('tankstell', 'peak', 'cami')
+    """
+    if STEMMERS.get(lang) is None or not word.isalpha():
+        return word
+    stemmer = _stemmer(lang)
+    with _STEM_LOCK:
+        return stemmer.stemWord(word)
+
+
+def is_spaceless_text(text: str) -> bool:
+    return any(spaceless(ch) for ch in text)
+
+
+def _substring_language(lang: str) -> bool:
+    return STEMMERS.get(lang) is None
+
+
+def key_of(text: str, lang: str, forms: dict[str, str] | None = None) -> str:
+    """The lookup key of a surface or phrase: its words' stems (after ``forms``: irregular form ->
+    lemma), space-separated; in Chinese, Cantonese, Japanese and Korean the folded text without
+    spaces.
+
+    >>> key_of("Car Parks", "en"), key_of("ガソリン スタンド", "ja")
+    ('car park', 'ガソリンスタンド')
+    """
+    folded = fold(text)
+    if _substring_language(lang):
+        return "".join(folded.split())
+    forms = forms or {}
+    return " ".join(word_keys(forms.get(t.fold, t.fold), lang) for t in tokens(folded))
+
+
+# Rows of a language file: [surface, tags, score, ref, role]; of the brands file: [surface, tags, ref, common].
+_SURFACE, _TAGS, _SCORE, _REF, _ROLE = range(5)
+# A Latin-script request in which its language finds nothing is read in the other Latin languages
+# too, its unknown words only (a request guessed English may be German: "Tankstellen in
+# Stuttgart"), by names and aliases only, for less.
+FOREIGN_DISCOUNT = 0.8
+_LATIN = ("en", "de", "fr", "es", "it", "pt", "pl", "tr")
+# A surface of one letter ("駅", station; "寺", temple) names a thing only standing alone: between
+# the ends of the phrase, punctuation and these particles (it is part of longer words elsewhere).
+PARTICLES = {"ja": "のはがをにでとへやもか", "zh": "的在和与與及或有里裡", "yue": "嘅喺同與和及或有"}
+
+
+@dataclass
+class _Table:
+    """One file of the lexicon: a language's surfaces by key, or the brands."""
+
+    lang: str
+    keys: dict[str, list]
+    forms: dict[str, str]
+    max_words: int
+    max_letters: int
+    stemmed: bool
+
+    def key(self, token: Token) -> str:
+        return word_keys(self.forms.get(token.fold, token.fold), self.lang)
+
+    def known_words(self) -> frozenset[str]:
+        words = self.__dict__.get("_words")
+        if words is None:
+            words = self.__dict__["_words"] = frozenset(w for k in self.keys for w in k.split())
+        return words
+
+
+class Lexicon:
+    """The feature lexicon of one data folder (``nl/data/lexicon/``: ``<lang>.json.gz`` per language,
+    ``brands.json.gz``); each file is read on first use. ``Lexicon.default()`` is the shipped one."""
+
+    def __init__(self, folder):
+        self._folder = folder
+        self._tables: dict[str, _Table | None] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    @lru_cache(maxsize=1)
+    def default() -> "Lexicon":
+        return Lexicon(resources.files("geoql.nl").joinpath("data", "lexicon"))
+
+    @property
+    def sources(self) -> dict:
+        try:
+            return json.loads(self._folder.joinpath("sources.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise LexiconError(f"{self._folder}/sources.json unreadable ({e}); reinstall geoql") from e
+
+    def _table(self, name: str) -> _Table | None:
+        if name in self._tables:
+            return self._tables[name]
+        with self._lock:
+            if name not in self._tables:
+                self._tables[name] = self._read(name)
+        return self._tables[name]
+
+    def _read(self, name: str) -> _Table | None:
+        path = self._folder.joinpath(f"{name}.json.gz")
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(gzip.decompress(path.read_bytes()))
+            if data.get("format") != FORMAT:
+                raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
+            keys = data["keys"]
+            if name == "brands":  # "McDonald's" is also written "McDonalds"
+                keys.update({k.replace(" ", ""): v for k, v in list(keys.items()) if " " in k and k.replace(" ", "") not in keys})
+            return _Table(name, keys, data.get("forms", {}), data["max_words"], data["max_letters"],
+                          STEMMERS.get(name) is not None)
+        except (OSError, ValueError, KeyError) as e:
+            raise LexiconError(f"lexicon file {path} unreadable ({e}); reinstall geoql or rebuild it with "
+                               "scripts/build_nl_lexicon.py") from e
+
+    def lookup(self, text: str, lang: str, *, skip: Iterable[tuple[int, int]] = (),
+               min_score: float = MIN_SCORE) -> list[FeatureMatch]:
+        """The features ``text`` names, left to right, each span once (the longest match wins).
+
+        ``lang`` is the request's language (``geoql.nl.frame.guess_language``; a regional tag
+        such as ``zh-TW`` reads as its language); a language the lexicon lacks reads English's
+        surfaces. Brands are read in any language; where a Latin-script request's language finds
+        nothing, the words it does not know are read in the other Latin-script languages (names
+        and aliases only). ``skip``: character spans (of the NFKC text) not to read, such as what
+        the frame took for places, names and cue words. Matches under ``min_score`` are left out.
+        """
+        if not isinstance(text, str) or not text.strip():
+            return []
+        text = unicodedata.normalize("NFKC", text)[:4000]
+        name = base_language(lang) if isinstance(lang, str) else "en"
+        table = self._table(name if name in LANGUAGES else "en")
+        brands = self._table("brands")
+        blocked = sorted(skip)
+        found: list[FeatureMatch] = []
+        if table is not None and not table.stemmed:
+            found += self._substring_matches(text, table, brands, blocked)
+        found += self._token_matches(text, table if table is not None and table.stemmed else None, brands,
+                                     blocked + [m.span for m in found])
+        if not found and table is not None and table.lang in _LATIN:
+            # only when the request's language read nothing: a request misread as English names its
+            # things in its own language ("Tankstellen in Stuttgart"), one read right is left alone
+            found += self._foreign_matches(text, table, brands, blocked)
+        found.sort(key=lambda m: m.span)
+        return [m for m in _merge_adjacent(text, found) if m.score >= min_score]
+
+    # -- spaced scripts: token sequences by stem ---------------------------------------------
+    def _token_matches(self, text: str, table: _Table | None, brands: _Table | None, blocked, *,
+                       foreign: bool = False) -> list[FeatureMatch]:
+        toks = [t for t in tokens(text) if not t.spaceless]
+        free = [not _overlaps((t.start, t.end), blocked) for t in toks]
+        keys = [table.key(t) if table is not None and not t.number else t.fold for t in toks]
+        longest = max(brands.max_words if brands else 1, table.max_words if table else 1)
+        out: list[FeatureMatch] = []
+        i = 0
+        while i < len(toks):
+            best = None
+            for n in range(min(longest, len(toks) - i), 0, -1):
+                if not all(free[i:i + n]):
+                    continue
+                window = toks[i:i + n]
+                folds = [t.fold for t in window]
+                cands = []
+                if table is not None:
+                    for row in table.keys.get(" ".join(keys[i:i + n]), ()):
+                        if foreign and row[_ROLE] in ("t", "p"):
+                            continue
+                        score = _score(row, folds) * (FOREIGN_DISCOUNT if foreign else 1.0)
+                        cands.append((score, row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang,
+                                      _folded_surface(row[_SURFACE]) == " ".join(folds)))
+                if brands is not None and not foreign:
+                    row = brands.keys.get(" ".join(folds))
+                    if row and _brand_ok(row, window, i):
+                        score = COMMON_BRAND_SCORE if row[3] else BRAND_SCORE
+                        cands.append((score, row[0], tuple(row[1]), "brand", row[2], "", True))
+                if cands:
+                    # a surface the request spells exactly is preferred to one it only shares stems with
+                    # ("parking": amenity=parking, not "park")
+                    best = max(cands, key=lambda c: c[0] * (1.0 if c[6] else STEM_PREFERENCE))[:6]
+                    break
+            if best is None:
+                i += 1
+                continue
+            score, surface, tags, source, ref, lang = best
+            start, end = window[0].start, window[-1].end
+            out.append(FeatureMatch((start, end), text[start:end], surface, tags, round(score, 3), source, ref, lang))
+            i += len(window)
+        return out
+
+    def _foreign_matches(self, text: str, table: _Table, brands: _Table | None, blocked) -> list[FeatureMatch]:
+        """Words the request's language does not know, read in the other Latin-script languages."""
+        known = table.known_words()
+        unknown = [t for t in tokens(text) if not t.spaceless and not t.number and len(t.fold) > 2
+                   and not _overlaps((t.start, t.end), blocked) and table.key(t) not in known]
+        if not unknown:
+            return []
+        best: dict[tuple[int, int], FeatureMatch] = {}
+        for other in _LATIN:
+            other_table = self._table(other) if other != table.lang else None
+            if other_table is None:
+                continue
+            for m in self._token_matches(text, other_table, None, blocked, foreign=True):
+                if any(t.start >= m.span[0] and t.end <= m.span[1] for t in unknown):
+                    if m.span not in best or m.score > best[m.span].score:
+                        best[m.span] = m
+        out: list[FeatureMatch] = []
+        for m in sorted(best.values(), key=lambda m: (-(m.span[1] - m.span[0]), -m.score)):
+            if not _overlaps(m.span, [o.span for o in out]):
+                out.append(m)
+        return out
+
+    # -- CJK and Korean: substrings of the folded text ----------------------------------------
+    def _substring_matches(self, text: str, table: _Table, brands: _Table | None, blocked) -> list[FeatureMatch]:
+        # letters only, each with its offset: a surface may run across a space ("이슬람교 모스크")
+        letters = [(i, c) for i, ch in enumerate(text) if not ch.isspace() for c in fold(ch)]
+        chars = "".join(c for _, c in letters)
+        particles = PARTICLES.get(table.lang, "")
+        out = []
+        i = 0
+        longest = max(table.max_letters, brands.max_letters if brands else 1)
+        while i < len(chars):
+            hit = None
+            for n in range(min(longest, len(chars) - i), 0, -1):
+                start, end = letters[i][0], letters[i + n - 1][0] + 1
+                if _overlaps((start, end), blocked):
+                    continue
+                piece = chars[i:i + n]
+                if not all(spaceless(c) or c == "·" for c in piece):
+                    continue  # Latin words in the request are read as tokens
+                if n == 1 and not (_alone(text, start, end, blocked, particles) and spaceless(piece)):
+                    continue
+                cands = [(row[_SCORE], row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang)
+                         for row in table.keys.get(piece, ())]
+                row = brands.keys.get(piece) if brands is not None and n > 1 else None
+                if row:
+                    cands.append((COMMON_BRAND_SCORE if row[3] else BRAND_SCORE, row[0], tuple(row[1]), "brand",
+                                  row[2], ""))
+                if cands:
+                    score, surface, tags, source, ref, lang = max(cands, key=lambda c: c[0])
+                    hit = FeatureMatch((start, end), text[start:end], surface, tags, score, source, ref, lang)
+                    break
+            if hit is None:
+                i += 1
+                continue
+            out.append(hit)
+            i += n
+        return out
+
+
+def _alone(text: str, start: int, end: int, blocked, particles: str) -> bool:
+    """Whether text[start:end] stands alone: each side is an end, a non-letter, a particle or skipped."""
+    def edge(at: int) -> bool:
+        return (at < 0 or at >= len(text) or not text[at].isalpha() or text[at] in particles
+                or _overlaps((at, at + 1), blocked))
+    return edge(start - 1) and edge(end)
+
+
+def _overlaps(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
+    a, b = span
+    return any(a < d and c < b for c, d in spans)
+
+
+def _brand_ok(row: list, window: Sequence[Token], i: int) -> bool:
+    """A brand of three letters or fewer counts only written as the brand writes it ("dm", "ING", not
+    "ing"); one that is also a common word only with its capital, not opening the request."""
+    if len(row[0]) <= SHORT_BRAND:
+        return " ".join(t.text for t in window) == row[0]
+    if not row[3]:
+        return True
+    return i > 0 and window[0].text[:1] == row[0][:1] and window[0].upper
+
+
+@lru_cache(maxsize=1 << 14)
+def _folded_surface(surface: str) -> str:
+    return " ".join(t.fold for t in tokens(fold(surface)))
+
+
+def _score(row: list, folds: Sequence[str]) -> float:
+    """A row's score, a little less when the request reaches it through stems, not its words."""
+    written, surface = " ".join(folds), _folded_surface(row[_SURFACE])
+    if written == surface:
+        return row[_SCORE]
+    # of two surfaces with the same stems, the one spelled most like the request ("parking", not "park")
+    same = 0
+    for a, b in zip(written, surface):
+        if a != b:
+            break
+        same += 1
+    return row[_SCORE] * (STEM_DISCOUNT + 0.05 * same / max(len(written), len(surface)))
+
+
+def _merge_adjacent(text: str, found: list[FeatureMatch]) -> list[FeatureMatch]:
+    """Neighbouring spans naming the same tags are one feature ("mountain peaks")."""
+    out: list[FeatureMatch] = []
+    for m in found:
+        prev = out[-1] if out else None
+        if prev and prev.tags == m.tags and not text[prev.span[1]:m.span[0]].strip():
+            start, end = prev.span[0], m.span[1]
+            best = max(prev, m, key=lambda x: x.score)
+            out[-1] = FeatureMatch((start, end), text[start:end], best.surface, best.tags, best.score, best.source,
+                                   best.ref, best.lang)
+        else:
+            out.append(m)
+    return out
+
+
+def lookup(text: str, lang: str, *, skip: Iterable[tuple[int, int]] = (), min_score: float = MIN_SCORE) -> list[FeatureMatch]:
+    """``Lexicon.default().lookup(text, lang, skip=skip, min_score=min_score)``."""
+    return Lexicon.default().lookup(text, lang, skip=skip, min_score=min_score)
+
+
+# ------------------------------------------------------------------------------ place names
+
+
+@lru_cache(maxsize=1)
+def _place_rules() -> dict:
+    try:
+        text = resources.files("geoql.nl").joinpath("data", "place_inflection.json").read_text(encoding="utf-8")
+        return json.loads(text)["languages"]
+    except (OSError, ValueError, KeyError) as e:
+        raise LexiconError(f"nl/data/place_inflection.json unreadable ({e}); reinstall geoql") from e
+
+
+def place_lemmas(token: str, lang: str) -> list[str]:
+    """Spellings a place name written as ``token`` may have in its dictionary form, likeliest
+    first, the token itself among them: "Krakowie" (Polish locative) -> "Kraków", "Москве"
+    (Russian prepositional) -> "Москва", "İstanbul'da" -> "İstanbul". Rules per language are
+    data (``nl/data/place_inflection.json``): ``before`` rules give forms likelier than the
+    token itself (the cases that follow a place preposition), ``after`` rules less likely ones.
+
+    >>> place_lemmas("Petersburg", "de"), place_lemmas("", "ru")
+    (['Petersburg'], [])
+    >>> place_lemmas("Петербурге", "ru")[:2], place_lemmas("Gdańsku", "pl")[:1]
+    (['Петербург', 'Петербурга'], ['Gdańsk'])
+    """
+    if not isinstance(token, str):
+        return []
+    token = unicodedata.normalize("NFC", token.strip())
+    if not token:
+        return []
+    rules = _place_rules().get(base_language(lang), {})
+    out: list[str] = []
+    for mark in rules.get("apostrophes", ()):
+        if mark in token[1:]:  # Turkish: İstanbul'da, Ankara'nın
+            out.append(token[:token.index(mark, 1)])
+    out += _apply(token, rules.get("before", ()))
+    out.append(token)
+    out += _apply(token, rules.get("after", ()))
+    return [s for s in dict.fromkeys(out) if len(s) >= 2 or s == token]
+
+
+def _apply(token: str, rules: Sequence[Sequence[str]]) -> list[str]:
+    out = []
+    lower = token.lower()
+    for suffix, replacement in rules:
+        if lower.endswith(suffix) and len(token) > len(suffix):
+            stem = token[:len(token) - len(suffix)]
+            if token.isupper():  # "МОСКВЕ" -> "МОСКВА"
+                replacement = replacement.upper()
+            out.append(stem + replacement)
+    return out

@@ -1,0 +1,462 @@
+"""Build the feature lexicon of ``geoql.nl.lexicon`` (``nl/data/lexicon/``) from pinned packages.
+
+    python scripts/build_nl_lexicon.py [--cache-dir DIR] [--out nl/data/lexicon] [--write-prior OVERPASSNL_DIR]
+
+Sources, each pinned and checked against its SRI integrity string:
+
+* ``@openstreetmap/id-tagging-schema`` (the version the tag index uses, ``index.config.SCHEMA_VERSION``):
+  every searchable preset's name, aliases and terms in each language of ``LANGUAGES`` (regional
+  variants folded into their language: en-GB and en-AU into ``en``, zh-CN/zh-TW/zh-HK into ``zh``);
+* ``name-suggestion-index`` (``NSI_VERSION``): brands with a Wikidata id present in at least
+  ``MIN_BRAND_COUNTRIES`` countries, as ``brand``/``brand:<lang>`` spellings -> the brand's main tag;
+* ``simplemma`` (form -> lemma tables, read here only): the inflected forms of the lexicon's words
+  that the Snowball stemmer does not bring to their lemma's stem ("Museen" -> "Museum",
+  "музеев" -> "музей"), kept as a small ``forms`` table per language;
+* ``snowballstemmer``: every surface's key is its words' stems (the reader stems a request's words
+  the same way at run time, so the versions must agree: ``tests/nl/test_lexicon.py`` checks it).
+
+Hand-kept additions and removals are in ``scripts/nl_lexicon/edits.json``: surfaces the packages
+lack that requests use, and surfaces whose matches were measured to be wrong more often than right
+on OverpassNL train / the first half of OsmNL dev (``scripts/lexicon_accuracy.py --worst``).
+
+Where one surface names several tags ("church": a place of worship, a monastery...), the tag that
+OverpassNL's training queries use more is the likelier meaning: ``scripts/nl_lexicon/prior.json``
+holds how many training queries use each tag (``--write-prior DIR`` recounts it from
+``DIR/dataset.train.query``; dev and test are never read).
+
+The downloads are cached (``index-sources`` in the user cache, shared with ``geoql index build``),
+so a rebuild is offline. Deterministic: the same packages give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import hashlib
+import io
+import json
+import re
+import sys
+import tarfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from geoql.core.files import write_atomic
+from geoql.index.config import NPM_REGISTRY, SCHEMA_VERSION, default_cache_dir
+from geoql.index.schema import load_schema
+from geoql.nl import cues
+from geoql.nl.lexicon import FORMAT, LANGUAGES, MIN_SCORE, ROLE_WEIGHT, STEMMERS, is_spaceless_text, key_of, stemmer_version, word_keys
+from geoql.nl.text import base_language, fold
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "nl" / "data" / "lexicon"
+EDITS = ROOT / "scripts" / "nl_lexicon" / "edits.json"
+PRIOR = ROOT / "scripts" / "nl_lexicon" / "prior.json"
+
+NSI_PACKAGE = "name-suggestion-index"
+NSI_VERSION = "8.0.20260918"
+# Pinned here, not read from the registry: a changed tarball under the same version must fail.
+NSI_INTEGRITY = "sha512-g09kxye3aswAETIa//gA56MjonmjcyXCzdIwlDhpBVAwLKXOUJA1QZL5eE4ZRstTFFx9I2o9eARONUXVC72SAw=="
+NSI_FILE = "package/dist/json/nsi.min.json"
+
+# Translation files folded into each language (the package's codes). Cantonese requests are
+# written in traditional characters: zh-HK and zh-TW names serve them too.
+VARIANTS = {
+    "zh": ("zh", "zh-CN", "zh-TW", "zh-HK"),
+    "yue": ("yue", "zh-HK", "zh-TW"),
+}
+
+# A brand present in this many countries or more (a world or continent region counts as many).
+MIN_BRAND_COUNTRIES = 3
+# Region codes of NSI's locationSets (UN M49) that stand for many countries.
+_MANY = 50
+# Irregular forms kept: of lemmas this long or longer, at most this many letters longer than the lemma
+# (a noun's cases and plurals; without the cap Turkish alone had 100,000 verb forms).
+MIN_LEMMA_LETTERS, MAX_ENDING_LETTERS = 4, 4
+# A tag few OverpassNL training queries use is an unlikely request: under COMMON uses a surface of it
+# counts for RARE, unused for UNSEEN (iD's terms of rare presets were the lexicon's most frequent
+# errors: "window" -> craft=glaziery). With lexicon.MIN_SCORE 0.5, a rare tag keeps its names only.
+COMMON, RARE, UNSEEN = 5, 0.8, 0.6
+# How strongly the training queries' use decides between the tags of one surface (share ~ uses ** power).
+PRIOR_POWER = 0.75
+# Candidates kept per key (the best by score; the reader takes the first).
+KEEP_PER_KEY = 3
+
+
+def _verified(data: bytes, integrity: str) -> bool:
+    algo, _, expected = integrity.partition("-")
+    return base64.b64encode(hashlib.new(algo, data).digest()).decode() == expected
+
+
+def fetch_nsi(cache_dir: Path) -> dict:
+    """NSI's ``dist/json/nsi.min.json``, from the cache when the tarball verifies."""
+    import requests
+
+    path = cache_dir / f"{NSI_PACKAGE}-{NSI_VERSION}.tgz"
+    data = path.read_bytes() if path.is_file() else b""
+    if not _verified(data, NSI_INTEGRITY):
+        url = f"{NPM_REGISTRY}/{NSI_PACKAGE}/-/{NSI_PACKAGE}-{NSI_VERSION}.tgz"
+        response = requests.get(url, timeout=120)
+        response.raise_for_status()
+        data = response.content
+        if not _verified(data, NSI_INTEGRITY):
+            sys.exit(f"{url} fails its pinned integrity check")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        return json.load(archive.extractfile(NSI_FILE))
+
+
+def _split(value) -> list[str]:
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    if isinstance(value, str):  # older files: comma-separated terms, newline-separated aliases
+        return [v for part in value.split("\n") for v in part.split(",")]
+    return []
+
+
+def preset_tags(preset: dict, prior: dict[str, int]) -> tuple[str, ...] | None:
+    """The tags a request naming a preset asks for, as ``key=value`` (``key=*``: any value); None for
+    presets not to use.
+
+    A relation preset's ``type=*`` is dropped beside its own key (a query selects boundaries by
+    ``boundary=administrative``); where the preset's ``addTags`` hold a tag more queries use than
+    its own tags (iD's "Bus Stop" is ``public_transport=platform`` + ``bus=yes``, adding
+    ``highway=bus_stop``), that tag stands for it.
+    """
+    tags = preset.get("tags") or {}
+    if not tags or preset.get("searchable") is False:
+        return None
+    if any("*" in k or not isinstance(v, str) for k, v in tags.items()):
+        return None  # addr:* and the like: no feature
+    own = tuple(f"{k}={v}" for k, v in tags.items() if not (k == "type" and len(tags) > 1))
+    added = [f"{k}={v}" for k, v in (preset.get("addTags") or {}).items()
+             if isinstance(v, str) and v != "*" and f"{k}={v}" not in own and k not in ("type", "area")]
+    best = max(added, key=lambda t: (prior.get(t, 0), t), default=None)
+    if best is not None and prior.get(best, 0) > _prior(own, prior):
+        return (best,)
+    return own
+
+
+def _stop_keys(lang: str) -> set[str]:
+    """Keys of the cue table's words (stop words, markers, types...): a surface made of them names nothing."""
+    if lang not in cues.LANGUAGES:
+        return set()
+    t = cues.table(lang)
+    words = list(t["stop"]) + list(t["markers"]) + list(t["joiners"])
+    return {key_of(w, lang) for w in words}
+
+
+_QUALIFIER = re.compile(r"\s*[(（][^()（）]*[)）]\s*")
+
+
+def _variants(name: str) -> list[str]:
+    """The same name without its qualifier or as one of its alternatives: "学校（代表点または敷地）" is
+    also "学校"; "鉄道の停車場/駅" is "鉄道の停車場" and "駅"."""
+    bare = _QUALIFIER.sub(" ", name).strip()
+    out = [bare] if bare and bare != name else []
+    if "/" in bare:
+        out += [p.strip() for p in bare.split("/") if p.strip()]
+    return out
+
+
+def _parts(name: str, stop: frozenset[str]) -> list[str]:
+    """The shorter phrases inside a name of two words or more: iD's search finds a preset by any
+    word of its name, so its terms leave them out ("School Grounds" has no term "school")."""
+    words = [t.text for t in cues.tokens(name) if not t.number]
+    if len(words) < 2 or is_spaceless_text(name):
+        return []
+    edge_ok = [len(w) > 2 and fold(w) not in stop for w in words]  # no part opens or ends on "de", "d'"
+    return [" ".join(words[i:i + n]) for n in range(len(words) - 1, 0, -1) for i in range(len(words) - n + 1)
+            if edge_ok[i] and edge_ok[i + n - 1]]
+
+
+def preset_surfaces(schema, langs, prior) -> dict[str, list[tuple[str, tuple[str, ...], str, str, float]]]:
+    """language -> [(surface, tags, role, preset id, matchScore)] from every translation file."""
+    by_file: dict[str, list[str]] = defaultdict(list)
+    for code in schema.languages:
+        base = base_language(code)
+        for lang in langs:
+            if code in VARIANTS.get(lang, ()) or (lang not in VARIANTS and base == lang):
+                by_file[code].append(lang)
+    out: dict[str, list] = defaultdict(list)
+    for code, targets in sorted(by_file.items()):
+        presets = schema.translation(code).get("presets", {})
+        stop_words = frozenset(fold(w) for lang in targets if lang in cues.LANGUAGES
+                               for section in ("stop", "joiners", "markers") for w in cues.table(lang)[section])
+        for pid, entry in presets.items():
+            preset = schema.presets.get(pid)
+            tags = preset_tags(preset, prior) if preset else None
+            if not tags or not isinstance(entry, dict):
+                continue
+            match = float(preset.get("matchScore", 1.0))
+            names = [t for t in [entry.get("name"), *_split(entry.get("aliases"))] if isinstance(t, str)]
+            names += [v for n in names for v in _variants(n) if v not in names]
+            roles = [("name", names[:1]), ("alias", names[1:]), ("term", _split(entry.get("terms"))),
+                     ("part", [p for n in names for p in _parts(n, stop_words)])]
+            for role, texts in roles:
+                for text in texts:
+                    if isinstance(text, str) and text.strip():
+                        for lang in targets:
+                            out[lang].append((text.strip(), tags, role, pid, match))
+    return out
+
+
+def _countries(location_set: dict) -> set[str]:
+    out = set()
+    for code in location_set.get("include", []):
+        if not isinstance(code, str):
+            continue
+        code = code.lower().removesuffix(".geojson")
+        if code.isdigit():  # 001 world, 150 Europe, 419 Latin America...
+            out.update(f"{code}#{i}" for i in range(_MANY))
+        else:
+            out.add(code.split("-")[0])
+    return out
+
+
+def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str]], dict]:
+    """[(surface, main tag, brand value, wikidata)] of the brands present in enough countries."""
+    by_q: dict[str, list[tuple[str, dict, set[str]]]] = defaultdict(list)
+    for path, group in nsi["nsi"].items():
+        parts = path.split("/")
+        if parts[0] != "brands" or len(parts) != 3:
+            continue
+        main = f"{parts[1]}={parts[2]}"
+        for item in group.get("items", []):
+            tags = item.get("tags", {})
+            q = tags.get("brand:wikidata")
+            if q and tags.get("brand"):
+                by_q[q].append((main, tags, _countries(item.get("locationSet", {}))))
+    kept, stats = [], {"brands_with_wikidata": len(by_q)}
+    spellings = ("brand", "brand:en", *(f"brand:{lang}" for lang in langs), "brand:zh-Hans", "brand:zh-Hant")
+    for q, items in sorted(by_q.items()):
+        reach = set().union(*(c for _, _, c in items))
+        if len(reach) < MIN_BRAND_COUNTRIES:
+            continue
+        mains = defaultdict(int)
+        for main, _, c in items:
+            mains[main] += len(c)
+        # the category the brand spans most countries in; its advertising totems are no shop
+        main = max(sorted(mains), key=lambda m: (not m.startswith("advertising="), mains[m], prior.get(m, 0)))
+        for entry_main, tags, _ in items:
+            if entry_main != main:
+                continue
+            for key in spellings:
+                if tags.get(key):
+                    kept.append((tags[key], main, tags["brand"], q))
+    stats["brands_kept"] = len({q for *_, q in kept})
+    return kept, stats
+
+
+def _dictionaries(langs):
+    """language -> simplemma's form -> lemma table (bytes -> bytes), for the languages with a stemmer."""
+    from simplemma.strategies.dictionaries import DefaultDictionaryFactory
+
+    factory = DefaultDictionaryFactory()
+    for lang in langs:
+        if STEMMERS.get(lang) is not None:
+            yield lang, factory.get_dictionary(lang)._dict
+
+
+def inflected_forms(dictionaries, words_by_lang: dict[str, set[str]]) -> dict[str, dict[str, str]]:
+    """language -> {folded form: folded lemma} for forms whose stem is not their lemma's stem."""
+    out: dict[str, dict[str, str]] = {}
+    for lang, mapping in dictionaries.items():
+        words = words_by_lang[lang]
+        table: dict[str, str] = {}
+        for form_b, lemma_b in mapping.items():
+            lemma = fold(lemma_b.decode())
+            if lemma not in words:
+                continue
+            form = fold(form_b.decode())
+            if form == lemma or form in words or not form.isalpha():
+                continue  # a word of some surface is its own word ("parking" is no "park")
+            if len(lemma) < MIN_LEMMA_LETTERS or len(form) > len(lemma) + MAX_ENDING_LETTERS:
+                continue  # short lemmas collide ("at", "ol"); long endings are verbs' persons and tenses
+            if word_keys(form, lang) != word_keys(lemma, lang):
+                table.setdefault(form, lemma)
+        out[lang] = dict(sorted(table.items()))
+    return out
+
+
+def _common_words(dictionaries, words_by_lang) -> tuple[dict, set[str]]:
+    """What tells a common word: simplemma's tables and every surface word and cue word."""
+    words = set().union(*words_by_lang.values())
+    for lang in cues.LANGUAGES:
+        t = cues.table(lang)
+        words.update(fold(w) for section in ("stop", "markers", "joiners") for w in t[section])
+    return dictionaries, words
+
+
+def _is_common(key: str, common) -> bool:
+    """A brand spelled like a word of some language ("Shell", "Next", "Spar", "Total")."""
+    dictionaries, words = common
+    if key in words or " " in key:
+        return key in words
+    # lower case in English's table (the others list loanwords and brands too: "lidl", "aldi")
+    return key.encode() in dictionaries["en"]
+
+
+def write_prior(overpassnl: Path) -> None:
+    """Count how many OverpassNL training queries use each tag (``key=value``, ``key=*``)."""
+    from geoql.eval.dataset import read_example_lines
+    from geoql.retrieval.gold import query_tags
+
+    counts: dict[str, int] = defaultdict(int)
+    for query in read_example_lines(overpassnl / "dataset.train.query", "--write-prior"):
+        for tag in {t.tag for t in query_tags(query)} | {f"{t.key}=*" for t in query_tags(query)}:
+            counts[tag] += 1
+    about = ("How many OverpassNL training queries use each tag (scripts/build_nl_lexicon.py --write-prior): "
+             "the likelier meaning of a surface that names several tags.")
+    data = {"about": about, "counts": dict(sorted(counts.items()))}
+    write_atomic(PRIOR, (json.dumps(data, ensure_ascii=False, indent=0) + "\n").encode())
+
+
+def _seen(count: int) -> float:
+    return 1.0 if count >= COMMON else RARE if count else UNSEEN
+
+
+def _prior(tags: tuple[str, ...], counts: dict[str, int]) -> int:
+    return min(counts.get(t, 0) for t in tags)
+
+
+def _scored(by_tags: dict[tuple[str, ...], tuple], prior: dict[str, int], dropped) -> list[list]:
+    """Rows ``[surface, tags, score, preset, role]`` of one surface that names ``by_tags``' tags."""
+    # a tag the training queries use often is the likelier meaning of an ambiguous surface
+    pull = {tags: c[0] * (1.0 + _prior(tags, prior)) ** PRIOR_POWER for tags, c in by_tags.items()}
+    ranked = sorted(by_tags.items(), key=lambda kv: (-pull[kv[0]], kv[0]))
+    total = sum(pull.values())
+    rows = []
+    for tags, (weight, surface, pid, role) in ranked[:KEEP_PER_KEY]:
+        # ambiguity costs: a surface that names several tags is a weaker cue for each; a tag few
+        # training queries use is an unlikely request
+        score = round(weight * _seen(_prior(tags, prior)) * (pull[tags] / total) ** 0.5, 3)
+        if score >= MIN_SCORE:  # a row under the reader's threshold could never be returned
+            rows.append([surface, list(tags), score, pid, role[0]])
+        else:
+            dropped["under MIN_SCORE"] += 1
+    return rows
+
+
+def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
+    """(sources.json, file name -> content): one file per language and one of brands."""
+    schema = load_schema(NPM_REGISTRY, SCHEMA_VERSION, cache_dir)
+    nsi = fetch_nsi(cache_dir)
+    edits = json.loads(EDITS.read_text(encoding="utf-8"))
+    prior = json.loads(PRIOR.read_text(encoding="utf-8"))["counts"]
+    raw = preset_surfaces(schema, LANGUAGES, prior)
+    for lang, rows in edits["add"].items():
+        for surface, tags in rows:
+            raw[lang].append((surface, tuple(tags), "name", "edit", 1.0))
+    # a part of a name that is some preset's whole name or alias is that preset's, not a part
+    for lang in LANGUAGES:
+        whole = {fold(s) for s, _, role, _, _ in raw[lang] if role in ("name", "alias")}
+        raw[lang] = [r for r in raw[lang] if r[2] != "part" or fold(r[0]) not in whole]
+    removed = {lang: {fold(s) for s in rows} for lang, rows in edits["remove"].items()}
+
+    # every word of the surfaces, folded: the lemmas whose irregular forms are kept
+    words_by_lang = {lang: {w for s, *_ in raw[lang] for w in fold(s).split()} for lang in LANGUAGES}
+    dictionaries = dict(_dictionaries(LANGUAGES))
+    forms = inflected_forms(dictionaries, words_by_lang)
+
+    languages = {}
+    dropped = defaultdict(int)
+    for lang in LANGUAGES:
+        stop = _stop_keys(lang)
+        # key -> the surface's own folded words -> tags -> (weight, surface, preset, role): words that only
+        # share a stem ("park", "parking") are no rivals; the request's spelling picks between them
+        cands: dict[str, dict[str, dict[tuple[str, ...], tuple]]] = defaultdict(lambda: defaultdict(dict))
+        for surface, tags, role, pid, match in raw[lang]:
+            folded = fold(surface)
+            if folded in removed.get(lang, ()) and pid != "edit":
+                dropped["edits"] += 1
+                continue
+            key = key_of(surface, lang, forms.get(lang, {}))
+            if not key or key in stop or all(part in stop for part in key.split()):
+                dropped["stop words"] += 1
+                continue
+            weight = ROLE_WEIGHT[role] * min(1.0, match)
+            group = cands[key][" ".join(t.fold for t in cues.tokens(folded))]
+            best = group.get(tags)
+            if best is None or weight > best[0]:
+                group[tags] = (weight, surface, pid, role)
+        keys = {}
+        for key, groups in sorted(cands.items()):
+            rows = []
+            for _words, by_tags in sorted(groups.items()):
+                rows += _scored(by_tags, prior, dropped)
+            if rows:
+                keys[key] = rows
+        # the irregular forms of words the kept surfaces still use
+        kept_words = {w for k in keys for w in k.split()}
+        lang_forms = {f: lemma for f, lemma in forms.get(lang, {}).items() if word_keys(lemma, lang) in kept_words}
+        languages[lang] = {"format": FORMAT, "language": lang, "stemmer": STEMMERS.get(lang),
+                           "max_words": max(k.count(" ") + 1 for k in keys),
+                           "max_letters": max(len(k) for k in keys),
+                           "keys": keys, "forms": lang_forms}
+
+    brand_rows, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
+    common = _common_words(dictionaries, words_by_lang)
+    brands: dict[str, list] = {}
+    for surface, main, brand, q in brand_rows:
+        key = " ".join(t.fold for t in cues.tokens(fold(surface)))
+        if is_spaceless_text(key):  # read as a substring, like the language's own surfaces
+            key = "".join(fold(surface).split())
+        if len(key.replace(" ", "")) < 2:
+            continue
+        # the entry whose own brand tag is this spelling gives the brand value ("Starbucks", not "스타벅스")
+        prev = brands.get(key)
+        if prev is None or (surface == brand and prev[1][1] != f"brand={surface}"):
+            brands[key] = [surface, [main, f"brand={brand}"], q, int(_is_common(key, common))]
+    languages["brands"] = {"format": FORMAT, "max_words": max(k.count(" ") + 1 for k in brands),
+                           "max_letters": max(len(k) for k in brands if is_spaceless_text(k)),
+                           "keys": dict(sorted(brands.items()))}
+    sources = {
+        "format": FORMAT,
+        "sources": {
+            "@openstreetmap/id-tagging-schema": {"version": schema.version, "integrity": schema.integrity, "licence": "ISC"},
+            NSI_PACKAGE: {"version": NSI_VERSION, "integrity": NSI_INTEGRITY, "licence": "BSD-3-Clause"},
+            "simplemma": {"version": _version("simplemma"), "licence": "MIT"},
+            "snowballstemmer": {"version": stemmer_version(), "licence": "BSD-3-Clause"},
+        },
+        "stats": {"dropped": dict(dropped), **brand_stats},
+        "files": sorted(languages),
+    }
+    return sources, languages
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import version
+
+    return version(dist)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache-dir", type=Path, default=None, help="where the package tarballs are cached")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--write-prior", type=Path, default=None, metavar="OVERPASSNL_DIR",
+                    help="recount scripts/nl_lexicon/prior.json from OVERPASSNL_DIR/dataset.train.query first")
+    args = ap.parse_args(argv)
+    if args.write_prior:
+        write_prior(args.write_prior)
+    t0 = time.time()
+    sources, files = build(args.cache_dir or default_cache_dir())
+    args.out.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for name, data in files.items():
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        blob = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+        write_atomic(args.out / f"{name}.json.gz", blob)
+        total += len(blob)
+        print(f"{name}: {len(data['keys']):,} keys, {len(data.get('forms', {})):,} forms, {len(blob):,} bytes")
+    write_atomic(args.out / "sources.json", (json.dumps(sources, ensure_ascii=False, indent=1) + "\n").encode())
+    print(f"{args.out}: {total:,} bytes in all; {sources['stats']}; {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
