@@ -30,6 +30,24 @@ regex all name the same place. The printed elements are then judged by the rules
 5. :func:`rule_foreign` — every tag filter, place, around shape, box, map view, time, user and
    id filter of the query (used or not) is licensed by a fact; no ``[date:]``/``[diff:]``.
 
+**Decided here** (a careful mapper's reading; each rule's docstring says more):
+
+- Any of the accepted taggings is enough (``internet_access=wlan`` or ``=yes``; ``brand=X`` or
+  ``name=X`` or ``brand:wikidata=Q..``); a ``may`` feature (``atm=yes`` for ATMs, ``building=church``
+  for churches) may be printed but need not be; distinct features ("bars and pubs", "towns and
+  cities") are separate wanted features, all required.
+- Element types count only when the request says them ("ways", "node 123"); otherwise node, way,
+  relation or nwr each pass, one type alone too.
+- ``[out:json|xml]``, ``[timeout:]``, ``[maxsize:]`` and set names are no facts: they change
+  neither which elements are printed nor where. ``out meta``, ``center``, ``geom``, ``bb``, ``skel``
+  unasked are harmless; a count, CSV, ids or tags without geometry, or a limit, are not.
+- A named point is ``{{geocodeCoords:..}}``; coordinates typed in for it, an area by id and
+  ``{{geocodeBbox:..}}`` (the box also holds the neighbours) cannot be checked and fail. A relative
+  time ("last 7 days") is ``{{date:..}}``: a date computed from today cannot be checked either.
+- "Not brand X" is met by excluding any one of ``brand``, ``name``, ``brand:wikidata`` (a branded
+  element carries all three), written as the brand is spelt where the request is (星巴克 in Shanghai).
+- Regexes run as Python's ``re`` (Overpass uses POSIX ERE: the same on the patterns that occur).
+
 >>> facts = Facts.from_row({"want": [{"tags": [["amenity=cafe"]], "in": "bonn"}]},
 ...                        Places({"bonn": {"names": ["Bonn"]}}))
 >>> check(facts, '{{geocodeArea:Bonn}}->.a;nwr["amenity"="cafe"](area.a);out center;').ok
@@ -139,13 +157,15 @@ class Atom:
 
         >>> Atom.parse("maxspeed>50").default_samples()
         (['51', '55', '110'], ['50', '49', '0', None])
+        >>> Atom.parse("shop=*").default_samples()
+        (['yes', 'x-other'], [None])
         >>> Atom.parse("stars>=4").default_samples()
         (['4', '5', '18'], ['3', '0', None])
         """
         if self.op == "=":
             return [self.value], [ABSENT, OTHER]
         if self.op == "*":
-            return ["yes"], [ABSENT]
+            return ["yes", OTHER], [ABSENT]  # any value: a query for one value is not enough
         if self.op == "!":
             return [ABSENT], ["yes"]
         if self.op == "!=":
@@ -177,6 +197,7 @@ ELSEWHERE = "·elsewhere"  # a place no request names: where the near misses of 
 # The spelling a query would need to name it: invented, so only a regex that matches anything does.
 ELSEWHERE_NAME = "Elsewhereville"
 # Keys an area query may filter on to pick its area: names, codes and the kind of boundary.
+NAME_KEYS = re.compile(r"^(name|name:[a-z_-]+|official_name|alt_name|short_name)$")
 AREA_KEYS_NAMES = re.compile(r"^(name|name:[a-z_-]+|int_name|official_name|alt_name|short_name|loc_name)$")
 AREA_KEYS_CODES = re.compile(r"^(ISO3166-1|ISO3166-1:alpha2|ISO3166-2|ref|wikidata)$")
 AREA_KEYS_KIND = re.compile(r"^(admin_level|boundary|type|place|border_type|landuse|political_division)$")
@@ -708,10 +729,12 @@ class World:
         """Tag dicts like ``base`` on which ``group`` fails: each key of the group in turn takes
         each value that fails the group's atoms on that key, the others a failing value too."""
         keys = list(dict.fromkeys(a.key for a in group))
+        # A name the request gives alone (a quoted name) is that name, not every name containing it.
+        longer = [f"{a.value} 2" for a in group if len(group) == 1 and a.op == "=" and NAME_KEYS.match(a.key)]
         failing: dict[str, list] = {}
         for key in keys:
             atoms = [a for a in group if a.key == key]
-            failing[key] = [v for v in self._candidates(key, target)
+            failing[key] = [v for v in self._candidates(key, target) + longer
                             if not any(a.holds({} if v is ABSENT else {key: v}) for a in atoms)]
             if not failing[key]:
                 return []  # this key alone makes the group hold: nothing breaks it
@@ -1430,8 +1453,11 @@ def rule_complete(world: World, run: Run, answer: frozenset, verdict: Verdict) -
 def _closest(world: World, run: Run, tw: TargetWorld, answer: frozenset) -> Failure:
     """Why the best variant of a feature is not printed: the failures of the closest statement."""
     best = None
-    # the variant that comes closest (most of its elements printed) tells what is missing
-    closest = max(tw.variants, key=lambda v: sum(i in answer for i in v) / len(v))
+    # the variant that comes closest (most of its elements printed; then one of a type some
+    # statement asks for) tells what is missing
+    asked_types = {t for q in run.queries if id(q) not in run.place_queries for t in QUERY_TYPES.get(q.type, ())}
+    closest = max(tw.variants, key=lambda v: (sum(i in answer for i in v) / len(v),
+                                              all(world.elements[i].type in asked_types for i in v)))
     for variant in [closest]:
         for idx in variant:
             if idx in answer:
@@ -1452,7 +1478,7 @@ def _closest(world: World, run: Run, tw: TargetWorld, answer: frozenset) -> Fail
     _, fails, q = best
     if not fails:
         return Failure("output", f"selected by {show(q)} but never printed")
-    order = ["types", "tags", "ids", "place", "relation", "radius", "time", "user"]
+    order = ["tags", "types", "ids", "place", "relation", "radius", "time", "user"]
     fails.sort(key=lambda f: order.index(f.kind) if f.kind in order else len(order))
     first = fails[0]
     if first.kind == "tags":

@@ -179,6 +179,8 @@ RIGHT = {
     "ko-010": '{{geocodeArea:서울}}->.a;(nwr["amenity"="cafe"](area.a); - nwr["brand:wikidata"="Q37158"](area.a););out center;',
     "en-047": '{{geocodeArea:Seoul}}->.a;nwr["amenity"="cafe"]["brand:wikidata"="Q37158"](area.a);out center;',
     "en-049": '{{geocodeArea:Dublin}}->.a;nwr["brand"="McDonald\'s"](area.a);out center;',
+    "en-048": '{{geocodeArea:Leeds}}->.a;(nwr["brand"="Tesco"](area.a);nwr["brand"="Tesco Express"](area.a);'
+              'nwr["brand"="Tesco Extra"](area.a););out center;',
     "ru-015": '{{geocodeArea:Казань}}->.a;nwr["shop"="supermarket"]["brand"="Пятёрочка"](area.a);out center;',
     "pl-016": '{{geocodeArea:Polska}}->.a;nwr["amenity"="fuel"]["brand"="Orlen"](area.a);out center;',
     "en-053": '{{geocodeArea:Dublin}}->.a;(nwr["amenity"="bar"](area.a);nwr["amenity"="pub"](area.a););out center;',
@@ -241,6 +243,9 @@ WRONG = [
     ("en-090", 'node["highway"="bus_stop"](13.35,52.50,13.42,52.54);out;', {"place", "foreign"}),
     ("en-072", 'nwr["amenity"="parking"](around:1000,{{geocodeCoords:Wembley Stadium}});out;', {"radius", "foreign"}),
     ("ru-015", '{{geocodeArea:Казань}}->.a;nwr["brand"="Пятерочка"](area.a);out;', {"tags", "foreign"}),
+    ("en-095", 'nwr["building"="yes"](newer:"2024-01-01T00:00:00Z")({{bbox}});out;', {"tags"}),
+    ("en-112", '{{geocodeArea:Copenhagen}}->.a;nwr["amenity"="restaurant"]["name"~"Noma",i](area.a);out;', {"tags"}),
+    ("en-034", '{{geocodeArea:Hamburg}}->.a;way["highway"="residential"]["name"~"bahnhof",i](area.a);out;', {"tags"}),
 ]
 
 
