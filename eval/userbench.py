@@ -9,7 +9,9 @@ reads ``../shared``), the places they name in ``eval/data/user_places.json``. Ea
      "want": [{"tags": [["amenity=fuel"]], "in": "stuttgart"}],
      "output": [], "note": "why a fact is what it is, where it is not obvious"}
 
-``want`` lists the wanted features (:class:`geoql.eval.facts.Target`: tag groups, optional tags,
+Brand facts follow the Name Suggestion Index as npm ``name-suggestion-index`` 8.0.20260918 ships
+it (``brand:wikidata``, and the ``brand``, ``name``, ``brand:en``, ``name:en`` values it lists for
+that QID). ``want`` lists the wanted features (:class:`geoql.eval.facts.Target`: tag groups, optional tags,
 types, where, since/until, user, ids, samples), ``output`` the outputs asked for, ``csv`` the
 CSV columns asked for, ``places`` extra places for this row only. The facts and their checker
 are :mod:`geoql.eval.facts`; this module loads and validates the rows, keeps the fixed dev/test

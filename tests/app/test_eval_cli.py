@@ -276,7 +276,8 @@ def test_unwritable_outputs_are_said_before_any_work(capsys, tmp_path, small_osm
 def test_listed_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "eval-languages" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "eval-languages" in out and "eval-requests" in out
 
 
 # -- geoql eval-requests: the user-request benchmark -------------------------------------------
