@@ -973,7 +973,7 @@ def tag_test(f: A.Tag, tags: dict) -> bool:
     return hit if f.op == "~" else not hit
 
 
-class Unsupported(Exception):
+class _Unsupported(Exception):
     """An ``if:`` expression with a function the checker does not evaluate."""
 
 
@@ -998,25 +998,25 @@ def _args(e: A.Expr | None) -> list:
 
 def eval_expr(e: A.Expr | None, el: Element) -> str:
     """An ``if:`` expression on one element, as Overpass' evaluators compute it (strings;
-    comparisons numeric when both sides are numbers). Raises :class:`Unsupported` otherwise.
+    comparisons numeric when both sides are numbers). Raises :class:`_Unsupported` otherwise.
 
     >>> f = overpassql.parse('node(if: number(t["building:levels"]) > 3 && !is_tag("name"));').statements[0].filters[0]
     >>> eval_expr(f.expr, Element(0, "way", {"building:levels": "4"}, 1)), eval_expr(f.expr, Element(0, "way", {"building:levels": "3"}, 1))
     ('1', '0')
     """
     if e is None:
-        raise Unsupported("empty expression")
+        raise _Unsupported("empty expression")
     tok = e.token
     if e.lhs is None and e.rhs is None:
         if tok[:1] in "\"'":
             return _unquote(tok)
         if _number(tok) is not None:
             return tok
-        raise Unsupported(tok)
+        raise _Unsupported(tok)
     if tok == "[":
         if e.lhs is not None and e.lhs.token == "t" and e.rhs is not None:
             return el.tags.get(_unquote(e.rhs.token), "")
-        raise Unsupported("[")
+        raise _Unsupported("[")
     if tok == "(":
         name = e.lhs.token if e.lhs is not None else ""
         args = [eval_expr(a, el) for a in _args(e.rhs)]
@@ -1037,7 +1037,7 @@ def eval_expr(e: A.Expr | None, el: Element) -> str:
             return el.type
         if name == "count_tags" and not args:
             return str(len(el.tags))
-        raise Unsupported(f"{name}()")
+        raise _Unsupported(f"{name}()")
     if tok == "!" and e.lhs is None:
         return "0" if _truth(eval_expr(e.rhs, el)) else "1"
     if tok == "-" and e.lhs is None:
@@ -1049,7 +1049,7 @@ def eval_expr(e: A.Expr | None, el: Element) -> str:
             return "1" if left and _truth(eval_expr(e.rhs, el)) else "0"
         return "1" if left or _truth(eval_expr(e.rhs, el)) else "0"
     if tok == "?":
-        raise Unsupported("?:")
+        raise _Unsupported("?:")
     a, b = eval_expr(e.lhs, el), eval_expr(e.rhs, el)
     na, nb = _number(a), _number(b)
     if tok in ("==", "!=", "<", "<=", ">", ">=") and "NaN" in (a, b):
@@ -1064,7 +1064,7 @@ def eval_expr(e: A.Expr | None, el: Element) -> str:
         return _format_number({"+": na + nb, "-": na - nb, "*": na * nb, "/": na / nb if nb else 0}[tok])
     if tok == "+":
         return a + b
-    raise Unsupported(tok)
+    raise _Unsupported(tok)
 
 
 def _placeholder(text: str) -> tuple[str, str]:
@@ -1243,7 +1243,7 @@ class Run:
         if isinstance(f, A.IfFilter):
             try:
                 return None if _truth(eval_expr(f.expr, e)) else Failure("tags", show(f))
-            except Unsupported as exc:
+            except _Unsupported as exc:
                 return Failure("tags", f"{show(f)}: the checker does not evaluate {exc}")
         if isinstance(f, A.SetFilter):
             return None if e.index in self._get(f.name).elements else Failure("relation", f"not in set .{f.name}")
