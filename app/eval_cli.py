@@ -1,7 +1,10 @@
-"""``geoql eval-languages``: one backend on the same requests in several languages, one table.
+"""``geoql eval-languages``: one backend on the same requests in several languages, one table;
+``geoql eval-requests``: one backend on the user-request benchmark, per class and per language.
 
     geoql eval-languages --osmnl-dir ../shared/osmnl --languages en,de,fr,ru,zh,yue,ja,ko
     geoql eval-languages --osmnl-dir ../shared/osmnl --pred-dir runs/osmnl   # score DIR/dev.<lang>.pred
+    geoql eval-requests --split dev [--backend cpu] [--misses FILE] [--json OUT]
+    geoql eval-requests --split dev --pred answers.jsonl                    # score answers, no compiling
 
 An OsmNL-style directory holds ``dev.<lang>.nl`` and ``dev.<lang>.query`` for each
 language, line ``i`` of every file deriving from line ``i`` of the OverpassNL dev split.
@@ -37,6 +40,7 @@ from geoql.eval.dataset import Example, load_examples, load_split, read_example_
 from geoql.eval.faithfulness import measure, train_place_aliases
 from geoql.eval.metrics import Scorer, aggregate, get_scorer
 from geoql.eval.report import METRIC_COLUMNS, read_predictions
+from geoql.eval.userbench import CLASSES, Row, format_report, load_rows, miss_json, read_answers, report_json, score
 from geoql.retrieval import default_index_dir
 
 LANGUAGES = ("en", "de", "fr", "ru", "zh", "yue", "ja", "ko")
@@ -190,14 +194,17 @@ def _digest(stamp: dict) -> str:
     return hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def prepare_out_dir(config: LanguagesConfig) -> tuple[Path, dict]:
-    """The folder compiled predictions go to, and its stamp; refuses one that holds another setup's."""
+def prepare_out_dir(config: LanguagesConfig, cache: str = "eval-languages") -> tuple[Path, dict]:
+    """The folder compiled predictions go to, and its stamp; refuses one that holds another setup's.
+
+    ``config`` is any config with ``compile_config``, ``out_dir``, ``fresh`` and ``prefix``
+    (``geoql eval-requests`` passes its own); ``cache`` names the default folder's parent."""
     stamp = stamp_of(config.compile_config)
     key = _digest(stamp)
     if config.out_dir:
         out = Path(config.out_dir).expanduser()
     else:
-        out = user_dir("cache", "eval-languages", f"{config.compile_config.backend}-{key}")
+        out = user_dir("cache", cache, f"{config.compile_config.backend}-{key}")
     if out.exists() and not out.is_dir():
         raise UserError(f"{out} is a file; give a directory to --out-dir")
     try:
@@ -430,10 +437,7 @@ def register(subparsers) -> None:
     p.add_argument("--data-dir", metavar="DIR", help=help_of("data_dir"))
     p.add_argument("--pred-dir", metavar="DIR", help=help_of("pred_dir"))
     p.add_argument("--out-dir", metavar="DIR", help=help_of("out_dir"))
-    p.add_argument("--backend", help="cpu (the default), transformers, openai or vllm")
-    p.add_argument("--config", help="YAML file with compile options (see docs/compile.md)")
-    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                   help="backend option, e.g. model_dir=DIR, model=./runs/sft, base_url=URL (repeatable)")
+    add_backend_arguments(p)
     p.add_argument("--original", action="store_true", help=help_of("original"))
     p.add_argument("--limit", type=positive_int, help=help_of("limit"))
     p.add_argument("--fresh", action="store_true", help=help_of("fresh"))
@@ -441,6 +445,15 @@ def register(subparsers) -> None:
     p.add_argument("--json", dest="json_out", metavar="OUT", help=help_of("json_out"))
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     p.set_defaults(handler=run)
+    register_requests(subparsers)
+
+
+def add_backend_arguments(p) -> None:
+    """--backend, --config and --option: what compiles, for the commands that compile (compile_config_of reads them)."""
+    p.add_argument("--backend", help="cpu (the default), transformers, openai or vllm")
+    p.add_argument("--config", help="YAML file with compile options (see docs/compile.md)")
+    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend option, e.g. model_dir=DIR, model=./runs/sft, base_url=URL (repeatable)")
 
 
 def compile_config_of(args) -> CompileConfig:
@@ -469,5 +482,155 @@ def run(args) -> int:
         compile_config=compile_config_of(args), original=args.original, limit=args.limit, fresh=args.fresh, batch_size=args.batch_size,
         json_out=args.json_out, progress=args.progress)
     _, text = run_languages(config)
+    print(text)
+    return 0
+
+
+# -- geoql eval-requests: the user-request benchmark -------------------------------------------
+
+@dataclass
+class RequestsConfig:
+    split: str = field(default="dev", metadata={"help": "dev (tune on it), test (score once, at the end) or all"})
+    pred: str | None = field(default=None, metadata={
+        "help": "score these answers instead of compiling: JSONL with id and query, or one query a line in row order"})
+    compile_config: CompileConfig = field(default_factory=CompileConfig, metadata={"help": "backend and compile options"})
+    out_dir: str | None = field(default=None, metadata={
+        "help": "where compiled answers are kept (default: a user cache folder for this backend, model and code)"})
+    fresh: bool = field(default=False, metadata={"help": "compile again even where answers are kept"})
+    limit: int | None = field(default=None, metadata={"help": "only the first N rows of each split"})
+    classes: tuple = field(default=(), metadata={"help": "only these classes, comma-separated"})
+    languages: tuple = field(default=(), metadata={"help": "only these languages, comma-separated"})
+    batch_size: int = field(default=16, metadata={"help": "requests per backend call"})
+    progress: bool = field(default=True, metadata={"help": "a progress bar while compiling"})
+    show: int = field(default=20, metadata={"help": "misses to print (all of them go to --misses)"})
+    misses_out: str | None = field(default=None, metadata={"help": "write every miss as JSONL (request, query, failed facts)"})
+    answers_out: str | None = field(default=None, metadata={"help": "write the scored answers as JSONL (id, query)"})
+    json_out: str | None = field(default=None, metadata={"help": "write the figures and the misses as JSON"})
+    prefix: str = "userbench"  # the kept files: <prefix>.<split>.pred
+
+    def __post_init__(self):
+        for name in ("classes", "languages"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = tuple(part.strip() for part in value.split(",") if part.strip())
+            setattr(self, name, tuple(value))
+        unknown = [c for c in self.classes if c not in CLASSES]
+        if unknown:
+            raise ConfigError(f"--classes: unknown {', '.join(unknown)}; choose from {', '.join(CLASSES)}")
+        if self.limit is not None and int(self.limit) < 1:
+            raise ConfigError(f"limit must be at least 1 (got {self.limit})")
+        if self.pred and (self.out_dir or self.fresh):
+            raise ConfigError("--pred scores answers you have, it compiles nothing: drop --out-dir / --fresh")
+
+
+def requests_help(name: str) -> str:
+    return next(f.metadata["help"] for f in fields(RequestsConfig) if f.name == name)
+
+
+def benchmark_rows(config: RequestsConfig) -> list[Row]:
+    """The rows to score: the split's, the first ``limit`` of each split, then the class and language filters."""
+    splits = ("dev", "test") if config.split == "all" else (config.split,)
+    rows = []
+    for split in splits:
+        rows += load_rows(split)[: config.limit or None]
+    rows = [r for r in rows if (not config.classes or r.cls in config.classes)
+            and (not config.languages or r.lang in config.languages)]
+    if not rows:
+        raise UserError("no row of the benchmark matches --classes / --languages; see --help for the names")
+    return rows
+
+
+def compile_rows(rows: list[Row], config: RequestsConfig) -> tuple[list[str], str]:
+    """Each row's answer from the backend, and where they are kept: per split in the out folder,
+    so a rerun compiles only what is missing (and nothing when backend, model and code are the same)."""
+    out, kept = prepare_out_dir(config, cache="eval-requests")
+    compiler = Compiler(config=config.compile_config)
+    answers: dict[str, str] = {}
+    counts = {"compiled": 0, "kept": 0}
+    try:
+        for split in ("dev", "test"):
+            wanted = {r.id for r in rows if r.split == split}
+            if not wanted:
+                continue
+            everything = load_rows(split)
+            # the split's rows in file order, up to the last one asked for (a prefix, so kept answers stay valid)
+            last = max(i for i, r in enumerate(everything) if r.id in wanted)
+            examples = [Example("userbench", i, r.request, "", "") for i, r in enumerate(everything)]
+            lines, stats = compile_language(Language(split, examples, last + 1), compiler, out, kept, config)
+            answers.update({r.id: line for r, line in zip(everything, lines)})
+            counts["compiled"] += stats["compiled"]
+            counts["kept"] += stats["kept"]
+    finally:
+        compiler.close()
+    return [answers[r.id] for r in rows], f"{out}; compiled {counts['compiled']} now, {counts['kept']} kept from before"
+
+
+def run_requests(config: RequestsConfig) -> tuple[dict, str]:
+    """Compile (or read) the answers and score them; returns the figures and the printed report."""
+    rows = benchmark_rows(config)
+    for path, option in ((config.json_out, "--json"), (config.misses_out, "--misses"), (config.answers_out, "--answers")):
+        if path:
+            if Path(path).is_dir():
+                raise UserError(f"{path} is a directory; give a file name for {option}")
+            try:
+                check_writable_dir(Path(path).expanduser().parent)
+            except OSError as exc:
+                raise UserError(f"{option}: {exc}") from None
+    if config.pred:
+        answers, source = read_answers(config.pred, rows), f"answers from {config.pred}"
+    else:
+        answers, kept_in = compile_rows(rows, config)
+        source = f"backend {config.compile_config.backend}, answers kept in {kept_in}"
+    report = score(rows, answers)
+    title = f"user requests, split {config.split}: {len(rows)} rows; {source}"
+    text = format_report(report, title=title, misses=config.show)
+    if config.misses_out:
+        write_atomic(Path(config.misses_out).expanduser(),
+                     "".join(json.dumps(miss_json(r), ensure_ascii=False) + "\n" for r in report.misses()))
+        text += f"\nall {len(report.misses())} misses: {config.misses_out}"
+    if config.answers_out:
+        write_atomic(Path(config.answers_out).expanduser(),
+                     "".join(json.dumps({"id": r.row.id, "query": r.query}, ensure_ascii=False) + "\n"
+                             for r in report.results))
+    figures = report_json(report, split=config.split, source=source, limit=config.limit,
+                          classes=list(config.classes), languages=list(config.languages))
+    if config.json_out:
+        write_atomic(Path(config.json_out).expanduser(), json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
+    return figures, text
+
+
+def register_requests(subparsers) -> None:
+    p = subparsers.add_parser(
+        "eval-requests", help="one backend on the user-request benchmark: per class, per language, the misses",
+        description="Compile the requests of the user-request benchmark (geoql.eval.userbench; or read --pred) and "
+        "print the share of answers that carry every fact of their request and nothing foreign, per class "
+        "and per language, with the misses: which fact failed, the request and the query. Tune on dev; "
+        "score test once, at the end.")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="dev", help=requests_help("split"))
+    p.add_argument("--pred", metavar="FILE", help=requests_help("pred"))
+    add_backend_arguments(p)
+    p.add_argument("--out-dir", metavar="DIR", help=requests_help("out_dir"))
+    p.add_argument("--fresh", action="store_true", help=requests_help("fresh"))
+    p.add_argument("--limit", type=positive_int, help=requests_help("limit"))
+    p.add_argument("--classes", default="", metavar="NAMES", help=requests_help("classes"))
+    p.add_argument("--languages", default="", metavar="LANGS", help=requests_help("languages"))
+    p.add_argument("--batch-size", type=positive_int, default=16, help=requests_help("batch_size"))
+    p.add_argument("--show", type=int, default=20, metavar="N", help=requests_help("show"))
+    p.add_argument("--misses", dest="misses_out", metavar="FILE", help=requests_help("misses_out"))
+    p.add_argument("--answers", dest="answers_out", metavar="FILE", help=requests_help("answers_out"))
+    p.add_argument("--json", dest="json_out", metavar="OUT", help=requests_help("json_out"))
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.set_defaults(handler=run_requests_command)
+
+
+def run_requests_command(args) -> int:
+    if args.pred and (args.backend or args.config or args.option):
+        raise UserError("--pred scores answers you have, it compiles nothing: drop --backend / --config / --option")
+    config = RequestsConfig(
+        split=args.split, pred=args.pred, compile_config=compile_config_of(args), out_dir=args.out_dir,
+        fresh=args.fresh, limit=args.limit, classes=args.classes, languages=args.languages,
+        batch_size=args.batch_size, progress=args.progress, show=max(args.show, 0), misses_out=args.misses_out,
+        answers_out=args.answers_out, json_out=args.json_out)
+    _, text = run_requests(config)
     print(text)
     return 0

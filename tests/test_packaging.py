@@ -58,6 +58,16 @@ def test_the_installed_lexicon_reads_from_anywhere(installed):
     assert result.stdout.strip() == "('amenity=fuel',)"
 
 
+def test_the_user_request_benchmark_ships_with_the_package(installed):
+    """eval/data travels in the wheel: the benchmark loads and scores without the repository or ../shared."""
+    code = ("from geoql.eval.userbench import load_rows, score; rows = load_rows('all'); "
+            "print(len(rows), score(rows[:3], ['', '', '']).ok)")
+    result = _run([sys.executable, "-c", code], installed)
+    assert result.returncode == 0, result.stderr
+    n, ok = result.stdout.split()
+    assert int(n) >= 420 and ok == "0"
+
+
 def test_the_public_api_imports_from_anywhere(installed):
     code = ("import geoql, overpassql; from geoql import compile, Compiler, Compilation; "
             "print(geoql.__file__); print(overpassql.__file__); print(compile('  ').errors[0])")

@@ -276,4 +276,75 @@ def test_unwritable_outputs_are_said_before_any_work(capsys, tmp_path, small_osm
 def test_listed_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "eval-languages" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "eval-languages" in out and "eval-requests" in out
+
+
+# -- geoql eval-requests: the user-request benchmark -------------------------------------------
+
+def _requests(capsys, *argv):
+    rc = main(["eval-requests", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _id_answer(row) -> str:
+    target = row.facts.want[0]
+    return f"{target.types[0]}(id:{','.join(map(str, target.ids))});out {' '.join(row.facts.output)};"
+
+
+def test_requests_scores_answers_per_class_and_language(capsys, tmp_path):
+    """--pred scores a file without compiling: the table, the misses, the JSON and the misses file."""
+    from geoql.eval.userbench import load_rows
+    rows = [r for r in load_rows("dev") if r.cls == "ids"]
+    answers = tmp_path / "answers.jsonl"
+    wrong = rows[0].id  # every type instead of the asked one
+    answers.write_text("".join(json.dumps({"id": r.id, "query": _id_answer(r).replace(r.facts.want[0].types[0], "nwr", 1)
+                                           if r.id == wrong else _id_answer(r)}) + "\n" for r in rows), encoding="utf-8")
+    out_json, misses = tmp_path / "r.json", tmp_path / "misses.jsonl"
+    rc, out, err = _requests(capsys, "--split", "dev", "--classes", "ids", "--pred", answers, "--json", out_json,
+                             "--misses", misses)
+    assert rc == 0, err
+    n = len(rows)
+    assert f"all               {n:>6}  {n - 1:>5}" in out
+    assert "ids" in out and f"{wrong} [ids]" in out and "types:" in out
+    figures = json.loads(out_json.read_text(encoding="utf-8"))
+    assert (figures["n"], figures["ok"], figures["by_fact"]) == (n, n - 1, {"types": 1})
+    assert figures["by_class"]["ids"]["ok"] == n - 1 and figures["classes"] == ["ids"]
+    (miss,) = [json.loads(line) for line in misses.read_text(encoding="utf-8").splitlines()]
+    assert miss["id"] == wrong and miss["facts"] == ["types"]
+
+
+def test_requests_compiles_and_keeps_the_answers(capsys, tmp_path, cpu_args):
+    out_dir = tmp_path / "runs"
+    argv = ["--split", "all", "--limit", "2", "--out-dir", out_dir, *cpu_args, "--answers", tmp_path / "a.jsonl"]
+    rc, out, err = _requests(capsys, *argv)
+    assert rc == 0, err
+    assert "4 rows; backend cpu" in out and "compiled 4 now, 0 kept from before" in out
+    assert len(_lines(out_dir / "userbench.dev.pred")) == 2 and len(_lines(out_dir / "userbench.test.pred")) == 2
+    answers = [json.loads(line) for line in _lines(tmp_path / "a.jsonl")]
+    assert len(answers) == 4 and all(a["query"] for a in answers)
+    rc, again, _ = _requests(capsys, *argv)
+    assert rc == 0 and "compiled 0 now, 4 kept from before" in again
+    assert again.splitlines()[3:5] == out.splitlines()[3:5]
+    # the kept answers score the same through --pred
+    rc, scored, _ = _requests(capsys, "--split", "all", "--limit", "2", "--pred", tmp_path / "a.jsonl")
+    assert rc == 0 and scored.splitlines()[3:5] == out.splitlines()[3:5]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--classes", "nope"], "--classes: unknown nope"),
+    (["--languages", "xx"], "no row of the benchmark matches"),
+    (["--pred", "missing.jsonl"], "does not exist"),
+    (["--pred", "x.jsonl", "--backend", "cpu"], "compiles nothing"),
+])
+def test_requests_mistakes_are_one_line(capsys, extra, message):
+    rc, _, err = _requests(capsys, "--split", "dev", *extra)
+    assert rc == 2 and message in err and "Traceback" not in err
+
+
+def test_requests_wrong_number_of_answers(capsys, tmp_path):
+    preds = tmp_path / "a.pred"
+    preds.write_text("node;out;\n", encoding="utf-8")
+    rc, _, err = _requests(capsys, "--split", "dev", "--pred", preds)
+    assert rc == 2 and "1 predictions but the benchmark split has" in err
