@@ -81,6 +81,9 @@ class Frame:
     # "東京の駅", "서울의 공원"): a thing can stand there too ("公园的长椅", park benches).
     # A caller that knows the tag names can tell them apart (geoql.retrieval.TagRetriever.read_frame).
     opening_place: str | None = None
+    # Where each phrase of ``what``, ``negated`` and ``places`` stands in the NFKC text (the first
+    # place it was read), as (start, end) character offsets: geoql.nl.request's spans.
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ language
@@ -438,6 +441,13 @@ class _Reader:
         if self.lex.post_word_end:
             hits = [h for h in hits if self._word_end(h[1]) or (not end_only and self._word_end(h[0]))]
         return hits
+
+    def _locate(self, phrase: str, k: int) -> None:
+        """Note where ``phrase``, read from token ``k`` on, stands in the text (``Frame.spans``)."""
+        if phrase and phrase not in self.frame.spans:
+            start = self.text.find(phrase, self.toks[k].start if k < self.n else 0)
+            if start >= 0:
+                self.frame.spans[phrase] = (start, start + len(phrase))
 
     def take(self, i: int, j: int) -> None:
         for k in range(max(i, 0), min(j, self.n)):
@@ -882,6 +892,7 @@ class _Reader:
                 # "areas with the name Essen", "area with name Szeged": the area's name is a place
                 area = any((h := self.lex.ids.match_at(self.toks, k)) and h[1] == "area" for k in range(max(0, s - 4), s))
                 (self.frame.places if area else self.frame.names).append(self.span(e, j))
+                self._locate(self.span(e, j), e)
                 self.take(s, j)
         self.frame.names = list(dict.fromkeys(self.frame.names))
 
@@ -1003,6 +1014,7 @@ class _Reader:
         if not name or fold(name) in self.lex.not_places:
             return
         self.frame.places.append(name)
+        self._locate(name, k)
         self.take(k, j)
         if s < k:
             self.take(s, k)
@@ -1062,6 +1074,8 @@ class _Reader:
                 if len(parts) > 1 and all(self._looks_like_place(x) or len(x) >= 2 for x in parts):
                     names = parts
             f.places.extend(names)
+            for name in names:
+                self._locate(name, k)
             self.take(k, p)
             if not lex.neg_before.match_at(toks, p):  # "蒙鲁日没有...": the negation stays
                 self.take(p, post_end)
@@ -1235,6 +1249,7 @@ class _Reader:
                 continue
             negated = neg[i] or (j < self.n and self._neg_follows(j, after_neg, is_stop))
             (f.negated if negated else f.what).append(text)
+            self._locate(text, i)
         f.what = list(dict.fromkeys(f.what))
         f.negated = list(dict.fromkeys(f.negated))
 

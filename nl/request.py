@@ -1,0 +1,282 @@
+"""A request, read once: :func:`read_request` -> :class:`Request`, the one reading every consumer takes.
+
+``compile()`` reads each request once and hands the :class:`Request` to retrieval
+(``geoql.retrieval.prompt_context``, ``TagRetriever.search``), to every backend
+(``GenerationRequest.request``), to the checks (``unsupported_constants``) and to the
+confidence (``assess``). Nothing downstream reads the words again: what they need is a field
+here. The reading is rules and cue tables (``geoql.nl.frame``: every language; the English
+patterns of ``geoql.nl.english``; the words of ``geoql.nl.words``; the faithfulness evidence of
+``geoql.nl.support``), plus what a caller knows beyond them (:class:`Knowledge`): place names it
+learned, and a :class:`Lexicon` of the things features name.
+
+>>> r = read_request("benches within 100 m of a playground in Zurich")
+>>> r.language, r.what, r.place, r.around.radius_m, r.around.of
+('en', ('benches',), 'Zurich', 100.0, 'a playground')
+>>> r.features[0]
+Feature(text='benches', span=(0, 7), negated=False, tags=(), place=None)
+>>> r.words
+('benches', '100', 'playground', 'zurich')
+>>> r = read_request("Wie viele Apotheken gibt es im aktuellen Kartenausschnitt?")
+>>> r.language, r.in_view, sorted(r.output), r.what
+('de', True, ['count'], ('Apotheken',))
+>>> r = read_request("ID为7725447的用户在2019年2月11日编辑了哪些节点和路径？")
+>>> r.uids, r.dates, sorted(r.types)
+((7725447,), ('2019-02-11',), ['node', 'way'])
+>>> read_request("🏛️🏛️").language, read_request("").what
+('und', ())
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from geoql.nl.english import EnglishReading, read_english, with_frame
+from geoql.nl.frame import MAX_CHARS, Frame, read_frame
+from geoql.nl.support import Support, read_support
+from geoql.nl.text import scripts as script_counts
+from geoql.nl.words import content_words, topic_words, word_stems
+
+# Roles of a place: the area of the whole request, the place of some features only ("cafes in
+# Bonn and bakeries in Cologne"), the centre of an around ("within 5 km of Munich central station").
+PLACE_ROLES = ("area", "feature", "centre")
+
+
+# ------------------------------------------------------------------ what a reader may be told
+
+@dataclass(frozen=True)
+class FeatureMatch:
+    """A lexicon entry a feature's words meet: the tags it stands for, the characters of the
+    feature's text it matched, how sure (0..1), and the name that matched."""
+
+    span: tuple[int, int]
+    tags: tuple[str, ...]  # "amenity=fuel", "brand=Starbucks" ...
+    score: float
+    name: str = ""
+
+
+class Lexicon:
+    """What a reader may be told about the things requests name, beyond the cue tables.
+
+    The seam for a multilingual feature and brand lexicon: :meth:`lookup` gives a feature phrase's
+    tags (``Feature.tags``); :meth:`names_a_thing` tells whether a phrase read as a place only by
+    its position names a kind of feature instead (Chinese "公园的长椅": the benches of parks, while
+    "北京的博物馆" is the museums of Beijing). This base knows nothing: no tags, no things.
+    ``geoql.retrieval.TagRetriever.knowledge`` tells the tag index's names.
+    """
+
+    def lookup(self, text: str, language: str) -> list[FeatureMatch]:
+        """The lexicon entries ``text`` (a feature phrase in ``language``) meets, best first."""
+        return []
+
+    def names_a_thing(self, phrase: str, language: str) -> bool:
+        """Whether ``phrase`` (in ``language``) is the name of a kind of feature."""
+        return False
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """What a caller knows beyond the cue tables, for :func:`read_request`.
+
+    ``places``: folded place names -> spelling (the CPU default's, learned from its training
+    queries): a place written in lower case after "in" counts when it is one of them ("castles
+    in algeria"). ``lexicon``: see :class:`Lexicon`.
+    """
+
+    lexicon: Lexicon | None = None
+    places: Mapping[str, str] = field(default_factory=dict)
+
+
+NO_KNOWLEDGE = Knowledge()
+
+
+# ------------------------------------------------------------------ the parts of a request
+
+@dataclass(frozen=True)
+class Feature:
+    """A thing the request asks for (or, ``negated``, asks to be without), as written: "cafés",
+    "outdoor seating". ``span``: its characters in ``Request.text``; ``tags``: what the lexicon
+    ties to it (empty without one); ``place``: the index in ``Request.places`` of its own place,
+    when it has one ("cafes in Bonn and bakeries in Cologne")."""
+
+    text: str
+    span: tuple[int, int] | None = None
+    negated: bool = False
+    tags: tuple[FeatureMatch, ...] = ()
+    place: int | None = None
+
+
+@dataclass(frozen=True)
+class Place:
+    """A named place, as written ("Москве", "Rio de Janeiro"). ``role`` (:data:`PLACE_ROLES`):
+    ``area`` of the whole request, ``feature`` of some features only, ``centre`` of an around.
+    ``opening``: read only because it opens the request before a weak link ("北京的博物馆"),
+    so a thing may stand there too (see :meth:`Lexicon.names_a_thing`)."""
+
+    name: str
+    span: tuple[int, int] | None = None
+    role: str = "area"
+    opening: bool = False
+
+
+@dataclass(frozen=True)
+class Around:
+    """"within 100 m of a playground": ``radius_m`` 100.0, ``of`` "a playground". ``centre``: what
+    the distance is measured from: ``features`` (things the centre phrase names), ``place`` (a
+    named place: "of Munich central station"), ``coords`` (``Request.coords``) or ``None`` (not
+    named). ``of_request``: the centre phrase read on its own (its tags are searched apart)."""
+
+    radius_m: float
+    of: str | None = None
+    centre: str | None = None
+    of_request: "Request | None" = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """An attribute the elements must have, as the request words it: "with wifi" (``yes``),
+    "without a name" (``absent``), "not private" (``no``), "more than 4 floors" (``compare``, with
+    ``op`` and ``value``), "whose name contains Pizza" (``name``, ``op`` ``contains`` /
+    ``starts`` / ``ends`` / ``equals`` and ``value`` the name)."""
+
+    kind: str
+    text: str
+    span: tuple[int, int] | None = None
+    op: str | None = None
+    value: str | None = None
+    unit: str | None = None
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number of the request with its unit when one follows ("5 km", "300 m", "3 days")."""
+
+    value: float
+    text: str
+    span: tuple[int, int] | None = None
+    unit: str | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request, read once (see the module's docstring). Sequences are tuples, sets frozensets:
+    a reading is shared, never changed."""
+
+    nl: str  # the request as given
+    text: str  # NFKC, at most MAX_CHARS characters: what the spans index
+    language: str = "und"  # ISO 639 ("en", "de", "zh", "yue"...; "und": nothing tells)
+    script: str = "Common"  # the script of most letters ("Latin", "Han", "Cyrillic"...)
+    scripts: tuple[str, ...] = ()  # every script of its letters, most letters first
+    features: tuple[Feature, ...] = ()  # what it asks for, then what it asks to be without
+    filters: tuple[Filter, ...] = ()
+    brands: tuple[Feature, ...] = ()  # features that name a brand (the lexicon's: Feature.tags)
+    places: tuple[Place, ...] = ()
+    in_view: bool = False  # the map view ("in the current view", "im aktuellen Kartenausschnitt")
+    around: Around | None = None
+    bbox: tuple[float, float, float, float] | None = None  # south, west, north, east
+    coords: tuple[float, float] | None = None  # lat, lon
+    area_ids: tuple[int, ...] = ()  # Overpass area ids (3600000000 + a relation id)
+    ids: tuple[tuple[str, int], ...] = ()  # ("way", 613126639)
+    uids: tuple[int, ...] = ()
+    users: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()  # quoted names, and name-cased words after a name cue ("named Bart Smit")
+    quoted: tuple[str, ...] = ()  # every quoted span (names and tag keys alike)
+    types: frozenset[str] = frozenset()  # node / way / relation / area, only when named
+    output: frozenset[str] = frozenset()  # count / geom / center / csv / meta, only when asked
+    dates: tuple[str, ...] = ()  # ISO dates, both ends of a range
+    periods: tuple[str, ...] = ()  # turbo periods from relative time ("1 week")
+    since: bool = False  # a since-cue leads the date: it starts a period
+    numbers: tuple[Number, ...] = ()
+    words: tuple[str, ...] = ()  # content words, folded, in order (geoql.nl.words.content_words)
+    stems: frozenset[str] = frozenset()  # their crude stems, all of the request's (geoql.nl.words.word_stems)
+    topic_words: tuple[str, ...] = ()  # words that name OpenStreetMap data (nodes, a user, the view, a city)
+    support: Support | None = field(default=None, repr=False)  # evidence for a query's constants
+    # The English patterns alone, and with the cue tables' reading where they miss: what the
+    # CPU default's selector was trained on (geoql.nl.english).
+    english: EnglishReading = field(default_factory=EnglishReading, repr=False)
+    english_with_frame: EnglishReading = field(default_factory=EnglishReading, repr=False)
+
+    @property
+    def what(self) -> tuple[str, ...]:
+        """The features asked for, as written."""
+        return tuple(f.text for f in self.features if not f.negated)
+
+    @property
+    def negated(self) -> tuple[str, ...]:
+        """The phrases under a negation: what must not be there ("without Wikipedia tags", "без")."""
+        return tuple(f.text for f in self.features if f.negated)
+
+    @property
+    def place_names(self) -> tuple[str, ...]:
+        """Every place named, as written."""
+        return tuple(p.name for p in self.places)
+
+    @property
+    def place(self) -> str | None:
+        """The first place named, or None."""
+        return self.places[0].name if self.places else None
+
+    @property
+    def opening_place(self) -> str | None:
+        """A place read only because it opens the request (:attr:`Place.opening`), or None."""
+        return next((p.name for p in self.places if p.opening), None)
+
+    @property
+    def about_places(self) -> bool:
+        """The reading found something only a map query asks for: a place, the map view, a
+        radius, coordinates, ids, element types, users or names."""
+        return bool(self.places or self.in_view or self.around or self.bbox or self.coords or self.area_ids
+                    or self.ids or self.types or self.uids or self.users or self.names)
+
+
+# ------------------------------------------------------------------ reading
+
+def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
+    """Read ``nl`` once into a :class:`Request`, with what ``knowledge`` adds to the cue tables.
+
+    Never raises: text that is empty, emoji, in a script without a cue table or not text at all
+    gives a Request with what could be read (at worst only ``nl``, ``language="und"``).
+    """
+    if not isinstance(nl, str):
+        nl = "" if nl is None else str(nl)
+    knowledge = knowledge or NO_KNOWLEDGE
+    lexicon = knowledge.lexicon
+    frame = read_frame(nl)
+    text = frame_text(nl)
+    # A place read only by its position that the lexicon knows as a thing is the thing: "公园的长椅".
+    thing = frame.opening_place
+    if not (thing and lexicon is not None and lexicon.names_a_thing(thing, frame.language)):
+        thing = None
+    places = tuple(Place(name, frame.spans.get(name), opening=name == frame.opening_place)
+                   for name in frame.places if name != thing)
+    what = [thing, *frame.what] if thing else list(frame.what)
+    features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
+        tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
+    place = places[0].name if places else None
+    english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
+    merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
+                        output=frame.output, dates=frame.dates, types=frame.types)
+    around = None
+    if frame.around is not None:
+        of = frame.around.of
+        around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else None,
+                        of_request=read_request(of, knowledge) if of else None)
+    return Request(
+        nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
+        features=features, places=places, in_view=frame.in_view, around=around, bbox=frame.bbox,
+        coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
+        users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
+        output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
+        words=tuple(content_words(nl)), stems=word_stems(nl), topic_words=topic_words(nl), support=read_support(nl),
+        english=english, english_with_frame=merged)
+
+
+def frame_text(nl: str) -> str:
+    """The text a reading's spans index: NFKC, at most ``MAX_CHARS`` characters."""
+    return unicodedata.normalize("NFKC", nl)[:MAX_CHARS]
+
+
+def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
+    tags = tuple(lexicon.lookup(phrase, frame.language)) if lexicon is not None else ()
+    return Feature(phrase, frame.spans.get(phrase), negated=negated, tags=tags)
