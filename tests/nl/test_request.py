@@ -8,9 +8,7 @@ dev give the place the gold query names.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -20,18 +18,9 @@ from geoql.nl.english import read_english
 from geoql.nl.frame import read_frame
 from geoql.nl.support import read_support
 from geoql.nl.words import content_words, topic_words, word_stems
+from testdata import frame_cases
 
-CASES_DIR = Path(__file__).parent / "frame_cases"
 _GEOCODE = re.compile(r'\{\{geocodeArea:"([^"]+)"\}\}')
-
-
-def _cases() -> list:
-    out = []
-    for path in sorted(CASES_DIR.glob("*.jsonl")):
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                out.append(pytest.param(path.stem, json.loads(line), id=f"{path.stem}-{n}"))
-    return out
 
 
 def _field(request: Request, key: str):
@@ -50,7 +39,7 @@ def _field(request: Request, key: str):
     return value
 
 
-@pytest.mark.parametrize("lang,case", _cases())
+@pytest.mark.parametrize("lang,case", frame_cases())
 def test_the_request_reads_what_the_cue_tables_read(lang, case):
     request = read_request(case["nl"])
     expect = dict(case["frame"])
@@ -61,7 +50,7 @@ def test_the_request_reads_what_the_cue_tables_read(lang, case):
         assert _field(request, key) == want, f"{key}: {_field(request, key)!r} != {want!r} for {case['nl']!r}"
 
 
-@pytest.mark.parametrize("lang,case", _cases())
+@pytest.mark.parametrize("lang,case", frame_cases())
 def test_spans_point_at_the_words(lang, case):
     request = read_request(case["nl"])
     for part in (*request.features, *request.places):
@@ -70,7 +59,7 @@ def test_spans_point_at_the_words(lang, case):
     assert [f.text for f in request.features] == [*request.what, *request.negated]
 
 
-@pytest.mark.parametrize("lang,case", _cases())
+@pytest.mark.parametrize("lang,case", frame_cases())
 def test_every_part_is_read_by_its_one_rule(lang, case):
     """The Request holds what each rule of geoql.nl reads of the words, no other reading."""
     nl = case["nl"]
