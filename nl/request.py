@@ -28,13 +28,16 @@ Feature(text='benches', span=(0, 7), negated=False, tags=(), place=None)
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from geoql.nl.cues import table
 from geoql.nl.english import EnglishReading, read_english, with_frame
-from geoql.nl.frame import MAX_CHARS, Frame, read_frame
+from geoql.nl.frame import MAX_CHARS, Frame, cue_language, read_frame
 from geoql.nl.support import Support, read_support
+from geoql.nl.text import SPACELESS_SCRIPTS, fold
 from geoql.nl.text import scripts as script_counts
 from geoql.nl.words import content_words, topic_words, word_stems
 
@@ -123,13 +126,16 @@ class Place:
 @dataclass(frozen=True)
 class Around:
     """"within 100 m of a playground": ``radius_m`` 100.0, ``of`` "a playground". ``centre``: what
-    the distance is measured from: ``features`` (things the centre phrase names), ``place`` (a
-    named place: "of Munich central station"), ``coords`` (``Request.coords``) or ``None`` (not
-    named). ``of_request``: the centre phrase read on its own (its tags are searched apart)."""
+    the distance is measured from: ``features`` (things the centre phrase names: "a playground",
+    "schools"), ``place`` (a named place: "of Munich central station", "the Eiffel Tower"; its
+    name is ``place`` and it is one of ``Request.places``, role ``centre``), ``coords``
+    (``Request.coords``), or ``None`` (not named, or the reading cannot tell). ``of_request``: the
+    centre phrase read on its own (its tags are searched apart)."""
 
     radius_m: float
     of: str | None = None
     centre: str | None = None
+    place: str | None = None
     of_request: "Request | None" = field(default=None, repr=False)
 
 
@@ -209,13 +215,14 @@ class Request:
 
     @property
     def place_names(self) -> tuple[str, ...]:
-        """Every place named, as written."""
-        return tuple(p.name for p in self.places)
+        """The places the request is in (roles ``area`` and ``feature``), as written, in their order:
+        not the centre of an around, which is ``around.place``."""
+        return tuple(p.name for p in self.places if p.role != "centre")
 
     @property
     def place(self) -> str | None:
-        """The first place named, or None."""
-        return self.places[0].name if self.places else None
+        """The first place the request is in (:attr:`place_names`), or None."""
+        return next((p.name for p in self.places if p.role != "centre"), None)
 
     @property
     def opening_place(self) -> str | None:
@@ -254,14 +261,20 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
     place = places[0].name if places else None
+    places, features = _feature_places(places, features)
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
     around = None
     if frame.around is not None:
         of = frame.around.of
-        around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else None,
-                        of_request=read_request(of, knowledge) if of else None)
+        of_request = read_request(of, knowledge) if of else None
+        centre, centre_place = _centre(of, of_request, frame, lexicon)
+        around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
+                        place=centre_place, of_request=of_request)
+        if centre_place is not None:
+            start = text.find(centre_place)
+            places += (Place(centre_place, (start, start + len(centre_place)) if start >= 0 else None, role="centre"),)
     return Request(
         nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
         features=features, places=places, in_view=frame.in_view, around=around, bbox=frame.bbox,
@@ -280,3 +293,65 @@ def frame_text(nl: str) -> str:
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
     tags = tuple(lexicon.lookup(phrase, frame.language)) if lexicon is not None else ()
     return Feature(phrase, frame.spans.get(phrase), negated=negated, tags=tags)
+
+
+def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) -> tuple[tuple, tuple]:
+    """Places of their own features: "cafes in Bonn and bakeries in Cologne" reads two places, each
+    after its own features, so each is the place of those (role ``feature``, ``Feature.place``).
+    Places with no feature between them ("in Dendermonde, Belgium", "in Berlin and Hamburg") stay
+    the area of the whole request.
+
+    >>> ps, fs = _feature_places((Place("Bonn", (9, 13)), Place("Cologne", (30, 37))),
+    ...                          (Feature("cafes", (0, 5)), Feature("bakeries", (18, 26))))
+    >>> [(p.name, p.role) for p in ps], [(f.text, f.place) for f in fs]
+    ([('Bonn', 'feature'), ('Cologne', 'feature')], [('cafes', 0), ('bakeries', 1)])
+    """
+    located = sorted((p.span, i) for i, p in enumerate(places) if p.span is not None)
+    if len(located) < 2 or len(located) != len(places):
+        return places, features
+    things = [(f.span, k) for k, f in enumerate(features) if not f.negated and f.span]
+    # The things of each place lie between it and the place before ("cafes in Bonn and bakeries in
+    # Cologne"), or, where places come first ("波恩的咖啡馆和科隆的面包店"), between it and the next.
+    for bounds in ([(0 if n == 0 else located[n - 1][0][1], span[0]) for n, (span, _) in enumerate(located)],
+                   [(span[1], located[n + 1][0][0] if n + 1 < len(located) else None)
+                    for n, (span, _) in enumerate(located)]):
+        own = {k: i for (low, high), (_, i) in zip(bounds, located)
+               for span, k in things if low <= span[0] and (high is None or span[0] < high)}
+        # every place has things of its own, and every thing has a place: else the places narrow one area
+        if len(own) == len(things) and set(own.values()) == {i for _, i in located}:
+            return (tuple(dataclasses.replace(p, role="feature") for p in places),
+                    tuple(dataclasses.replace(f, place=own[k]) if k in own else f for k, f in enumerate(features)))
+    return places, features
+
+
+def _centre(of: str | None, of_request: "Request | None", frame: Frame,
+            lexicon: Lexicon | None) -> tuple[str | None, str | None]:
+    """(what an around is measured from, the named place when it is one): the centre phrase names a
+    place when its own reading finds one ("of the Eiffel Tower"), or, in a script with case, when
+    a word of it is written as a name ("of Munich central station"; German capitalises every noun,
+    so there after a definite article only: "um den Hauptbahnhof"); things otherwise ("of a
+    playground", "um einen Spielplatz", "of schools"). A lexicon that knows the phrase as a thing
+    says so first; in a script without case, without one, nothing tells.
+
+    >>> _centre("Munich central station", read_request("Munich central station"), read_frame("x"), None)
+    ('place', 'Munich central station')
+    >>> _centre("a playground", read_request("a playground"), read_frame("x"), None)
+    ('features', None)
+    """
+    if not of or of_request is None:
+        return None, None
+    if lexicon is not None and lexicon.names_a_thing(of, frame.language):
+        return "features", None
+    if of_request.place_names:
+        return "place", of_request.place
+    words = of.split()
+    articles = {fold(w) for w in table(cue_language(frame.language))["place"]["articles"]}
+    if of_request.script in SPACELESS_SCRIPTS or of_request.script == "Common":
+        return None, None
+    rest = words[1:] if words and fold(words[0]) in articles | {"the"} else words
+    named = [w for w in rest if w[:1].isupper()]
+    if frame.language == "de":
+        named = named if len(words) > len(rest) or len(named) >= 2 else []
+    if named and rest:
+        return "place", " ".join(rest)
+    return "features", None

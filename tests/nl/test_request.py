@@ -8,7 +8,9 @@ dev give the place the gold query names.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +154,35 @@ def test_a_reading_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.features[0].text = "pubs"
     assert isinstance(request.features, tuple) and isinstance(request.types, frozenset)
+
+
+# ------------------------------------------------------------------ what composition reads: roles, centres, filters
+
+def _request_cases() -> list:
+    path = Path(__file__).parent / "request_cases.jsonl"
+    return [pytest.param(json.loads(line), id=f"case-{n}")
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+
+
+def _composed_field(request: Request, key: str):
+    """A Request field in ``request_cases.jsonl``'s shape."""
+    if key == "places":
+        return [[p.name, p.role] for p in request.places]
+    if key == "feature_places":
+        return [[f.text, None if f.place is None else request.places[f.place].name] for f in request.features]
+    if key == "around":
+        return None if request.around is None else [request.around.radius_m, request.around.centre, request.around.place]
+    return getattr(request, key)
+
+
+@pytest.mark.parametrize("case", _request_cases())
+def test_request_case(case):
+    request = read_request(case["nl"])
+    for key, want in case["request"].items():
+        assert _composed_field(request, key) == want, f"{key}: {_composed_field(request, key)!r} != {want!r} for {case['nl']!r}"
+
+
+def test_the_places_a_request_is_in_leave_out_the_centre():
+    request = read_request("pharmacies within 500 m of the Brandenburg Gate in Berlin")
+    assert request.place_names == ("Berlin",) and request.place == "Berlin"
+    assert [p.role for p in request.places] == ["area", "centre"] and request.around.place == "Brandenburg Gate"
