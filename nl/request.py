@@ -139,12 +139,18 @@ class Around:
     of_request: "Request | None" = field(default=None, repr=False)
 
 
+FILTER_KINDS = ("yes", "no", "absent", "compare", "name")
+
+
 @dataclass(frozen=True)
 class Filter:
-    """An attribute the elements must have, as the request words it: "with wifi" (``yes``),
-    "without a name" (``absent``), "not private" (``no``), "more than 4 floors" (``compare``, with
-    ``op`` and ``value``), "whose name contains Pizza" (``name``, ``op`` ``contains`` /
-    ``starts`` / ``ends`` / ``equals`` and ``value`` the name)."""
+    """An attribute the elements must have, as the request words it (``kind``, :data:`FILTER_KINDS`):
+    "with wifi" (``yes``), "not private" (``no``), "without a name" (``absent``), "more than 10
+    floors" (``compare``: ``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``value`` "10", ``unit`` when one
+    follows), "whose name contains Pizza" (``name``: ``op`` ``contains`` / ``starts`` / ``ends`` /
+    ``equals``, ``value`` the name). ``text`` is the attribute's words ("wifi", "floors"), ``span``
+    where they stand, ``feature`` the index in ``Request.features`` of the phrase they were read
+    from (None: no phrase, "longer than 5 km")."""
 
     kind: str
     text: str
@@ -152,6 +158,7 @@ class Filter:
     op: str | None = None
     value: str | None = None
     unit: str | None = None
+    feature: int | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +216,13 @@ class Request:
         return tuple(f.text for f in self.features if not f.negated)
 
     @property
+    def things(self) -> tuple[Feature, ...]:
+        """The features asked for that are things, not attributes of them: "bars and pubs with outdoor
+        seating" -> bars, pubs (outdoor seating is a ``Filter``)."""
+        attributes = {f.feature for f in self.filters}
+        return tuple(f for k, f in enumerate(self.features) if not f.negated and k not in attributes)
+
+    @property
     def negated(self) -> tuple[str, ...]:
         """The phrases under a negation: what must not be there ("without Wikipedia tags", "без")."""
         return tuple(f.text for f in self.features if f.negated)
@@ -262,6 +276,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
     place = places[0].name if places else None
     places, features = _feature_places(places, features)
+    filters = _filters(frame, features)
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
@@ -277,7 +292,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
             places += (Place(centre_place, (start, start + len(centre_place)) if start >= 0 else None, role="centre"),)
     return Request(
         nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
-        features=features, places=places, in_view=frame.in_view, around=around, bbox=frame.bbox,
+        features=features, filters=filters, brands=_brands(features), places=places, in_view=frame.in_view,
+        around=around, bbox=frame.bbox, numbers=tuple(Number(*n) for n in frame.numbers),
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
         users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
         output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
@@ -293,6 +309,22 @@ def frame_text(nl: str) -> str:
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
     tags = tuple(lexicon.lookup(phrase, frame.language)) if lexicon is not None else ()
     return Feature(phrase, frame.spans.get(phrase), negated=negated, tags=tags)
+
+
+def _filters(frame: Frame, features: tuple[Feature, ...]) -> tuple[Filter, ...]:
+    """The frame's attribute filters, each with the feature it was read from."""
+    index = {(f.text, f.negated): k for k, f in reversed(list(enumerate(features)))}
+    out = []
+    for kind, text, span, op, value, unit in frame.filters:
+        phrase = next((p for p, at in frame.spans.items() if at == span), None)
+        feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
+        out.append(Filter(kind, text, span, op, value, unit, feature))
+    return tuple(out)
+
+
+def _brands(features: tuple[Feature, ...]) -> tuple[Feature, ...]:
+    """The features the lexicon ties to a brand ("Starbucks": ``brand=Starbucks``); none without a lexicon."""
+    return tuple(f for f in features if any(t.startswith(("brand=", "brand:wikidata=")) for m in f.tags for t in m.tags))
 
 
 def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) -> tuple[tuple, tuple]:

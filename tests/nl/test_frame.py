@@ -63,6 +63,8 @@ def test_cue_table_has_every_section(lang):
     assert {"prepositions", "postpositions", "not_places"} <= set(t["place"])
     assert {"before", "after", "scope_end"} <= set(t["negation"])
     assert t["view"] and t["stop"] and t["markers"]
+    assert {"with", "absent", "compare", "name"} <= set(t["filters"]) and t["filters"]["with"] and t["filters"]["absent"]
+    assert set(t["filters"]["compare"]) == {">", ">=", "<", "<="} and set(t["filters"]["name"]) == {"contains", "starts", "ends"}
 
 
 @pytest.mark.parametrize("nl,since", [

@@ -172,6 +172,12 @@ def _composed_field(request: Request, key: str):
         return [[f.text, None if f.place is None else request.places[f.place].name] for f in request.features]
     if key == "around":
         return None if request.around is None else [request.around.radius_m, request.around.centre, request.around.place]
+    if key == "things":
+        return [f.text for f in request.things]
+    if key == "filters":
+        return [[f.kind, f.text, f.op, f.value] for f in request.filters]
+    if key == "numbers":
+        return [[n.value, n.text, n.unit] for n in request.numbers]
     return getattr(request, key)
 
 
