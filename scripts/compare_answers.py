@@ -12,12 +12,20 @@ so the same script runs in an older checkout. ``diff`` lists what differs betwee
         dump --out before.jsonl)
     .venv/bin/python scripts/compare_answers.py diff before.jsonl after.jsonl
 
-``diff`` exits with 1 when a query differs (or a request is missing), so it can gate a commit.
+``reading`` writes, for every training, dev and OsmNL dev request, the fields of its
+``geoql.nl.Request`` that ``compile()``'s steps read (retrieval, the CPU default, the checks, the
+confidence), read without and with the CPU model's knowledge: a change that only adds to the
+reading (a new field) must leave them as they are, which ``diff`` of two such files shows in
+seconds, without compiling anything.
+
+``diff`` exits with 1 when a query or a reading differs (or a request is missing), so it can
+gate a commit.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -78,6 +86,59 @@ def dump(args) -> int:
     return 0
 
 
+def _canon(value):
+    """A reading's part as plain, ordered data (frozensets sorted: their order changes with the hash seed)."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _canon(getattr(value, f.name)) for f in dataclasses.fields(value) if not f.name.startswith("_")}
+    if isinstance(value, dict):
+        return {k: _canon(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(str, value))
+    if isinstance(value, (list, tuple)):
+        return [_canon(v) for v in value]
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+
+def consumed(request) -> str | None:
+    """The fields of a Request that compile()'s steps read, as one line of JSON."""
+    if request is None:
+        return None
+    around = request.around
+    support = request.support
+    return json.dumps(_canon({
+        "language": request.language, "script": request.script, "what": request.what, "negated": request.negated,
+        "place_names": request.place_names, "place": request.place, "opening_place": request.opening_place,
+        "in_view": request.in_view, "bbox": request.bbox, "coords": request.coords, "area_ids": request.area_ids,
+        "ids": request.ids, "uids": request.uids, "users": request.users, "names": request.names, "quoted": request.quoted,
+        "types": request.types, "output": request.output, "dates": request.dates, "periods": request.periods,
+        "since": request.since, "words": request.words, "stems": request.stems, "topic_words": request.topic_words,
+        "about_places": request.about_places, "english": request.english, "english_with_frame": request.english_with_frame,
+        "around": None if around is None else [around.radius_m, around.of, consumed(around.of_request)],
+        "support": [support.words, support.joined, support.grams, sorted(map(str, support.numbers)), support.digits,
+                    support.dates, sorted(map(str, support.periods))],
+    }), ensure_ascii=False, sort_keys=True)
+
+
+def reading(args) -> int:
+    from tqdm import tqdm
+
+    from geoql.app.backends import get_backend
+    from geoql.eval.dataset import load_split
+    from geoql.nl import read_request
+
+    knowledge = get_backend("cpu", train_if_missing=False).knowledge()  # the CPU model's places and tag names
+    requests = [("train", i + 1, e.nl) for i, e in enumerate(load_split("train", args.overpassnl_dir or None))]
+    requests += _requests(args)
+    with Path(args.out).open("w", encoding="utf-8") as f:
+        for where, line, nl in tqdm(requests, desc="reading", unit="req"):
+            nl = nl.strip()
+            row = {"set": where, "line": line, "nl": nl, "reading": consumed(read_request(nl)),
+                   "reading_known": consumed(read_request(nl, knowledge))}
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(f"{len(requests)} readings -> {args.out}")
+    return 0
+
+
 def _read(path: str) -> dict:
     rows = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():
@@ -89,7 +150,9 @@ def _read(path: str) -> dict:
 def diff(args) -> int:
     before, after = _read(args.before), _read(args.after)
     missing = sorted(set(before) ^ set(after))
-    counts = {name: 0 for name in (ANSWER, *JUDGED, *USED)}
+    first = next(iter(before.values()), {})
+    names = (ANSWER, *JUDGED, *USED) if ANSWER in first else tuple(k for k in first if k not in ("set", "line", "nl"))
+    counts = {name: 0 for name in names}
     shown: dict[str, int] = {}
     for key in sorted(set(before) & set(after)):
         a, b = before[key], after[key]
@@ -108,7 +171,8 @@ def diff(args) -> int:
         print(f"  {name:15s} {'identical' if n == 0 else f'{n} differ'}")
     if missing:
         print(f"  in one file only: {len(missing)} (e.g. {missing[:3]})")
-    return 1 if counts[ANSWER] or missing else 0
+    gates = [n for n in counts if n == ANSWER or n.startswith("reading")]
+    return 1 if any(counts[n] for n in gates) or missing else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--osmnl-limit", type=int, default=200, help="requests per OsmNL dev language")
     d.add_argument("--backend", default="cpu")
     d.set_defaults(run=dump)
-    c = sub.add_parser("diff", help="compare two dumps; exit 1 when a query differs")
+    r = sub.add_parser("reading", help="write the Request fields compile() reads, for every request")
+    r.add_argument("--out", required=True)
+    r.add_argument("--overpassnl-dir", default="../shared/overpassnl", help="OverpassNL dataset")
+    r.add_argument("--osmnl-dir", default="../shared/osmnl", help="OsmNL dev files ('' to skip)")
+    r.add_argument("--limit", type=int, help="only the first N OverpassNL dev requests")
+    r.add_argument("--osmnl-limit", type=int, help="requests per OsmNL dev language (default: all)")
+    r.set_defaults(run=reading)
+    c = sub.add_parser("diff", help="compare two dumps (answers or readings); exit 1 when a query or reading differs")
     c.add_argument("before")
     c.add_argument("after")
     c.add_argument("--show", type=int, default=3, help="examples printed per differing field")
