@@ -6,8 +6,6 @@ This layer reads natural-language text only; it knows nothing of tags, indexes o
 (``compile()``, the backends, the confidence) take as it is.
 """
 
-from geoql.nl.request import (Around, Feature, FeatureMatch, Filter, Knowledge, Lexicon, Number, Place, Request,
-                              read_request)
+from geoql.nl.request import Around, Feature, Filter, Knowledge, Number, Place, Request, read_request
 
-__all__ = ["Around", "Feature", "FeatureMatch", "Filter", "Knowledge", "Lexicon", "Number", "Place", "Request",
-           "read_request"]
+__all__ = ["Around", "Feature", "Filter", "Knowledge", "Number", "Place", "Request", "read_request"]

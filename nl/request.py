@@ -7,7 +7,7 @@ confidence (``assess``). Nothing downstream reads the words again: what they nee
 here. The reading is rules and cue tables (``geoql.nl.frame``: every language; the English
 patterns of ``geoql.nl.english``; the words of ``geoql.nl.words``; the faithfulness evidence of
 ``geoql.nl.support``), plus what a caller knows beyond them (:class:`Knowledge`): place names it
-learned, and a :class:`Lexicon` of the things features name.
+learned, a :class:`Lexicon` of the tags feature phrases name, and :class:`Things` it knows by name.
 
 >>> r = read_request("benches within 100 m of a playground in Zurich")
 >>> r.language, r.what, r.place, r.around.radius_m, r.around.of
@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Protocol, Sequence
 
 from geoql.nl.cues import table
 from geoql.nl.english import EnglishReading, read_english, with_frame
@@ -50,8 +50,9 @@ PLACE_ROLES = ("area", "feature", "centre")
 
 @dataclass(frozen=True)
 class FeatureMatch:
-    """A lexicon entry a feature's words meet: the tags it stands for, the characters of the
-    feature's text it matched, how sure (0..1), and the name that matched."""
+    """The shape of a lexicon's answer that the reading keeps (``Feature.tags``): where in the
+    feature's text it matched, the tags it stands for, how sure (0..1), the name that matched.
+    Any object with ``span``, ``tags`` and ``score`` will do (a feature lexicon's own matches)."""
 
     span: tuple[int, int]
     tags: tuple[str, ...]  # "amenity=fuel", "brand=Starbucks" ...
@@ -59,35 +60,35 @@ class FeatureMatch:
     name: str = ""
 
 
-class Lexicon:
-    """What a reader may be told about the things requests name, beyond the cue tables.
+class Lexicon(Protocol):
+    """The seam for a multilingual feature and brand lexicon: the tags a feature phrase names
+    (``Feature.tags``, ``Request.brands``), best first; ``lookup(text, lang)`` as a feature
+    lexicon answers it."""
 
-    The seam for a multilingual feature and brand lexicon: :meth:`lookup` gives a feature phrase's
-    tags (``Feature.tags``); :meth:`names_a_thing` tells whether a phrase read as a place only by
-    its position names a kind of feature instead (Chinese "公园的长椅": the benches of parks, while
-    "北京的博物馆" is the museums of Beijing). This base knows nothing: no tags, no things.
-    ``geoql.retrieval.TagRetriever.knowledge`` tells the tag index's names.
-    """
+    def lookup(self, text: str, lang: str) -> Sequence[FeatureMatch]: ...
 
-    def lookup(self, text: str, language: str) -> list[FeatureMatch]:
-        """The lexicon entries ``text`` (a feature phrase in ``language``) meets, best first."""
-        return []
 
-    def names_a_thing(self, phrase: str, language: str) -> bool:
-        """Whether ``phrase`` (in ``language``) is the name of a kind of feature."""
-        return False
+class Things(Protocol):
+    """Names of kinds of features: whether a phrase read as a place only by its position names one
+    instead (Chinese "公园的长椅": the benches of parks, while "北京的博物馆" is the museums of
+    Beijing), and whether an around's centre phrase does (``geoql.retrieval.TagRetriever.names``:
+    the tag index's names in the request's languages)."""
+
+    def names_a_thing(self, phrase: str, language: str) -> bool: ...
 
 
 @dataclass(frozen=True)
 class Knowledge:
     """What a caller knows beyond the cue tables, for :func:`read_request`.
 
-    ``places``: folded place names -> spelling (the CPU default's, learned from its training
-    queries): a place written in lower case after "in" counts when it is one of them ("castles
-    in algeria"). ``lexicon``: see :class:`Lexicon`.
+    ``lexicon`` (:class:`Lexicon`) ties feature phrases to tags; ``things`` (:class:`Things`) tells
+    a thing from a place by its name; ``places``: folded place names -> spelling (the CPU
+    default's, learned from its training queries): a place written in lower case after "in"
+    counts when it is one of them ("castles in algeria").
     """
 
     lexicon: Lexicon | None = None
+    things: Things | None = None
     places: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -115,7 +116,7 @@ class Place:
     """A named place, as written ("Москве", "Rio de Janeiro"). ``role`` (:data:`PLACE_ROLES`):
     ``area`` of the whole request, ``feature`` of some features only, ``centre`` of an around.
     ``opening``: read only because it opens the request before a weak link ("北京的博物馆"),
-    so a thing may stand there too (see :meth:`Lexicon.names_a_thing`)."""
+    so a thing may stand there too (see :class:`Things`)."""
 
     name: str
     span: tuple[int, int] | None = None
@@ -262,12 +263,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     if not isinstance(nl, str):
         nl = "" if nl is None else str(nl)
     knowledge = knowledge or NO_KNOWLEDGE
-    lexicon = knowledge.lexicon
+    lexicon, things = knowledge.lexicon, knowledge.things
     frame = read_frame(nl)
     text = frame_text(nl)
     # A place read only by its position that the lexicon knows as a thing is the thing: "公园的长椅".
     thing = frame.opening_place
-    if not (thing and lexicon is not None and lexicon.names_a_thing(thing, frame.language)):
+    if not (thing and things is not None and things.names_a_thing(thing, frame.language)):
         thing = None
     places = tuple(Place(name, frame.spans.get(name), opening=name == frame.opening_place)
                    for name in frame.places if name != thing)
@@ -284,7 +285,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     if frame.around is not None:
         of = frame.around.of
         of_request = read_request(of, knowledge) if of else None
-        centre, centre_place = _centre(of, of_request, frame, lexicon)
+        centre, centre_place = _centre(of, of_request, frame, things)
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request)
         if centre_place is not None:
@@ -357,12 +358,12 @@ def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) ->
 
 
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
-            lexicon: Lexicon | None) -> tuple[str | None, str | None]:
+            things: Things | None) -> tuple[str | None, str | None]:
     """(what an around is measured from, the named place when it is one): the centre phrase names a
     place when its own reading finds one ("of the Eiffel Tower"), or, in a script with case, when
     a word of it is written as a name ("of Munich central station"; German capitalises every noun,
     so there after a definite article only: "um den Hauptbahnhof"); things otherwise ("of a
-    playground", "um einen Spielplatz", "of schools"). A lexicon that knows the phrase as a thing
+    playground", "um einen Spielplatz", "of schools"). Names of things that know the phrase as a thing
     says so first; in a script without case, without one, nothing tells.
 
     >>> _centre("Munich central station", read_request("Munich central station"), read_frame("x"), None)
@@ -372,7 +373,7 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
     """
     if not of or of_request is None:
         return None, None
-    if lexicon is not None and lexicon.names_a_thing(of, frame.language):
+    if things is not None and things.names_a_thing(of, frame.language):
         return "features", None
     if of_request.place_names:
         return "place", of_request.place

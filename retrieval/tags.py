@@ -36,7 +36,7 @@ from functools import cached_property
 from pathlib import Path
 
 from geoql.nl.cues import without_stop_words
-from geoql.nl.request import Knowledge, Lexicon as ReadingLexicon, Request, read_request
+from geoql.nl.request import Knowledge, Request, read_request
 from geoql.nl.text import base_language, main_script
 
 from . import artifacts as A
@@ -98,9 +98,9 @@ def request_languages(guess: str, known) -> frozenset[str] | None:
     return frozenset(own | {lang for lang in known if base_language(lang) == "en"})
 
 
-class IndexNames(ReadingLexicon):
-    """The tag index's names as a reader's lexicon (``geoql.nl.Lexicon``): a phrase names a thing when
-    it is a tag's name in the request's languages (:func:`request_languages`)."""
+class IndexNames:
+    """The tag index's names as names of things for a reader (``geoql.nl.request.Things``): a phrase
+    names a thing when it is a tag's name in the request's languages (:func:`request_languages`)."""
 
     def __init__(self, retriever: "TagRetriever") -> None:
         self._retriever = retriever
@@ -184,7 +184,7 @@ class TagRetriever:
 
     @cached_property
     def names(self) -> IndexNames:
-        """The index's tag names as a reader's lexicon (``geoql.nl.Lexicon``): a place read only because
+        """The index's tag names as names of things (``geoql.nl.request.Things``): a place read only because
         it opens a request is taken for the thing it names when it is a tag's name in the request's
         languages: "公园的长椅" asks for the benches of parks, "北京的博物馆" for the museums of Beijing."""
         return IndexNames(self)
@@ -192,7 +192,7 @@ class TagRetriever:
     @cached_property
     def knowledge(self) -> Knowledge:
         """What the index tells a reader (``geoql.nl.read_request``): its tag names (:attr:`names`)."""
-        return Knowledge(lexicon=self.names)
+        return Knowledge(things=self.names)
 
     def read(self, nl: str) -> Request:
         """``nl`` read once with :attr:`knowledge`: what the string forms of the search read."""

@@ -246,7 +246,7 @@ class CpuModel:
         """What the model knows beyond the cue tables, for ``geoql.nl.read_request``: the place names of
         its training queries (``places``: another set's, in training), and with the index its tag names
         (a request's opening word is no place when it names a tag: "公园的长椅", park benches)."""
-        return Knowledge(lexicon=self.hints.retriever.names if self.hints is not None else None,
+        return Knowledge(things=self.hints.retriever.names if self.hints is not None else None,
                          places=(getattr(self, "places", None) or {}) if places is None else places)
 
     def read(self, nl: str) -> Request:

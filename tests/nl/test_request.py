@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from geoql.eval.dataset import load_split
-from geoql.nl import Feature, FeatureMatch, Knowledge, Lexicon, Place, Request, read_request
+from geoql.nl import Feature, Knowledge, Place, Request, read_request
 from geoql.nl.english import read_english
+from geoql.nl.request import FeatureMatch
 from geoql.nl.frame import read_frame
 from geoql.nl.support import read_support
 from geoql.nl.words import content_words, topic_words, word_stems
@@ -91,21 +92,29 @@ def test_the_place_of_reference_rows(nl, place):
 
 # ------------------------------------------------------------------ what a caller tells the reader
 
-class _Things(Lexicon):
-    """A lexicon that knows two things in every language and the tag of cafés."""
+class _Cafes:
+    """A lexicon that knows the tag of cafés, and a brand."""
 
-    def lookup(self, text: str, language: str) -> list[FeatureMatch]:
+    def lookup(self, text: str, lang: str) -> list[FeatureMatch]:
+        if "starbucks" in text.lower():
+            return [FeatureMatch((0, len(text)), ("amenity=cafe", "brand=Starbucks"), 0.95, "Starbucks")]
         return [FeatureMatch((0, len(text)), ("amenity=cafe",), 0.9, "Café")] if "caf" in text.lower() else []
 
+
+class _Things:
+    """Names of two things, in every language."""
+
     def names_a_thing(self, phrase: str, language: str) -> bool:
-        return phrase in ("公园", "博物馆")
+        return phrase in ("公园", "博物馆", "a playground")
 
 
 def test_a_lexicon_gives_features_their_tags():
-    request = read_request("cafés and benches in Bonn", Knowledge(lexicon=_Things()))
+    request = read_request("cafés and benches in Bonn", Knowledge(lexicon=_Cafes()))
     cafes, benches = request.features
     assert cafes.tags == (FeatureMatch((0, 5), ("amenity=cafe",), 0.9, "Café"),) and benches.tags == ()
     assert read_request("cafés and benches in Bonn").features[0].tags == ()  # without one: nothing
+    assert [f.text for f in read_request("Starbucks in Seoul", Knowledge(lexicon=_Cafes())).brands] == ["Starbucks"]
+    assert read_request("Starbucks in Seoul").brands == ()
 
 
 @pytest.mark.parametrize("nl, place, what", [
@@ -113,7 +122,7 @@ def test_a_lexicon_gives_features_their_tags():
     ("北京的博物馆", "北京", ("博物馆",)),  # the museums of Beijing
 ])
 def test_an_opening_word_the_lexicon_knows_is_a_thing(nl, place, what):
-    request = read_request(nl, Knowledge(lexicon=_Things()))
+    request = read_request(nl, Knowledge(things=_Things()))
     assert request.place == place and request.what == what and request.opening_place == place
     plain = read_request(nl)
     assert plain.places[0].opening and plain.opening_place == plain.place  # read only by its position
