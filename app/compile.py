@@ -1,11 +1,14 @@
 """``compile(nl)``: a request in words -> one OverpassQL query, checked.
 
-Pipeline: check the request -> retrieve tags and examples
+Pipeline: check the request -> read it once (``geoql.nl.read_request``, with what the
+backend knows of words: ``Backend.knowledge``) -> retrieve tags and examples
 (``retrieval.prompt_context``) -> build the prompt (``retrieval.build_prompt``)
--> the backend produces candidate texts (grammar-constrained where it can) ->
-extract, validate and choose (``app.decoding``). A backend without a prompt (the
-CPU default) skips the first two steps: it retrieves by itself, once, and hands
-back what it used. Nothing inside raises to the caller: problems end up in
+-> the backend produces a ``Generation``: candidate texts (grammar-constrained where it can)
+and what it used -> extract, validate and choose (``app.decoding``) -> the checks
+(``unsupported_constants``) and the confidence (``app.confidence.assess``). A backend without
+a prompt (the CPU default) skips the retrieval and the prompt: it retrieves by itself, once,
+and says in its ``Generation`` what it used. Every step takes the one ``Request``; none asks
+which backend answered. Nothing inside raises to the caller: problems end up in
 ``Compilation.errors`` with a message that says what to do.
 """
 
@@ -19,12 +22,13 @@ from typing import Any, Iterable
 
 from geoql.app import confidence as confidence_mod
 from geoql.app.backends import DEFAULT_BACKEND, backend_class, get_backend
-from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, Generation, GenerationRequest
 from geoql.app.config import CompileConfig
 from geoql.app.decoding import Candidate, choose, make_candidates
 from geoql.app.run import RunResult, run_query
 from geoql.core.errors import ConfigError
 from geoql.eval.faithfulness import Constant, train_place_aliases, unsupported_constants
+from geoql.nl.request import Knowledge, Request, read_request
 from geoql.retrieval import TagRetriever, build_prompt, prompt_context
 from overpassql.grammar import lark_grammar
 
@@ -67,6 +71,9 @@ class Compilation:
     no_output: bool = False
     # One sentence per doubt (off topic, low confidence, uncovered words, far, no output): shown by the CLI and the demo.
     doubts: list[str] = field(default_factory=list)
+    # The request as it was read, once (geoql.nl.Request): what every step took. None when it could
+    # not be read (not text, empty). Not in as_dict: the reading is the request's, not the answer's.
+    request: Request | None = field(default=None, repr=False, compare=False)
 
     @property
     def status(self) -> str:
@@ -190,7 +197,23 @@ class Compiler:
             self._aliases = train_place_aliases()
         return self._aliases
 
-    def context(self, nl: str, config: CompileConfig | None = None) -> tuple[list, list, list[str]]:
+    def _context_retriever(self, backend: Backend, config: CompileConfig) -> TagRetriever | None:
+        """The retriever of the prompt's context: for a backend with a prompt whose config asks for tags
+        or examples (None: no context, or no index)."""
+        if not backend.needs_prompt or (config.k_tags == 0 and config.k_examples == 0):
+            return None
+        return self._load_retriever()
+
+    def knowledge(self, backend: Backend, config: CompileConfig | None = None) -> Knowledge | None:
+        """What a request is read with: the backend's knowledge of words (``Backend.knowledge``), else
+        the tag names of the prompt's retriever, else the cue tables alone (None)."""
+        known = backend.knowledge()
+        if known is not None:
+            return known
+        retriever = self._context_retriever(backend, config or self.config)
+        return retriever.knowledge if retriever is not None else None
+
+    def context(self, request: Request | str, config: CompileConfig | None = None) -> tuple[list, list, list[str]]:
         """Tags and examples for the prompt (empty, with a warning, when the index is missing)."""
         config = config or self.config
         if config.k_tags == 0 and config.k_examples == 0:
@@ -198,24 +221,24 @@ class Compiler:
         retriever = self._load_retriever()
         if retriever is None:
             return [], [], [self._retrieval_warning or "no retrieval context"]
-        tags, examples = prompt_context(nl, retriever, k_tags=config.k_tags, k_examples=config.k_examples)
+        tags, examples = prompt_context(request, retriever, k_tags=config.k_tags, k_examples=config.k_examples)
         return tags, examples, []
 
-    def _request(self, nl: str, backend: Backend, config: CompileConfig) -> tuple[GenerationRequest, list[str]]:
+    def _request(self, request: Request, backend: Backend, config: CompileConfig) -> tuple[GenerationRequest, list[str]]:
         tags, examples, warnings = ([], [], [])
         messages: list[dict] = []
-        if backend.needs_prompt:  # else the backend retrieves by itself and fills in tags and examples
-            tags, examples, warnings = self.context(nl, config)
-            messages = build_prompt(nl, tags, examples)
+        if backend.needs_prompt:  # else the backend retrieves by itself and says what it used
+            tags, examples, warnings = self.context(request, config)
+            messages = build_prompt(request.nl, tags, examples)
         grammar = lark_grammar() if config.grammar and backend.supports_grammar else None
-        req = GenerationRequest(nl=nl, messages=messages, tags=tags, examples=examples, n=config.n,
+        req = GenerationRequest(request, messages=messages, tags=tuple(tags), examples=tuple(examples), n=config.n,
                                 temperature=config.effective_temperature, top_p=config.top_p,
                                 max_new_tokens=config.max_new_tokens, grammar=grammar, seed=config.seed)
         return req, warnings
 
-    def _finish(self, comp: Compilation, texts: list[str], config: CompileConfig) -> Compilation:
+    def _finish(self, comp: Compilation, generation: Generation, config: CompileConfig) -> Compilation:
         t0 = time.perf_counter()
-        comp.candidates = make_candidates(texts, repair=config.repair)
+        comp.candidates = make_candidates(list(generation.texts), repair=config.repair)
         best = choose(comp.candidates, mbr=config.mbr and config.n > 1)
         if best is None or not best.query:
             comp.errors.append("the backend returned no query")
@@ -227,35 +250,24 @@ class Compiler:
         if comp.query:
             aliases = self.place_aliases()
             t0 = time.perf_counter()
-            comp.unsupported = unsupported_constants(comp.nl, comp.query, aliases=aliases)
+            comp.unsupported = unsupported_constants(comp.request, comp.query, aliases=aliases)
             comp.timings["faithfulness_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             try:
-                self._assess(comp, aliases)
+                self._assess(comp, generation, aliases)
             except Exception as exc:  # the query stands without its confidence
                 comp.warnings.append(f"no confidence for this answer: {type(exc).__name__}: {exc}")
             comp.timings["confidence_s"] = time.perf_counter() - t0
         return comp
 
-    def _assess(self, comp: Compilation, aliases: dict) -> None:
-        """Confidence, uncovered words, distance and topicality (``geoql.app.confidence``)."""
-        backend = self._backend
-        cpu = backend is not None and backend.name == "cpu"
-        lexicon = model_dir = None
-        if cpu:
-            model = getattr(backend, "model", None)  # loaded by generate
-            lexicon = getattr(model, "lexicon", None)
-            model_dir = getattr(backend, "model_dir", None)
-            if model_dir is None:
-                # Loaded already by the CPU backend; a top-level import would load the CPU
-                # model's code for every backend.
-                from geoql.app.cpu.model import default_model_dir
-
-                model_dir = default_model_dir()
-        found = confidence_mod.assess(comp.nl, comp.query, hits=comp.tags, examples=comp.examples,
-                                      unsupported=comp.unsupported, candidates=comp.candidates, cpu=cpu,
-                                      lexicon=lexicon, aliases=aliases,
-                                      calibrator=confidence_mod.load_calibrator(model_dir))
+    def _assess(self, comp: Compilation, generation: Generation, aliases: dict) -> None:
+        """Confidence, uncovered words, distance and topicality (``geoql.app.confidence``), from what the
+        backend's ``Generation`` says it rests on (``Evidence``)."""
+        evidence = generation.evidence
+        found = confidence_mod.assess(comp.request, comp.query, hits=comp.tags, examples=comp.examples,
+                                      unsupported=comp.unsupported, candidates=comp.candidates,
+                                      calibrated=evidence.calibrated, word_tags=evidence.word_tags, aliases=aliases,
+                                      calibrator=confidence_mod.load_calibrator(evidence.calibrator_dir))
         comp.confidence, comp.uncovered, comp.nearest = found.confidence, found.uncovered, found.nearest
         comp.far, comp.off_topic, comp.doubts = found.far, found.off_topic, found.warnings
         comp.low_confidence, comp.no_output = found.low_confidence, found.no_output
@@ -308,14 +320,32 @@ class Compiler:
                 c.errors.append(f"cannot start backend {self.backend_name!r}: {type(exc).__name__}: {exc}")
             return comps
         pending: list[tuple[Compilation, GenerationRequest]] = []
+        todo = []
         for comp, nl in zip(comps, nls):
             problem = check_request(nl, config.max_request_chars)
             if problem:
                 comp.errors.append(problem)
-                continue
+            else:
+                todo.append((comp, nl))
+        if not todo:
+            return comps
+        try:
+            knowledge = self.knowledge(backend, config)
+        except BackendError as exc:  # the CPU default's model could not be loaded (or trained)
+            for comp, _ in todo:
+                comp.errors.append(str(exc))
+            return comps
+        except Exception as exc:
+            for comp, _ in todo:
+                comp.errors.append(f"backend {backend.name} failed: {type(exc).__name__}: {exc}")
+            return comps
+        for comp, nl in todo:
+            t0 = time.perf_counter()
+            comp.request = read_request(nl.strip(), knowledge)  # the one reading: every step below takes it
+            comp.timings["read_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             try:
-                req, warnings = self._request(nl.strip(), backend, config)
+                req, warnings = self._request(comp.request, backend, config)
             except Exception as exc:
                 comp.errors.append(f"cannot build the prompt: {type(exc).__name__}: {exc}")
                 continue
@@ -338,14 +368,15 @@ class Compiler:
                 except Exception as exc:
                     outputs.append(BackendError(f"backend {backend.name} failed: {type(exc).__name__}: {exc}"))
         gen_s = (time.perf_counter() - t0) / len(pending)
-        for (comp, req), texts in zip(pending, outputs):
-            comp.tags, comp.examples = req.tags, req.examples  # with the CPU default: what generate retrieved
+        for (comp, req), generation in zip(pending, outputs):
             comp.timings["generate_s"] = gen_s
-            if isinstance(texts, Exception):
-                comp.errors.append(str(texts))
+            if isinstance(generation, Exception):
+                comp.tags, comp.examples = list(req.tags), list(req.examples)
+                comp.errors.append(str(generation))
                 continue
+            comp.tags, comp.examples = list(generation.tags), list(generation.examples)  # what the backend used
             try:
-                self._finish(comp, list(texts), config)
+                self._finish(comp, generation, config)
             except Exception as exc:
                 comp.errors.append(f"cannot check the output: {type(exc).__name__}: {exc}")
         total = time.perf_counter() - t_start

@@ -21,12 +21,13 @@ nearest training requests, ``Compilation.unsupported``) and adds:
   agreement of the chosen one (expected OQS against the other samples; not
   calibrated), and ``None`` for a single greedy answer.
 
-Nothing here reads the CPU model's insides: the signals are the ones ``compile()``
-returns, so a retrained selector keeps its calibration meaning.
+Nothing here reads the CPU model's insides nor the request's words: the signals are the
+ones ``compile()`` returns (the backend's ``Generation`` and its ``Evidence``), and the request
+is the one ``compile()`` read (``geoql.nl.Request``: its content words, topic words, language
+and what its reading found), so a retrained selector keeps its calibration meaning.
 
->>> content_words("Show me all benches within 100 m of a playground in Zürich")
-['benches', '100', 'playground', 'zurich']
->>> uncovered_words("benches within 100 m of a playground in Zurich",
+>>> from geoql.nl import read_request
+>>> uncovered_words(read_request("benches within 100 m of a playground in Zurich"),
 ...     '{{geocodeArea:"Zurich"}}->.a;nwr["leisure"="playground"](area.a);out;')
 ['benches', '100']
 """
@@ -47,9 +48,9 @@ import overpassql
 from geoql.core.errors import ConfigError
 from geoql.core.files import write_atomic
 from geoql.eval.faithfulness import CORE_KINDS, Constant, query_constants
-from geoql.nl.cues import all_tables as cue_tables
-from geoql.nl.frame import Frame, read_frame
-from geoql.nl.text import fold, spaceless
+from geoql.nl.request import Request
+from geoql.nl.text import fold
+from geoql.nl.words import WORD, content_words, cue_words, stem
 
 CALIBRATOR_FILE = "confidence_cpu.json"  # packaged with this module
 MODEL_CALIBRATOR_FILE = "confidence.json"  # optional, in a CPU model's folder
@@ -58,9 +59,8 @@ CALIBRATOR_VERSION = 1
 NO_OUTPUT_WARNING = ("the query has no output statement, so it returns nothing when run: "
                      "end it with 'out;' (or 'out count;' for a count)")
 
-# Numbers whole ("50.86", not "50" and "86"; a comma separates: "1000,50.93"), letters apart
-# from digits ("1km" -> "1", "km").
-_WORD = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+")
+# A query's words: as a request's (geoql.nl.words.WORD), numbers whole, letters apart from digits.
+_WORD = WORD
 _TAG = re.compile(r'\[\s*!?\s*"?([^"\]=!~]+?)"?\s*(?:(=|!=|~|!~)\s*"?([^"\]]*?)"?)?\s*(?:,\s*i)?\s*\]')
 # Which constructs a query has: the words of ``constructs`` in confidence_words.json it covers.
 _CONSTRUCTS = {
@@ -98,84 +98,11 @@ def _words_table() -> dict:
     return json.loads(resources.files("geoql.app").joinpath(WORDS_FILE).read_text(encoding="utf-8"))
 
 
-def stopwords(lang: str = "en") -> frozenset[str]:
-    """Function and request-frame words no query needs to cover (folded)."""
-    return _stopwords(lang)
-
-
-def _flat(value) -> Iterable[str]:
-    """Every word of a cue entry: a phrase, a list of them, or a dict of lists."""
-    if isinstance(value, str):
-        yield from _WORD.findall(fold(value))
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _flat(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _flat(v)
-
-
-@lru_cache(maxsize=1)
-def _cue_words() -> dict[str, frozenset[str]]:
-    """Words of geoql.nl's cue tables, every language together (no language guess per request:
-    a word is a function word or a construct's word in any of them)."""
-    sections = {
-        "stop": (("stop",), ("markers",), ("place", "prepositions"), ("place", "postpositions"), ("place", "articles"),
-                 ("place", "particles"), ("negation", "scope_end")),
-        "node": (("types", "node"),), "way": (("types", "way"),), "relation": (("types", "relation"),),
-        "view": (("view",),), "user": (("users",), ("ids", "uid")), "ids": (("ids", "id"),),
-        "name": (("names",),), "around": (("units",), ("around",)), "negation": (("negation", "before"), ("negation", "after")),
-        "area": (("ids", "area"), ("place", "nouns")),
-    }
-    out: dict[str, set[str]] = {name: set() for name in sections}
-    for table in cue_tables().values():
-        for name, paths in sections.items():
-            for path in paths:
-                value = table
-                for part in path:
-                    value = value.get(part, {}) if isinstance(value, Mapping) else {}
-                out[name].update(_flat(value))
-    return {name: frozenset(words) for name, words in out.items()}
-
-
-@lru_cache(maxsize=16)
-def _stopwords(lang: str) -> frozenset[str]:
-    table = _words_table()["stop"]
-    content = {fold(w) for w in _words_table()["content"]}
-    return (frozenset(fold(w) for w in table.get(lang, table["en"])) | _cue_words()["stop"]) - content
-
-
 @lru_cache(maxsize=1)
 def _construct_words() -> dict[str, frozenset[str]]:
     own = {name: frozenset(fold(w) for w in words) for name, words in _words_table()["constructs"].items()}
-    cues = _cue_words()
+    cues = cue_words()
     return {name: own.get(name, frozenset()) | cues.get(name, frozenset()) for name in set(own) | set(cues) - {"stop"}}
-
-
-def content_words(nl: str, lang: str = "en") -> list[str]:
-    """The request's folded words a query should account for, in order, each once.
-
-    Function words go, and so do words of scripts written without spaces (no segmenter
-    here: they can be neither listed nor checked word by word).
-    """
-    stop = stopwords(lang)
-    out: dict[str, None] = {}
-    for w in _WORD.findall(fold(nl if isinstance(nl, str) else "")):
-        if w in stop or any(spaceless(ch) for ch in w) or (len(w) == 1 and not _number(w)):
-            continue
-        out[w] = None
-    return list(out)
-
-
-def _stem(word: str) -> str:
-    """A crude English plural stem: "cities" -> "city", "benches" -> "bench", "pubs" -> "pub"."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 def _one_edit(a: str, b: str) -> bool:
@@ -207,7 +134,7 @@ def _alike(word: str, token: str) -> bool:
             word.startswith(token) or token.startswith(word))
     if len(word) < 3 or len(token) < 3:
         return False
-    if _stem(word) == _stem(token):
+    if stem(word) == stem(token):
         return True
     short, long_ = sorted((word, token), key=len)
     if long_.startswith(short) and len(long_) - len(short) <= 3 and len(short) >= 4:
@@ -219,7 +146,7 @@ def _alike(word: str, token: str) -> bool:
         common += 1
     if common >= 6 and common >= len(short) - 2:
         return True
-    return len(short) >= 5 and _one_edit(_stem(word), _stem(token))
+    return len(short) >= 5 and _one_edit(stem(word), stem(token))
 
 
 def query_tags(query: str) -> set[str]:
@@ -280,20 +207,23 @@ def coverage_tokens(query: str, *, hits: Iterable[Any] = (), aliases: Mapping[st
     return tokens, covered
 
 
-def uncovered_words(nl: str, query: str, *, hits: Iterable[Any] = (), lexicon: Any = None,
-                    aliases: Mapping[str, Iterable[str]] | None = None, lang: str = "en") -> list[str]:
-    """The request's content words that no part of ``query`` covers (see the module's docstring).
+def uncovered_words(request: Request, query: str, *, hits: Iterable[Any] = (),
+                    word_tags: Mapping[str, Mapping[str, float]] | None = None,
+                    aliases: Mapping[str, Iterable[str]] | None = None) -> list[str]:
+    """The request's content words (``Request.words``) that no part of ``query`` covers (see the
+    module's docstring).
 
-    ``lexicon``: the CPU default's ``TagLexicon`` (its ``word_tag``: word -> tag -> P(tag | word)).
+    ``word_tags``: word -> tag -> P(tag | word), the words the backend ties to tags (the CPU
+    default's lexicon: ``Evidence.word_tags``).
     """
     if not query:
-        return content_words(nl, lang)
+        return list(request.words)
     tokens, constructs = coverage_tokens(query, hits=hits, aliases=aliases)
     tags = query_tags(query)
-    word_tag = getattr(lexicon, "word_tag", None) or {}
+    word_tag = word_tags or {}
     numbers = {t for t in tokens if _number(t)}
     out = []
-    for w in content_words(nl, lang):
+    for w in request.words:
         if w in constructs or w in tokens:
             continue
         if _number(w):
@@ -304,7 +234,7 @@ def uncovered_words(nl: str, query: str, *, hits: Iterable[Any] = (), lexicon: A
             continue
         if any(_alike(w, t) for t in tokens if not _number(t)):
             continue
-        tied = {**word_tag.get(w, {}), **word_tag.get(_stem(w), {})}
+        tied = {**word_tag.get(w, {}), **word_tag.get(stem(w), {})}
         if any(p >= LEXICON_TIE and t in tags for t, p in tied.items()):
             continue
         out.append(w)
@@ -319,30 +249,11 @@ def _km(number: str) -> str:
     return str(int(metres)) if metres == int(metres) else str(metres)
 
 
-def lexicon_strength(nl: str, lexicon: Any, lang: str = "en") -> float:
-    """The strongest tie ``P(tag | word)`` of a content word (not a number) of the request in the lexicon."""
-    word_tag = getattr(lexicon, "word_tag", None) or {}
-    return max((max((word_tag.get(w) or word_tag.get(_stem(w)) or {"": 0.0}).values())
-                for w in content_words(nl, lang) if not _number(w)), default=0.0)
-
-
-@lru_cache(maxsize=16)
-def _topic_words(lang: str) -> frozenset[str]:
-    table = _words_table()["topic"]
-    cues = _cue_words()
-    # A cue phrase's function words ("in" of "in the current view") say nothing of the topic.
-    phrases = frozenset().union(*(cues[name] for name in ("node", "way", "relation", "view", "user", "ids", "area")))
-    return frozenset(fold(w) for w in table.get(lang, table["en"])) | (phrases - _stopwords(lang))
-
-
-def has_topic_word(nl: str, lang: str = "en") -> bool:
-    """The request names something of OpenStreetMap data without a tag (nodes, a user, the map view, a city).
-
-    >>> has_topic_word("Ways and nodes changed by uid:10019212"), has_topic_word("tell me a joke")
-    (True, False)
-    """
-    words = _topic_words(lang)
-    return any(w in words or _stem(w) in words for w in _WORD.findall(fold(nl if isinstance(nl, str) else "")))
+def lexicon_strength(request: Request, word_tags: Mapping[str, Mapping[str, float]] | None) -> float:
+    """The strongest tie ``P(tag | word)`` of a content word (not a number) of the request in ``word_tags``."""
+    word_tag = word_tags or {}
+    return max((max((word_tag.get(w) or word_tag.get(stem(w)) or {"": 0.0}).values())
+                for w in request.words if not _number(w)), default=0.0)
 
 
 # ------------------------------------------------------------------ signals
@@ -359,8 +270,8 @@ def _example_fields(ex: Any) -> tuple[str, float]:
     return str(getattr(ex, "query", "") or ""), float(getattr(ex, "score", 0.0) or 0.0)
 
 
-def signals(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
-            unsupported: Sequence[Any] = (), uncovered: Sequence[str] = (), lang: str = "en") -> dict[str, float]:
+def signals(request: Request, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
+            unsupported: Sequence[Any] = (), uncovered: Sequence[str] = ()) -> dict[str, float]:
     """The numbers the confidence is computed from (all cheap: no model is asked again)."""
     tags = {t for t in query_tags(query) if "=" in t}
     sims = [s for _, s in map(_example_fields, examples)]
@@ -382,7 +293,7 @@ def signals(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence
         else:
             unused = max(unused, score)
     kinds = [getattr(c, "kind", None) or (c.get("kind") if isinstance(c, Mapping) else None) for c in unsupported]
-    words = content_words(nl, lang)
+    words = request.words
     bad_places = {getattr(c, "value", None) or (c.get("value") if isinstance(c, Mapping) else None)
                   for c in unsupported if (getattr(c, "kind", None) or (c.get("kind") if isinstance(c, Mapping) else None)) == "place"}
     place = any(c.kind == "place" and c.value not in bad_places for c in _constants(query)) if query else False
@@ -489,72 +400,55 @@ class Assessment:
     warnings: list[str]
 
 
-def grounded_hit(nl: str, hits: Iterable[Any], lang: str = "en") -> float:
+def grounded_hit(request: Request, hits: Iterable[Any]) -> float:
     """The best score of a controlled tag hit with evidence in the request: a hit found only
     through a similar training request counts when that request shares a word with this one
     ("hello" finds ``type=route`` through "Highways and routes ..." by embedding alone)."""
-    words = content_words(nl, lang)
+    words = request.words
     best = 0.0
     for hit in hits:
         tag, _, _, why, score = _hit_fields(hit)
         if tag.endswith("=*") or score <= best:
             continue
         if "similar request" in why:
-            other = content_words(why.split(":", 1)[-1], lang)
+            other = content_words(why.split(":", 1)[-1])  # the training request's words
             if not any(_alike(w, o) for w in words for o in other):
                 continue
         best = score
     return best
 
 
-@lru_cache(maxsize=256)
-def _frame(nl: str) -> Frame:
-    return read_frame(nl)
-
-
-def frame_is_about_places(frame: Frame) -> bool:
-    """geoql.nl's reading of the request (any of its languages) found a place, the map view, a
-    radius, coordinates, ids, element types, users or names: things only a map query asks for."""
-    return bool(frame.place or frame.places or frame.in_view or frame.around or frame.bbox or frame.coords
-                or frame.area_ids or frame.ids or frame.types or frame.uids or frame.users or frame.names)
-
-
-def topic_evidence(nl: str, values: Mapping[str, float], hits: Sequence[Any] = (), lexicon: Any = None,
-                   lang: str = "en") -> tuple[bool, float, float]:
+def topic_evidence(request: Request, values: Mapping[str, float], hits: Sequence[Any] = (),
+                   word_tags: Mapping[str, Mapping[str, float]] | None = None) -> tuple[bool, float, float]:
     """(plainly about places or not to be judged, best grounded tag hit, strongest lexicon tie).
 
     Plainly about places: a place the query names and the request supports, a word of OSM
-    data, or geoql.nl's frame (:func:`frame_is_about_places`). A request not in English is
-    never judged: its tag hits come through English names and training requests and are as
+    data (``Request.topic_words``), or what the request's reading found (``Request.about_places``:
+    a place, the map view, a radius, ids, element types, users, names). A request not in English
+    is never judged: its tag hits come through English names and training requests and are as
     low for a real German request as for a greeting (OsmNL dev: 1-5 % of real requests per
     language flagged), so only the low confidence speaks for it.
     """
-    if values.get("place", 0.0) > 0 or has_topic_word(nl, lang):
+    if values.get("place", 0.0) > 0 or request.topic_words:
         return True, 0.0, 0.0
-    frame = _frame(nl)
-    if frame.language != "en" or frame_is_about_places(frame):
+    if request.language != "en" or request.about_places:
         return True, 0.0, 0.0
-    return False, grounded_hit(nl, hits, lang), lexicon_strength(nl, lexicon, lang) if lexicon is not None else 0.0
+    return False, grounded_hit(request, hits), lexicon_strength(request, word_tags) if word_tags is not None else 0.0
 
 
-def is_off_topic(nl: str, values: Mapping[str, float], lexicon: Any, calibrator: Calibrator, *,
-                 hits: Sequence[Any] = (), lang: str = "en") -> bool:
+def is_off_topic(request: Request, values: Mapping[str, float], word_tags: Mapping[str, Mapping[str, float]] | None,
+                 calibrator: Calibrator, *, hits: Sequence[Any] = ()) -> bool:
     """Not a request about places: no letters or digits at all, or, in English, nothing
     plainly about places (:func:`topic_evidence`), no tag hit with evidence in the request
     at ``off_topic_hit`` or above and no word the lexicon ties to a tag at
     ``off_topic_lexicon`` or above (thresholds chosen on dev). Without hits and lexicon
     there is nothing to judge by: never off topic then."""
-    if not any(ch.isalnum() for ch in (nl or "")):
+    if not any(ch.isalnum() for ch in request.nl):
         return True
-    plain, hit, tie = topic_evidence(nl, values, hits, lexicon, lang)
-    if plain or not (hits or lexicon is not None):
+    plain, hit, tie = topic_evidence(request, values, hits, word_tags)
+    if plain or not (hits or word_tags is not None):
         return False
     return hit < calibrator.off_topic_hit and tie < calibrator.off_topic_lexicon
-
-
-def is_english(nl: str) -> bool:
-    """geoql.nl guesses the request is in English (the language of the tag vocabulary)."""
-    return _frame(nl).language == "en"
 
 
 def mbr_agreement(candidates: Sequence[Any], chosen_query: str) -> float | None:
@@ -567,19 +461,22 @@ def mbr_agreement(candidates: Sequence[Any], chosen_query: str) -> float | None:
     return None
 
 
-def assess(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
-           unsupported: Sequence[Any] = (), candidates: Sequence[Any] = (), cpu: bool = False,
-           lexicon: Any = None, aliases: Mapping[str, Iterable[str]] | None = None,
-           calibrator: Calibrator | None = None, lang: str = "en") -> Assessment:
+def assess(request: Request, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
+           unsupported: Sequence[Any] = (), candidates: Sequence[Any] = (), calibrated: bool = False,
+           word_tags: Mapping[str, Mapping[str, float]] | None = None,
+           aliases: Mapping[str, Iterable[str]] | None = None, calibrator: Calibrator | None = None) -> Assessment:
     """Confidence, uncovered words, distance to the training data and topicality of one answer.
 
-    ``cpu``: the answer is the CPU default's (its ``examples`` are TF-IDF neighbours, the
-    calibrator applies); otherwise the confidence is the samples' agreement (or None).
+    ``request``: as ``compile()`` read it. ``calibrated``: the answer is one the calibrator was
+    fitted on (the CPU default's: its ``examples`` are TF-IDF neighbours); otherwise the
+    confidence is the samples' agreement (or None). ``word_tags``: the words the backend ties to
+    tags (``Evidence.word_tags``). All three come from the backend's ``Generation``.
     """
     calibrator = calibrator or load_calibrator()
-    uncovered = uncovered_words(nl, query, hits=hits, lexicon=lexicon, aliases=aliases, lang=lang)
-    values = signals(nl, query, hits=hits, examples=examples, unsupported=unsupported, uncovered=uncovered, lang=lang)
+    uncovered = uncovered_words(request, query, hits=hits, word_tags=word_tags, aliases=aliases)
+    values = signals(request, query, hits=hits, examples=examples, unsupported=unsupported, uncovered=uncovered)
     has_hits = bool(hits)
+    cpu = calibrated
     if cpu:
         confidence = calibrator.predict(values, "hits" if has_hits else "nohits")
         nearest = values["nearest"] if examples else None
@@ -587,8 +484,8 @@ def assess(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence[
     else:
         confidence = mbr_agreement(candidates, query)
         nearest = far = None
-    words = content_words(nl, lang)
-    off_topic = is_off_topic(nl, values, lexicon, calibrator, hits=hits, lang=lang)
+    words = request.words
+    off_topic = is_off_topic(request, values, word_tags, calibrator, hits=hits)
     low = bool(cpu and confidence is not None and confidence < calibrator.warn_below)
     warnings = []
     if off_topic:
@@ -598,7 +495,7 @@ def assess(nl: str, query: str, *, hits: Sequence[Any] = (), examples: Sequence[
         if low:
             warnings.append(f"low confidence ({confidence:.2f}): check the query before relying on it")
         # Only for English: a query's tags are English, so another language's words never match them.
-        if uncovered and len(uncovered) < max(2, len(words)) and is_english(nl):
+        if uncovered and len(uncovered) < max(2, len(words)) and request.language == "en":
             warnings.append("not covered by the query: " + ", ".join(uncovered))
         if far:
             warnings.append(f"no training request is close (nearest similarity {nearest:.2f}): the query may be off")

@@ -27,9 +27,10 @@ How a constant counts as supported (all text compared case- and accent-folded, N
 * an output format (``[out:csv]``, ``out count``, ``out meta``, ``out geom``,
   ``out center``): a cue word of its kind in the request.
 
-The cue words (output words, month names, time and distance units) are those of
-``geoql.nl``'s cue tables, every language at once (``geoql.nl.cues``); folding is
-``geoql.nl.text.fold``.
+The request's side (its folded words, numbers, dates, periods and output cues) is read once,
+with the request, into ``Request.support`` (``geoql.nl.support``): the cue words (output words,
+month names, time and distance units) of ``geoql.nl``'s cue tables, every language at once;
+folding is ``geoql.nl.text.fold``. This module reads the query's side.
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
@@ -50,8 +50,9 @@ from geoql.core.errors import GeoqlError
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 from geoql.eval.dataset import load_split, resolve_data_dir
-from geoql.nl import cues as nl_cues
-from geoql.nl.text import fold, script_of, spaceless
+from geoql.nl.request import Request
+from geoql.nl.support import PERIOD_DAYS, Support, decimals, place_candidates, read_support
+from geoql.nl.text import fold
 from overpassql import ast as A
 
 KINDS = ("place", "name", "id", "user", "date", "number", "output")
@@ -83,166 +84,14 @@ class Constant:
     where: str
 
 
-# ------------------------------------------------------------------ request words
+# ------------------------------------------------------------------ support (the request's side: geoql.nl.support)
 
-def _words(folded: str) -> list[str]:
-    return re.findall(r"\w+", folded)
-
-
-@dataclass(frozen=True)
-class _Request:
-    """A request read once: folded words, their joins, numbers, dates, periods."""
-
-    words: tuple[str, ...]
-    joined: str  # the words without any separator, for scripts without spaces
-    grams: frozenset[str]  # 2 to 4 consecutive words glued ("a1" for "A 1", "basrhin")
-    numbers: tuple[tuple[Decimal, int, bool], ...]  # value, decimals, converted unit (approximate)
-    digits: frozenset[str]
-    dates: tuple[tuple[int, int | None, int | None], ...]
-    periods: tuple[tuple[float | None, str], ...]  # (days or None, unit)
-    # output kind -> whether a cue asks for it: the CPU default checks ~30 candidates per request
-    _asks: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    def asks_output(self, kind: str) -> bool:
-        """Whether a cue of any language asks for this output ("count", "meta", "csv", ...)."""
-        hit = self._asks.get(kind)
-        if hit is None:
-            hit = self._asks[kind] = any(_has_cue(self, cue) for cue in _cues()["output"].get(kind, ()))
-        return hit
-
-    def has_words(self, folded_value: str) -> bool:
-        seq = _words(folded_value)
-        if not seq:
-            return False
-        if any(spaceless(ch) for ch in folded_value):
-            return "".join(seq) in self.joined
-        n = len(seq)
-        words = self.words
-        if any(tuple(words[i:i + n]) == tuple(seq) for i in range(len(words) - n + 1)):
-            return True
-        return "".join(seq) in self.grams
-
-    def has_words_nearly(self, folded_value: str) -> bool:
-        """The words with one letter wrong, missing, extra or swapped (values of 5+ letters)."""
-        seq = _words(folded_value)
-        target = "".join(seq)
-        if len(target) < 5 or any(spaceless(ch) for ch in target):
-            return False
-        n, words = len(seq), self.words
-        for i in range(len(words) - n + 1):
-            cand = "".join(words[i:i + n])
-            if abs(len(cand) - len(target)) <= 1 and _within_one_edit(cand, target):
-                return True
-        return False
-
-
-def _within_one_edit(a: str, b: str) -> bool:
-    """Damerau-Levenshtein distance (adjacent swaps count one) of at most 1."""
-    if a == b:
-        return True
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    if len(a) == len(b):
-        return a[i + 1:] == b[i + 1:] or (i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i]
-                                          and a[i + 2:] == b[i + 2:])
-    return a[i:] == b[i + 1:]
-
-
-@lru_cache(maxsize=1)
-def _cues() -> dict:
-    """The cue words of every language's table in geoql.nl, in this module's shapes."""
-    output = {kind: [_cue(c) for c in words] for kind, words in nl_cues.output_words().items()}
-    units = nl_cues.time_unit_words()
-    one = {tuple(_words(fold(w))) for w in nl_cues.one_words()}
-    # units of scripts without spaces are found inside the joined words ("3天", "2週間")
-    glued = sorted((w for w in units if any(spaceless(ch) for ch in w)), key=len, reverse=True)
-    glued_rx = re.compile(r"(\d+)?\s*(" + "|".join(map(re.escape, glued)) + ")") if glued else None
-    return {"output": output, "months": nl_cues.month_names(), "units": units, "one": one, "glued": glued_rx}
-
-
-def _cue(text: str) -> tuple[tuple[str, ...], bool]:
-    """A cue as folded words and whether its last word is a prefix (``tabelle*``)."""
-    prefix = text.endswith("*")
-    return tuple(_words(fold(text.rstrip("*")))), prefix
-
-
-def _has_cue(req: _Request, cue: tuple[tuple[str, ...], bool]) -> bool:
-    seq, prefix = cue
-    if not seq:
-        return False
-    if any(spaceless(ch) for ch in seq[0]):
-        return "".join(seq) in req.joined
-    n, words = len(seq), req.words
-    for i in range(len(words) - n + 1):
-        if words[i:i + n - 1] == seq[:-1] and (
-                words[i + n - 1].startswith(seq[-1]) if prefix else words[i + n - 1] == seq[-1]):
-            return True
-    return False
-
-
-# ------------------------------------------------------------------ numbers and dates
-
-# A unit right after the number, or after a second one ("between 100 and 300 km").
-_RANGE = r"\s*(?:(?:and|to|or|und|bis|oder|et|à|ou|y|e|и|-|–|~|至|到)\s*\d+(?:[.,]\d+)?\s*)?"
-_FACTORS = {"km": Decimal(1000), "mi": Decimal("1609.344"), "ft": Decimal("0.3048")}
-
-
-@lru_cache(maxsize=1)
-def _unit_factors() -> tuple:
-    """(pattern of a unit after a number, metres per unit), from geoql.nl's unit words."""
-    out = []
-    for unit, factor in _FACTORS.items():
-        words = sorted(nl_cues.distance_unit_words().get(unit, ()), key=len, reverse=True)
-        spaced = [re.escape(w) for w in words if not any(spaceless(ch) for ch in w)]
-        glued = [re.escape(w) for w in words if any(spaceless(ch) for ch in w)]
-        alts = ([r"(?:" + "|".join(spaced) + r")(?!\w)"] if spaced else []) + glued
-        out.append((re.compile(_RANGE + "(?:" + "|".join(alts) + ")", re.I), factor))
-    return tuple(out)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,.\u00a0\u202f' ])\d{3})(?:\1\d{3})*(?![\d])")
-
-
-def _decimals(text: str) -> int:
-    return len(text.split(".", 1)[1]) if "." in text else 0
-
-
-def _read_numbers(text: str) -> tuple[tuple, frozenset]:
-    numbers: list[tuple[Decimal, int, bool]] = []
-    digits: set[str] = set()
-    for run in re.findall(r"\d+", text):  # "51,-1,52,1": every run of digits is a number too
-        numbers.append((Decimal(run), 0, False))
-    for m in _NUMBER.finditer(text):
-        raw = m.group()
-        digits.update(re.findall(r"\d+", raw))
-        for form in {raw.replace(",", "."), raw.replace(",", "")}:
-            try:
-                value = Decimal(form)
-            except InvalidOperation:
-                continue
-            numbers.append((value, _decimals(form), False))
-            for unit, factor in _unit_factors():
-                if unit.match(text, m.end()):
-                    numbers.append((value * factor, 0, True))
-    for m in _GROUPED.finditer(text):
-        whole = re.sub(r"\D", "", m.group())
-        digits.add(whole)
-        value = Decimal(whole)
-        numbers.append((value, 0, False))
-        for unit, factor in _unit_factors():
-            if unit.match(text, m.end()):
-                numbers.append((value * factor, 0, True))
-    return tuple(numbers), frozenset(digits)
-
-
-def _number_supported(value: str, req: _Request) -> bool:
+def _number_supported(value: str, req: Support) -> bool:
     try:
         q = abs(Decimal(value.strip()))
     except InvalidOperation:
         return True  # not a number (a placeholder, a set name): nothing to check
-    dq = _decimals(value.strip())
+    dq = decimals(value.strip())
     for v, dv, approx in req.numbers:
         if approx:
             if abs(v - q) <= max(Decimal("0.5"), q * Decimal("0.02")):
@@ -254,7 +103,7 @@ def _number_supported(value: str, req: _Request) -> bool:
     return False
 
 
-def _id_supported(value: str, req: _Request, area: bool) -> bool:
+def _id_supported(value: str, req: Support, area: bool) -> bool:
     value = value.strip()
     if value in req.digits:
         return True
@@ -265,78 +114,7 @@ def _id_supported(value: str, req: _Request, area: bool) -> bool:
     return any(str(int(value) + off) in req.digits for off in _AREA_OFFSETS)
 
 
-def _read_dates(text: str, words: tuple[str, ...]) -> tuple:
-    months = _cues()["months"]
-    dates: set[tuple[int, int | None, int | None]] = set()
-
-    def add(y, m=None, d=None):
-        y, m, d = int(y), (int(m) if m else None), (int(d) if d else None)
-        if 1800 <= y <= 2100 and (m is None or 1 <= m <= 12) and (d is None or 1 <= d <= 31):
-            dates.add((y, m, d))
-
-    for m in re.finditer(r"(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?", text):
-        add(*m.groups())
-    for m in re.finditer(r"(\d{1,2})[./-](\d{1,2})[./-](\d{4})", text):
-        a, b, y = m.groups()
-        add(y, b, a)
-        add(y, a, b)
-    for m in re.finditer(r"(\d{4})\s*[年년]\s*(?:(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日일])?)?", text):
-        add(*m.groups())
-    for m in re.finditer(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)", text):
-        add(m.group(1))
-    # Month names: "November 1, 2018", "1 November 2018", "1. November 2018", "November 2018".
-    for i, w in enumerate(words):
-        month = months.get(w)
-        if month is None or (w == "may" and not _near_year(words, i)):
-            continue
-        near = words[max(0, i - 3):i + 4]
-        years = [x for x in near if re.fullmatch(r"1[89]\d\d|20\d\d", x)]
-        days = [x for x in (words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else "")
-                if re.fullmatch(r"\d{1,2}", x) or re.fullmatch(r"\d{1,2}(?:st|nd|rd|th|er)", x)]
-        for y in years:
-            if not days:  # "November 2018": any day of it; "November 1, 2018": that day only
-                add(y, month)
-            for d in days:
-                add(y, month, re.match(r"\d+", d).group())
-    # "on July 15, 2019" supports that day, not any day of 2019: a year alone counts where it
-    # appears more often than the dates around it ("since 2019 ... on July 15, 2019").
-    for y in {y for y, mo, _ in dates if mo is None}:
-        within = {date for date in dates if date[0] == y and date[1] is not None}
-        if within and len(re.findall(rf"(?<!\d){y}(?!\d)", text)) <= len(within):
-            dates.discard((y, None, None))
-    return tuple(sorted(dates, key=lambda t: (t[0], t[1] or 0, t[2] or 0)))
-
-
-def _near_year(words, i) -> bool:
-    return any(re.fullmatch(r"1[89]\d\d|20\d\d", x) for x in words[max(0, i - 3):i + 4])
-
-
-_DAYS = {"minute": 1 / 1440, "hour": 1 / 24, "day": 1, "week": 7, "month": 30.4, "year": 365.25}
-
-
-def _read_periods(words: tuple[str, ...], joined: str) -> tuple:
-    cues = _cues()
-    units, one = cues["units"], cues["one"]
-    periods: set[tuple[float | None, str]] = set()
-    for i, w in enumerate(words):
-        unit = units.get(w)
-        if unit is None:
-            continue
-        before = words[max(0, i - 2):i]
-        count = None
-        if before and re.fullmatch(r"\d+(?:[.,]\d+)?", before[-1]):
-            count = float(before[-1].replace(",", "."))
-        elif any(tuple(before[j:]) in one for j in range(len(before))):
-            count = 1.0
-        periods.add((count * _DAYS[unit] if count is not None else None, unit))
-    for m in (cues["glued"].finditer(joined) if cues["glued"] else ()):
-        unit = units.get(m.group(2))
-        if unit:
-            periods.add((float(m.group(1)) * _DAYS[unit] if m.group(1) else None, unit))
-    return tuple(periods)
-
-
-def _period_supported(text: str, req: _Request) -> bool:
+def _period_supported(text: str, req: Support) -> bool:
     """``{{date:3 days}}``-style period against the request's periods."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)?\s*([A-Za-z]+?)s?\s*", text or "")
     if not m:
@@ -345,7 +123,7 @@ def _period_supported(text: str, req: _Request) -> bool:
             "week": "week", "w": "week", "month": "month", "year": "year", "y": "year"}.get(m.group(2).lower())
     if unit is None:
         return False
-    days = float(m.group(1) or 1) * _DAYS[unit]
+    days = float(m.group(1) or 1) * PERIOD_DAYS[unit]
     for count_days, req_unit in req.periods:
         if count_days is None:
             if req_unit == unit:
@@ -355,7 +133,7 @@ def _period_supported(text: str, req: _Request) -> bool:
     return False
 
 
-def _date_supported(value: str, req: _Request) -> bool:
+def _date_supported(value: str, req: Support) -> bool:
     m = _ISO_DATE.search(value)
     if not m:
         return False
@@ -366,23 +144,6 @@ def _date_supported(value: str, req: _Request) -> bool:
     return False
 
 
-@lru_cache(maxsize=4096)
-def _read_request(nl: str) -> _Request:
-    text = unicodedata.normalize("NFKC", nl)
-    folded = fold(text)
-    words = tuple(_words(folded))
-    grams = {"".join(words[i:i + n]) for n in range(2, 5) for i in range(len(words) - n + 1)}
-    numbers, digits = _read_numbers(text)
-    joined = "".join(words)
-    return _Request(words=words, joined=joined, grams=frozenset(grams), numbers=numbers, digits=digits,
-                    dates=_read_dates(text, words), periods=_read_periods(words, joined))
-
-
-# The same request is checked against every candidate of its pool: read it once.
-_request_of = lru_cache(maxsize=256)(_read_request)
-
-
-# ------------------------------------------------------------------ the query's constants
 
 def _unquote(text: str) -> str:
     text = text.strip()
@@ -539,7 +300,7 @@ def _filter_constants(query: A.Query, f) -> Iterable[Constant]:
             yield Constant(kind, v, f"tag {f.key}")
 
 
-# ------------------------------------------------------------------ support
+# ------------------------------------------------------------------ aliases
 
 def _folded_aliases(aliases: Mapping[str, Iterable[str]] | None) -> dict[str, set[str]]:
     """Folded spelling -> folded other spellings, both ways; the last mapping's index is
@@ -572,7 +333,7 @@ def _parts(value: str) -> list[str]:
     return [value, *(p for p in _PARTS.split(value) if p)] if _PARTS.search(value) else [value]
 
 
-def _place_supported(value: str, req: _Request, aliases: dict[str, set[str]]) -> bool:
+def _place_supported(value: str, req: Support, aliases: dict[str, set[str]]) -> bool:
     forms = dict.fromkeys(f for part in _parts(value) for f in (part, part.split(",")[0]))
     for form in forms:
         folded = fold(form)
@@ -584,7 +345,7 @@ def _place_supported(value: str, req: _Request, aliases: dict[str, set[str]]) ->
     return any(req.has_words_nearly(fold(form)) for form in forms)
 
 
-def _supported(c: Constant, req: _Request, aliases: dict[str, set[str]]) -> bool:
+def _supported(c: Constant, req: Support, aliases: dict[str, set[str]]) -> bool:
     if c.kind == "place":
         return _place_supported(c.value, req, aliases)
     if c.kind == "name":
@@ -605,11 +366,13 @@ def _supported(c: Constant, req: _Request, aliases: dict[str, set[str]]) -> bool
     return True
 
 
-def unsupported_constants(nl: str, query: str, *, aliases: Mapping[str, Iterable[str]] | None = None) -> list[Constant]:
-    """The constants of ``query`` that the request ``nl`` does not support, in source
-    order (see the module's docstring for what counts as support). Never raises: a
-    query that does not parse gives the constants of its parsed part, a request that
-    is not text supports nothing.
+def unsupported_constants(request: Request | str, query: str, *,
+                          aliases: Mapping[str, Iterable[str]] | None = None) -> list[Constant]:
+    """The constants of ``query`` that the request does not support, in source order (see the
+    module's docstring for what counts as support). ``request`` is the :class:`geoql.nl.Request`
+    ``compile()`` read (its ``support``); a plain text (scripts measuring a file) is read here.
+    Never raises: a query that does not parse gives the constants of its parsed part, a request
+    that is not text supports nothing.
 
     ``aliases`` maps a place to other spellings of it (``{"Vienna": {"Wien"}}``; either
     side may be the one in the query), e.g. from :func:`learn_place_aliases`.
@@ -621,88 +384,12 @@ def unsupported_constants(nl: str, query: str, *, aliases: Mapping[str, Iterable
     constants = query_constants(query)
     if not constants:
         return []
-    req = _request_of(nl if isinstance(nl, str) else "")
+    req = request.support if isinstance(request, Request) else read_support(request if isinstance(request, str) else "")
     folded = _folded_aliases(aliases)
     return [c for c in constants if not _supported(c, req, folded)]
 
 
 # ------------------------------------------------------------------ learning spellings
-
-_QUOTED = re.compile(r"[\"“”„«»「『]([^\"“”„«»」』]{2,60})[\"“”„«»」』]")
-_WORD = re.compile(r"(?<![\w'’])(\w+(?:[-'’.]\w+)*)")
-# Lowercase words inside a place name ("Frankfurt am Main", "Saint-Pierre de la Réunion").
-_PARTICLES = {"de", "del", "della", "di", "da", "do", "du", "des", "la", "le", "les", "am", "sur", "upon",
-              "y", "van", "von", "der", "den", "het", "el", "al"}
-# Words after which a request names its place, and words that end the name.
-_LOCATIVE = {"in", "near", "around", "at", "of", "from", "within", "inside", "across", "throughout", "im",
-             "bei", "um", "en", "au", "aux", "dans", "nahe"}
-_STOP = {"with", "that", "which", "where", "and", "or", "but", "having", "tagged", "without", "who", "whose",
-         "is", "are", "not", "for", "to", "by", "on", "in", "near", "the", "a", "an", "of", "from", "as",
-         "mit", "und", "oder", "ohne", "die", "der", "das", "et", "ou", "avec", "sans", "qui", "le", "la", "les",
-         "were", "was", "has", "have", "than", "within", "along", "inside", "around", "at", "all", "only",
-         "current", "selected", "specified", "this", "my", "view", "area", "map", "window", "name", "names",
-         "housenumber", "street"}
-
-
-def _latin(token: str) -> bool:
-    return all(not ch.isalpha() or script_of(ch) == "Latin" for ch in token)
-
-
-def name_spans(nl: str, *, quoted: bool = True) -> list[str]:
-    """Name-like spans of a request: quoted text, runs of capitalised words (with
-    particles such as "de" or "am" inside, not the request's first word alone), and
-    runs of letters outside the Latin script (Cyrillic, Greek, CJK...)."""
-    if not isinstance(nl, str):
-        return []
-    text = unicodedata.normalize("NFKC", nl)
-    spans = [m.group(1).strip() for m in _QUOTED.finditer(text)] if quoted else []
-    run: list[str] = []
-    first = True
-
-    def flush():
-        while run and run[-1].lower() in _PARTICLES:
-            run.pop()
-        if run and not (len(run) == 1 and run[0] == first_word):
-            spans.append(" ".join(run))
-        run.clear()
-
-    first_word = ""
-    for m in _WORD.finditer(text):
-        tok = m.group(1)
-        if first:
-            first_word, first = tok, False
-        if tok[:1].isupper() and _latin(tok):
-            run.append(tok)
-        elif run and tok.lower() in _PARTICLES:
-            run.append(tok)
-        else:
-            flush()
-    flush()
-    spans.extend(m.group() for m in re.finditer(r"[^\W\d_](?:[^\W\d_]|[\s'’-](?=[^\W\d_]))*", text)
-                 if not _latin(m.group()))
-    return list(dict.fromkeys(s for s in spans if s))
-
-
-def _place_candidates(nl: str) -> set[str]:
-    """Folded spans that may name the request's place: the name-like spans, and the
-    first one to four words after "in", "near", "around"... up to a word such as
-    "with" or "and" (requests are often written in lower case)."""
-    # Quoted text in these requests is mostly a tag ("name", "primary"), not a place.
-    found = {fold(s) for s in name_spans(nl, quoted=False)}
-    words = _words(fold(unicodedata.normalize("NFKC", nl)))
-    for i, w in enumerate(words):
-        if w not in _LOCATIVE:
-            continue
-        j = i + 1
-        if j < len(words) and words[j] == "the":
-            j += 1
-        for k in range(j, min(j + 4, len(words))):
-            if words[k] in _STOP or words[k].isdigit():
-                break
-            found.add(" ".join(words[j:k + 1]))
-    return found
-
-
 _NEEDS_PARSE = re.compile(r"\barea\s*\[|ISO3166|is_in", re.I)
 
 
@@ -736,11 +423,11 @@ def learn_place_aliases(pairs: Iterable[tuple[str, str]], *, min_count: int = 2,
         places = _place_values(query)
         if not places:
             continue
-        req = _read_request(nl)
+        req = read_support(nl)
         lost = [p for p in dict.fromkeys(places) if not _place_supported(p, req, {})]
         if not lost:
             continue
-        cands = _place_candidates(nl)
+        cands = place_candidates(nl)
         for p in lost:
             fp = fold(p)
             written.setdefault(fp, p)

@@ -45,7 +45,7 @@ LANGUAGES = _installed()
 
 # Every table must have these sections (tests/nl/test_frame.py checks each file).
 SECTIONS = ("language", "markers", "view", "around", "units", "output", "output_support", "negation",
-            "types", "ids", "users", "names", "place", "months", "time", "stop", "joiners")
+            "types", "ids", "users", "names", "place", "months", "time", "filters", "stop", "joiners")
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 

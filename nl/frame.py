@@ -81,6 +81,16 @@ class Frame:
     # "東京の駅", "서울의 공원"): a thing can stand there too ("公园的长椅", park benches).
     # A caller that knows the tag names can tell them apart (geoql.retrieval.TagRetriever.read_frame).
     opening_place: str | None = None
+    # Where each phrase of ``what``, ``negated`` and ``places`` stands in the NFKC text (the first
+    # place it was read), as (start, end) character offsets: geoql.nl.request's spans.
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Attribute filters read from the phrases and the cues around them (the ``filters`` section of
+    # the cue tables): (kind, phrase, (start, end), op, value, unit), kind "yes" ("with wifi"),
+    # "absent" ("without a name"), "no" ("not private"), "compare" ("more than 10 floors"), "name"
+    # ("whose name contains Pizza": op contains / starts / ends / equals, value the name).
+    filters: list[tuple] = field(default_factory=list)
+    # Numbers that are no date, id or coordinate: (value, text, (start, end), unit or None).
+    numbers: list[tuple] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ language
@@ -122,7 +132,8 @@ def _latin_markers() -> tuple[dict[str, dict[str, float]], dict[str, tuple[str, 
         if "Latin" not in t["language"]["scripts"]:
             continue
         endings[lang] = tuple(fold(e) for e in t["language"].get("endings", ()))
-        for weight, words in ((0.4, _words_of({k: v for k, v in t.items() if k not in ("markers", "stop")})),
+        # The attribute filters' cues came after the guess was tuned on these words: they do not count.
+        for weight, words in ((0.4, _words_of({k: v for k, v in t.items() if k not in ("markers", "stop", "filters")})),
                               (0.7, t["stop"]), (1.0, t["markers"])):
             for w in words:
                 for tok in tokens(fold(w.rstrip("*"))):
@@ -296,6 +307,11 @@ class _Lexicon:
     stop_words: frozenset
     joiners: frozenset
     weak_preps: Matcher
+    with_cues: Matcher
+    with_after: bool
+    absent_cues: Matcher
+    more_less: Matcher
+    name_ops: Matcher
 
 
 def _sections(lang: str) -> list[dict]:
@@ -381,6 +397,11 @@ def _lexicon(lang: str) -> _Lexicon:
         stop_words=frozenset(fold(w) for w in own["stop"]),
         joiners=frozenset(fold(w) for w in own["joiners"]),
         weak_preps=Matcher(place.get("needs_capital", [])),
+        with_cues=Matcher(cues(lambda t: t["filters"]["with"])),
+        with_after=bool(own["filters"].get("with_after")),
+        absent_cues=Matcher(cues(lambda t: t["filters"]["absent"])),
+        more_less=Matcher(payload(lambda t: t["filters"]["compare"])),
+        name_ops=Matcher(payload(lambda t: t["filters"]["name"])),
     )
 
 
@@ -416,6 +437,8 @@ class _Reader:
         self.toks = tokens(text)
         self.n = len(self.toks)
         self.taken = [False] * self.n
+        self.phrases: list[tuple[int, int, str, bool]] = []  # (first token, end, text, negated) of what and negated
+        self.not_numbers: set[int] = set()  # number tokens of coordinates, dates and ids
         language = guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
         self.lex = _lexicon(cue_language(language))
@@ -439,6 +462,13 @@ class _Reader:
             hits = [h for h in hits if self._word_end(h[1]) or (not end_only and self._word_end(h[0]))]
         return hits
 
+    def _locate(self, phrase: str, k: int) -> None:
+        """Note where ``phrase``, read from token ``k`` on, stands in the text (``Frame.spans``)."""
+        if phrase and phrase not in self.frame.spans:
+            start = self.text.find(phrase, self.toks[k].start if k < self.n else 0)
+            if start >= 0:
+                self.frame.spans[phrase] = (start, start + len(phrase))
+
     def take(self, i: int, j: int) -> None:
         for k in range(max(i, 0), min(j, self.n)):
             self.taken[k] = True
@@ -455,9 +485,12 @@ class _Reader:
         self.quotes()
         self.coordinates()
         self.dates()
+        self.not_numbers = {k for k in range(self.n) if self.taken[k] and self.toks[k].number}  # coordinates, dates
         self.periods()
         self.view()  # before distances: "현재 화면에서 X로부터 100미터" has the view first
+        before = list(self.taken)
         self.identifiers()
+        self.not_numbers |= {k for k in range(self.n) if self.taken[k] and not before[k] and self.toks[k].number}
         self.distances()
         self.outputs()
         self.types()
@@ -466,6 +499,8 @@ class _Reader:
         if self.frame.opening_place not in self.frame.places:  # read, then set aside (not_places, digits)
             self.frame.opening_place = None
         self.content()
+        self.attributes()
+        self.numbers()
         return self.frame
 
     def quotes(self) -> None:
@@ -882,6 +917,7 @@ class _Reader:
                 # "areas with the name Essen", "area with name Szeged": the area's name is a place
                 area = any((h := self.lex.ids.match_at(self.toks, k)) and h[1] == "area" for k in range(max(0, s - 4), s))
                 (self.frame.places if area else self.frame.names).append(self.span(e, j))
+                self._locate(self.span(e, j), e)
                 self.take(s, j)
         self.frame.names = list(dict.fromkeys(self.frame.names))
 
@@ -1003,6 +1039,7 @@ class _Reader:
         if not name or fold(name) in self.lex.not_places:
             return
         self.frame.places.append(name)
+        self._locate(name, k)
         self.take(k, j)
         if s < k:
             self.take(s, k)
@@ -1062,6 +1099,8 @@ class _Reader:
                 if len(parts) > 1 and all(self._looks_like_place(x) or len(x) >= 2 for x in parts):
                     names = parts
             f.places.extend(names)
+            for name in names:
+                self._locate(name, k)
             self.take(k, p)
             if not lex.neg_before.match_at(toks, p):  # "蒙鲁日没有...": the negation stays
                 self.take(p, post_end)
@@ -1235,8 +1274,131 @@ class _Reader:
                 continue
             negated = neg[i] or (j < self.n and self._neg_follows(j, after_neg, is_stop))
             (f.negated if negated else f.what).append(text)
+            self._locate(text, i)
+            self.phrases.append((i, j, text, negated))
         f.what = list(dict.fromkeys(f.what))
         f.negated = list(dict.fromkeys(f.negated))
+
+    # -- attribute filters and numbers (for composing a query; read last, they take no token)
+    def attributes(self) -> None:
+        """Attribute filters: a phrase after a with-cue ("cafes with wifi", "Cafés mit WLAN"; before one
+        in Japanese and Korean: "Wi-Fiのあるカフェ") asks for elements that have it; a negated phrase
+        for elements without it ("without a name": absent) or not so ("not private": no); a number after
+        a comparison cue ("more than 10 floors", "10층 이상") compares; a name after a name cue, or a
+        phrase after a name cue and a name operation ("whose name ends with strasse"), is a name
+        pattern (op contains / starts / ends; else equals)."""
+        lex, toks, f = self.lex, self.toks, self.frame
+        phrase_at = {k: n for n, (i, j, _, _) in enumerate(self.phrases) for k in range(i, j)}
+        done: set[int] = set()
+        for k, t in enumerate(toks):
+            if not t.number or k in self.not_numbers or (self.taken[k] and k not in phrase_at):
+                continue  # a date, id or coordinate; a distance read by an around cue
+            found = self._comparison(k)
+            if found is None:
+                continue
+            op, cue, unit, unit_end = found
+            start, end = min(cue.start, k), max(cue.stop, unit_end)  # the comparison's tokens: cue, number, unit
+            # the attribute: the phrase with the number in it ("least 4 stars"), between the number and a
+            # cue after it ("10层以上": 层), or right after the comparison ("more than 10 floors")
+            n = phrase_at.get(k)
+            if n is None:
+                n = next((m for m, (i, _, _, neg) in enumerate(self.phrases) if k < i <= end + 2 and not neg), None)
+            if n is not None and n not in done:
+                done.add(n)
+                i, j, text, _ = self.phrases[n]
+                kept = [q for q in range(i, j) if q not in cue and not k <= q < unit_end]
+                words = self.span(kept[0], kept[-1] + 1) if kept else text
+                f.filters.append(("compare", words, f.spans.get(text), op, t.text, unit))
+            else:
+                f.filters.append(("compare", self.span(start, end), (toks[start].start, toks[end - 1].end), op, t.text, unit))
+        for n, (i, j, text, negated) in enumerate(self.phrases):
+            if n in done:
+                continue
+            named = self._name_pattern(i, j)
+            if named is not None:
+                f.filters.append(("name", named[1], f.spans.get(text), named[0], named[1], None))
+            elif negated:
+                absent = self._cue_near(lex.absent_cues, i, j, before=True, after=bool(lex.neg_after))
+                f.filters.append(("absent" if absent else "no", text, f.spans.get(text), None, None, None))
+            elif lex.with_after:
+                if n + 1 < len(self.phrases) and self._cue_near(lex.with_cues, i, j, before=False, after=True):
+                    f.filters.append(("yes", text, f.spans.get(text), None, None, None))
+            elif n > 0 and self._cue_near(lex.with_cues, i, j, before=True, after=False, phrase_at=phrase_at):
+                f.filters.append(("yes", text, f.spans.get(text), None, None, None))
+        values = {x[4] for x in f.filters if x[0] == "name"}
+        for name in f.names:
+            at = self.text.find(name)
+            if at < 0 or name in values:
+                continue
+            i, j = self.tokens_in(at, at + len(name))
+            ops = [hit[1] for s in range(max(0, i - 6), min(self.n, j + 3)) if not i <= s < j
+                   for hit in [lex.name_ops.match_at(toks, s)] if hit]
+            f.filters.append(("name", name, (at, at + len(name)), ops[0] if ops else "equals", name, None))
+        f.filters = list(dict.fromkeys(f.filters))
+
+    def _name_pattern(self, i: int, j: int) -> tuple[str, str] | None:
+        """(op, value) when the phrase ``i..j`` is a name pattern, a name cue first: a name operation right
+        before the value ("name ends with strasse", "name contains pizza") or closing it ("deren Name mit
+        Pizza beginnt")."""
+        lex, toks = self.lex, self.toks
+        for s in range(max(0, i - 3), j):
+            hit = lex.name_ops.match_at(toks, s)
+            if not hit or hit[0] < i - 1 or not (self._cue_near(lex.names, s, s, before=True, after=False, reach=6)
+                                                  or any(lex.names.match_at(toks, q) for q in range(i, s))):
+                continue
+            if hit[0] < j:  # the value follows the operation
+                return hit[1], self.span(max(hit[0], i), j)
+            if s > i:  # the operation closes the phrase: the value is before it, after a name cue inside
+                first = max((e for q in range(i, s) for e in [lex.names.match_at(toks, q)] if e and e[0] <= s),
+                            key=lambda e: e[0], default=(i, None))[0]
+                return (hit[1], self.span(first, s)) if first < s else None
+        return None
+
+    def _comparison(self, k: int) -> tuple[str, range, str | None, int] | None:
+        """(op, the cue's tokens, unit, end of the number and its unit) of a comparison of the number at token
+        ``k``: a cue ending at it ("more than 10", "mindestens 4"), or one after it ("10 or more"; in a
+        script without spaces one word may stand between: "10층 이상")."""
+        lex, toks = self.lex, self.toks
+        unit, end = None, k + 1
+        hit = lex.units.match_at(toks, k + 1) or lex.time_units.match_at(toks, k + 1) if k + 1 < self.n else None
+        if hit:
+            end, unit = hit
+        for s in range(max(0, k - 4), k):
+            cue = lex.more_less.match_at(toks, s)
+            if cue and cue[0] == k:
+                return cue[1], range(s, k), unit, end
+        # after it: "10 or more" right after the number (or its unit); in a script without spaces one
+        # more word may stand between ("10层以上": 10 floors or more)
+        for s in range(end, min(self.n, end + (2 if not lex.spaced else 1))):
+            cue = lex.more_less.match_at(toks, s)
+            if cue and (not lex.spaced or toks[s].fold in _OR_WORDS):
+                return cue[1], range(s, cue[0]), unit, end
+        return None
+
+    def _cue_near(self, matcher: Matcher, i: int, j: int, *, before: bool, after: bool, phrase_at=None,
+                  reach: int = 3) -> bool:
+        """A cue of ``matcher`` ending at most ``reach`` tokens before the phrase ``i..j`` (no other phrase
+        between), or with ``after`` starting at most two tokens after it."""
+        if before:
+            for s in range(i - 1, max(-1, i - reach - 2), -1):
+                hit = matcher.match_at(self.toks, s)
+                if hit and s < hit[0] <= i and hit[0] >= i - reach \
+                        and not any(k in (phrase_at or {}) for k in range(hit[0], i)):
+                    return True
+        if after:
+            for s in range(j, min(self.n, j + 3)):
+                if matcher.match_at(self.toks, s):
+                    return True
+        return False
+
+    def numbers(self) -> None:
+        """Every number that is no date, id or coordinate, with its unit when one follows."""
+        lex, toks, f = self.lex, self.toks, self.frame
+        for k, t in enumerate(toks):
+            if not t.number or k in self.not_numbers:
+                continue
+            hit = lex.units.match_at(toks, k + 1) or lex.time_units.match_at(toks, k + 1) if k + 1 < self.n else None
+            f.numbers.append((_number(t.text), t.text, (t.start, t.end), hit[1] if hit else None))
 
     def _word_end(self, e: int) -> bool:
         """Token ``e`` starts a new word (or the text ends there)."""
@@ -1276,6 +1438,7 @@ _ID_FILLERS = frozenset({"with", "the", "id", "ids", "of", "following", "given",
                          "identifiant", "identifiants", "identifier", "identifiers", "kennung", "к", "为", "為", "是",
                          "係", "가", "이", "는", "인", "號", "号", "번", "が", "は"})
 _ID_FILLERS_CJK = frozenset({"的", "の", "嘅", "인", "번", "号", "號", "이", "가", "는", "으", "로", "번의"})
+_OR_WORDS = frozenset({"or", "oder", "ou", "o", "или"})  # a comparison after its number: "10 or more", "10 oder mehr"
 _LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與", "埋", "者",
                          "与", "及", "同", "、", "と", "및", "또는", "과", "와"})
 # "within 20 m of the coordinates 49.79, 5.52": the centre is Frame.coords, not a thing

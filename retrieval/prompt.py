@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from geoql.nl.request import Request
+
 from .config import K_EXAMPLES, K_TAGS
 
 SYSTEM_PROMPT = """\
@@ -52,20 +54,26 @@ def format_tags(tags) -> str:
     return "\n".join(lines)
 
 
-def prompt_context(nl: str, retriever, *, k_tags: int = K_TAGS, k_examples: int = K_EXAMPLES,
+def prompt_context(request: Request | str, retriever, *, k_tags: int = K_TAGS, k_examples: int = K_EXAMPLES,
                    exclude: Iterable[int] = ()) -> tuple[list, list]:
     """The tags and examples a request's prompt is built from: the one retrieval step before
     :func:`build_prompt`, for inference and the training prompts alike.
 
-    ``retriever`` is a :class:`~retrieval.TagRetriever` (its ``examples`` give the few-shot
-    pairs); ``k_tags`` / ``k_examples`` of 0 leave that part out without searching (with
-    both 0, ``retriever`` may be None: no index needed).
-    ``exclude`` (training indices) is left out of both: the tag retriever votes with the
-    nearest examples' gold tags, so a training request must not see its own there either.
+    ``request`` is the request as ``compile()`` read it (``geoql.nl.Request``; a string is read
+    once by the retriever, ``TagRetriever.read``). ``retriever`` is a
+    :class:`~retrieval.TagRetriever` (its ``examples`` give the few-shot pairs); ``k_tags`` /
+    ``k_examples`` of 0 leave that part out without searching (with both 0, ``retriever`` may be
+    None: no index needed). ``exclude`` (training indices) is left out of both: the tag retriever
+    votes with the nearest examples' gold tags, so a training request must not see its own there either.
     """
     exclude = tuple(exclude)
-    tags = retriever.search(nl, k_tags, exclude=exclude) if k_tags else []
-    examples = retriever.examples.search(nl, k_examples, exclude=exclude) if k_examples else []
+    if not k_tags and not k_examples:
+        return [], []
+    if not isinstance(request, Request):
+        request = retriever.read(request)
+    tags = retriever.search(request, k_tags, exclude=exclude) if k_tags else []
+    # The few-shot search compares words and sentence embeddings: it takes the request's text.
+    examples = retriever.examples.search(request.nl, k_examples, exclude=exclude) if k_examples else []
     return list(tags), list(examples)
 
 

@@ -16,23 +16,27 @@ The embedding model and the training requests are English. A request in another
 language is first matched against the tag names of every language of the schema
 (``retrieval.lexicon``); the English names of its best matches are added to it
 (its *gloss*, ``TagRetriever.gloss``), and the three sources above read the gloss. Whether
-a request is English is ``geoql.nl.frame.guess_language``'s call: English requests are
-searched exactly as before.
+a request is English is its reading's call (``geoql.nl.Request.language``): English requests
+are searched exactly as before.
+
+A request comes read (``geoql.nl.Request``, from ``compile()``); the search takes its language
+and its places from the reading and its words as text for the indexes. A plain string (scripts,
+training) is read once, with :meth:`TagRetriever.read`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import threading
 import unicodedata
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from geoql.nl.cues import without_stop_words
-from geoql.nl.frame import Frame, guess_language, read_frame
+from geoql.nl.request import Knowledge, Request, read_request
 from geoql.nl.text import base_language, main_script
 
 from . import artifacts as A
@@ -53,7 +57,7 @@ from .text import split_value, tokenize, without_database_name
 # docs/notes/2026-12-multilingual-tags.md).
 GLOSS_TAGS = 4
 GLOSS_SHARE = 0.5
-ENGLISH_GUESSES = frozenset({"en", "und"})  # guess_language's answers that keep a request as it is
+ENGLISH_GUESSES = frozenset({"en", "und"})  # Request.language values that keep a request as it is
 # Translations kept: one compile() asks for a request's up to four times (its tag search, its neighbours
 # twice, the CPU default's words), and a Japanese one takes ~1.7 ms.
 TRANSLATIONS_KEPT = 256
@@ -92,6 +96,17 @@ def request_languages(guess: str, known) -> frozenset[str] | None:
     if not own:
         return None
     return frozenset(own | {lang for lang in known if base_language(lang) == "en"})
+
+
+class IndexNames:
+    """The tag index's names as names of things for a reader (``geoql.nl.request.Things``): a phrase
+    names a thing when it is a tag's name in the request's languages (:func:`request_languages`)."""
+
+    def __init__(self, retriever: "TagRetriever") -> None:
+        self._retriever = retriever
+
+    def names_a_thing(self, phrase: str, language: str) -> bool:
+        return self._retriever.lexicon.names_a_tag(phrase, self._retriever._languages(language))
 
 
 @dataclass(frozen=True)
@@ -167,16 +182,37 @@ class TagRetriever:
         i = self._doc_of.get(tag)
         return self.docs[i] if i is not None else None
 
-    def search(self, nl: str, k: int = 10, exclude=()) -> list[TagHit]:
-        """The ``k`` tags most likely meant by ``nl``, best first.
+    @cached_property
+    def names(self) -> IndexNames:
+        """The index's tag names as names of things (``geoql.nl.request.Things``): a place read only because
+        it opens a request is taken for the thing it names when it is a tag's name in the request's
+        languages: "公园的长椅" asks for the benches of parks, "北京的博物馆" for the museums of Beijing."""
+        return IndexNames(self)
 
-        ``exclude`` holds training indices whose examples must not vote (use the
-        request's own index when searching for a training request).
+    @cached_property
+    def knowledge(self) -> Knowledge:
+        """What the index tells a reader (``geoql.nl.read_request``): its tag names (:attr:`names`)."""
+        return Knowledge(things=self.names)
+
+    def read(self, nl: str) -> Request:
+        """``nl`` read once with :attr:`knowledge`: what the string forms of the search read."""
+        return read_request(nl if isinstance(nl, str) else ("" if nl is None else str(nl)), self.knowledge)
+
+    def _request(self, request: Request | str) -> Request:
+        return request if isinstance(request, Request) else self.read(request)
+
+    def search(self, request: Request | str, k: int = 10, exclude=()) -> list[TagHit]:
+        """The ``k`` tags most likely meant by the request, best first.
+
+        ``request``: as ``compile()`` read it (a string is read here, once). ``exclude`` holds
+        training indices whose examples must not vote (use the request's own index when searching
+        for a training request).
         """
-        text = without_database_name(clean_request(nl))
+        request = self._request(request)
+        text = without_database_name(clean_request(request.nl))
         if not isinstance(k, int) or k <= 0 or not has_content(text):
             return []
-        return run_single_threaded(self._search, text, k, tuple(exclude or ()))
+        return run_single_threaded(self._search, request, text, k, tuple(exclude or ()))
 
     @property
     def lexicon(self) -> Lexicon:
@@ -192,9 +228,13 @@ class TagRetriever:
             self._translator = Translator.from_index(self.index_dir)
         return self._translator
 
-    def translation(self, nl: str) -> str | None:
-        """``nl`` word by word in English when its language has a glossary in the index, else ``None``."""
-        text = clean_request(nl)
+    def translation(self, request: Request | str) -> str | None:
+        """The request word by word in English when its language has a glossary in the index, else ``None``."""
+        request = self._request(request)
+        return self._translate(clean_request(request.nl), request.language)
+
+    def _translate(self, text: str, language: str) -> str | None:
+        """``text`` (the request's words, or its search text) in English, in ``language``'s glossary."""
         if not self.translator.languages or not has_content(text):
             return None
         with self._translations_lock:
@@ -202,24 +242,25 @@ class TagRetriever:
                 return self._translations[text]
         # A short request without cue words ("Apotheken in Berlin") is guessed English and keeps the
         # lexicon's gloss: a language guessed from single foreign words misreads English requests.
-        translated = self.translator.translate(text, guess_language(text))
+        translated = self.translator.translate(text, language)
         with self._translations_lock:
             self._translations[text] = translated
             while len(self._translations) > TRANSLATIONS_KEPT:
                 del self._translations[next(iter(self._translations))]
         return translated
 
-    def english_text(self, nl: str) -> str | None:
+    def english_text(self, request: Request | str) -> str | None:
         """The request as the English sources read it when it is not English and its language has a
         glossary, else ``None``: its translation, then the English names of its best lexical matches
         ("Welche Bahnhöfe gibt es in Schweden?" -> "stations in Sweden Train Station ...")."""
-        text = clean_request(nl)
-        if not has_content(text) or self.is_english(text):
+        request = self._request(request)
+        text = clean_request(request.nl)
+        if not has_content(text) or self._is_english(request, text):
             return None
-        translated = self.translation(text)
+        translated = self._translate(text, request.language)
         if translated is None:
             return None
-        return self._names_after(translated, self._lexical(text, GLOSS_TAGS)) or text
+        return self._names_after(translated, self._lexical(request, text, GLOSS_TAGS)) or text
 
     def _names_after(self, base: str, matches: list[LexicalMatch]) -> str:
         """``base`` followed by the English names of the best ``matches`` (within GLOSS_SHARE of the best)."""
@@ -232,18 +273,22 @@ class TagRetriever:
         """The languages whose tag names the index holds (the manifest's list; English first)."""
         return list(self.manifest.data.get("languages", ["en"]))
 
-    def is_english(self, nl: str) -> bool:
+    def is_english(self, request: Request | str) -> bool:
         """Whether the request reads as English (or as no language at all), so that it is searched as it is.
 
-        ``geoql.nl.frame.guess_language`` reads the script, then cue words and word endings. A short
-        request without cue words ("Apotheken in Berlin") is guessed English; it is not, when one of
-        its words is no English word of the index (training requests, English names and terms) and
-        alone covers tag names in other languages only ("Apotheken" covers "Apotheke"; "drainage" covers
-        French and English names); words of five letters or more count, not capitalised inside the
-        sentence (names) nor quoted.
+        Its reading's language (``Request.language``: the script, then cue words and word endings)
+        comes first. A short request without cue words ("Apotheken in Berlin") is read as English; it
+        is not, when one of its words is no English word of the index (training requests, English names
+        and terms) and alone covers tag names in other languages only ("Apotheken" covers "Apotheke";
+        "drainage" covers French and English names); words of five letters or more count, not
+        capitalised inside the sentence (names) nor quoted.
         """
-        text = clean_request(nl)
-        if guess_language(text) not in ENGLISH_GUESSES:
+        request = self._request(request)
+        return self._is_english(request, clean_request(request.nl))
+
+    def _is_english(self, request: Request, text: str) -> bool:
+        """:meth:`is_english`, its index words looked up in ``text`` (the request's, or its search text)."""
+        if request.language not in ENGLISH_GUESSES:
             return False
         for i, raw in enumerate(text.split()):
             if i and raw[:1].isupper() or any(ch in raw for ch in "\"'«»“”„"):
@@ -255,20 +300,22 @@ class TagRetriever:
                         return False
         return True
 
-    def lexical_matches(self, nl: str, k: int = 10) -> list[LexicalMatch]:
+    def lexical_matches(self, request: Request | str, k: int = 10) -> list[LexicalMatch]:
         """The ``k`` tags whose name in some language the request uses most, best first, each with that name."""
-        text = clean_request(nl)
+        request = self._request(request)
+        text = clean_request(request.nl)
         if not isinstance(k, int) or k <= 0 or not has_content(text):
             return []
-        return self._lexical(text, k)
+        return self._lexical(request, text, k)
 
-    def _lexical(self, text: str, pool: int) -> list[LexicalMatch]:
-        """The lexicon's ``pool`` best tags for a cleaned request, in its own languages (:func:`request_languages`)."""
-        lang = guess_language(text)
+    def _lexical(self, request: Request, text: str, pool: int) -> list[LexicalMatch]:
+        """The lexicon's ``pool`` best tags for a request's cleaned words ``text``, in its own languages
+        (:func:`request_languages`)."""
+        lang = request.language
         # The sentence's own small words ("gibt es", "am") name no tag but match field labels
         # ("Gibt es Essen?") and short names in other languages; its numbers (ids, dates, a uid)
         # match option titles ("8 (climbing grade uiaa)").
-        words = _NUMBER.sub(" ", without_stop_words(self._without_places(text), lang))
+        words = _NUMBER.sub(" ", without_stop_words(self._without_places(request, text), lang))
         return self.lexicon.search(words, pool, self._languages(lang))
 
     def _languages(self, lang: str) -> frozenset[str] | None:
@@ -276,28 +323,17 @@ class TagRetriever:
             self._languages_of[lang] = request_languages(lang, self.lexicon.langs)
         return self._languages_of[lang]
 
-    def read_frame(self, nl: str) -> Frame:
-        """``geoql.nl.frame.read_frame(nl)``, except that a place read only because it opens the request
-        (``Frame.opening_place``) is taken for the thing it names when it is a tag's name in the request's
-        languages: "公园的长椅" asks for the benches of parks, "北京的博物馆" for the museums of Beijing."""
-        frame = read_frame(nl)
-        place = frame.opening_place
-        if place and self.lexicon.names_a_tag(place, self._languages(frame.language)):
-            places = [p for p in frame.places if p != place]
-            frame = dataclasses.replace(frame, place=places[0] if places else None, places=places,
-                                        what=[place, *frame.what], opening_place=None)
-        return frame
-
-    def _without_places(self, text: str) -> str:
-        """``text`` without the places its frame names (:meth:`read_frame`): a place names no tag, but in
-        most languages a country's name is a word of a cuisine's ("이탈리아" in "이탈리아 요리", Italian
-        cuisine), so restaurants crept into requests about the roads of Italy."""
-        text = unicodedata.normalize("NFKC", text)  # as the frame writes its places ("＝" is "=")
-        for place in self.read_frame(text).places:
+    @staticmethod
+    def _without_places(request: Request, text: str) -> str:
+        """``text`` without the places the request names (``Request.places``, read with :attr:`knowledge`):
+        a place names no tag, but in most languages a country's name is a word of a cuisine's ("이탈리아"
+        in "이탈리아 요리", Italian cuisine), so restaurants crept into requests about the roads of Italy."""
+        text = unicodedata.normalize("NFKC", text)  # as the reading writes its places ("＝" is "=")
+        for place in request.place_names:
             text = text.replace(place, " ")
         return text
 
-    def gloss(self, nl: str) -> str:
+    def gloss(self, request: Request | str) -> str:
         """The request as the English sources read it: unchanged when it is English; else its word-by-word
         English where the index has a glossary of its language (:meth:`translation`), or else its
         Latin-script words (all of them in a Latin-script language, only names and numbers in other
@@ -305,40 +341,45 @@ class TagRetriever:
         "Apotheken in Berlin Pharmacy ...", "西安的博物馆" -> "西 安 museum Museum ..." with the
         Chinese glossary, whose "西安" is only a cross-reference, and "Museum ..." without).
         """
-        text = clean_request(nl)
-        if not has_content(text) or self.is_english(text):
+        request = self._request(request)
+        text = clean_request(request.nl)
+        if not has_content(text) or self._is_english(request, text):
             return text
-        return self._gloss(text, self._lexical(text, GLOSS_TAGS))
+        return self._gloss(request, text, self._lexical(request, text, GLOSS_TAGS))
 
-    def _gloss(self, text: str, matches: list[LexicalMatch]) -> str:
-        translated = self.translation(text)  # word by word where the index has a glossary of the language
+    def _gloss(self, request: Request, text: str, matches: list[LexicalMatch]) -> str:
+        translated = self._translate(text, request.language)  # word by word where the index has a glossary
         if translated is not None:
             base = translated
         else:  # else the words a Latin-script request shares with English (names, numbers)
             base = text if main_script(text) in {"Latin", "Common"} else " ".join(_LATIN_WORD.findall(text))
         return self._names_after(base, matches) or text
 
-    def _search(self, text: str, k: int, exclude: tuple) -> list[TagHit]:
+    def _search(self, request: Request, text: str, k: int, exclude: tuple) -> list[TagHit]:
         if self.ranker is not None:
-            return self._learned_hits(self._request_evidence(text, exclude, neighbours=NEIGHBOURS), exclude, k)
-        evidence = self._request_evidence(text, exclude)
+            return self._learned_hits(self._request_evidence(request, text, exclude, neighbours=NEIGHBOURS), exclude, k)
+        evidence = self._request_evidence(request, text, exclude)
         fused = self._fuse_rrf(evidence) if self.config.fusion == "rrf" else self._fuse_linear(evidence)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         return [self._hit(doc, score, self._why(doc, evidence)) for doc, score in best]
 
-    def _request_evidence(self, text: str, exclude: tuple, *, neighbours: int = 0, e5_vector=None) -> dict:
-        """:meth:`_evidence` of a cleaned request in any language: one that is not English is searched by its
-        gloss (:meth:`gloss`), and its lexical matches in its own languages come along (``"lexical"``).
-        The multilingual neighbours read ``text`` before any gloss: the request in its own words (or, given
-        ``e5_vector``, that vector: scripts/ranker_headroom.py reads a translation with its English twin's)."""
+    def _request_evidence(self, request: Request | str, text: str | None, exclude: tuple, *, neighbours: int = 0,
+                          e5_vector=None) -> dict:
+        """:meth:`_evidence` of a request in any language, ``text`` its cleaned words (``None``: the request's):
+        one that is not English is searched by its gloss (:meth:`gloss`), and its lexical matches in its own
+        languages come along (``"lexical"``). The multilingual neighbours read ``text`` before any gloss: the
+        request in its own words (or, given ``e5_vector``, that vector: scripts/ranker_headroom.py reads a
+        translation with its English twin's)."""
+        request = self._request(request)
+        text = clean_request(request.nl) if text is None else text
         lexical: dict[int, LexicalMatch] = {}
         if e5_vector is None and neighbours > 0 and self.multilingual is not None:
             e5_vector = self.multilingual.vector(text)
-        glossed = not self.is_english(text)
+        glossed = not self._is_english(request, text)
         if glossed:
-            matches = self._lexical(text, self.config.tag_pool)
+            matches = self._lexical(request, text, self.config.tag_pool)
             lexical = {m.doc: m for m in matches}
-            text = self._gloss(text, matches)
+            text = self._gloss(request, text, matches)
         evidence = self._evidence(text, exclude, neighbours=neighbours, e5_vector=e5_vector)
         evidence["lexical"] = lexical
         evidence["glossed"] = glossed
@@ -410,7 +451,7 @@ class TagRetriever:
         or with ``vector=None`` a request in any language, read as :meth:`search` reads it."""
         text, exclude = clean_request(text), tuple(exclude)
         if vector is None:
-            evidence = self._request_evidence(text, exclude, neighbours=NEIGHBOURS)
+            evidence = self._request_evidence(self.read(text), text, exclude, neighbours=NEIGHBOURS)
         else:
             evidence = self._evidence(text, exclude, neighbours=NEIGHBOURS, vector=vector, e5_vector=e5_vector)
         return self._candidate_features(evidence, exclude)

@@ -17,8 +17,9 @@ import re
 from itertools import groupby
 
 from geoql.nl.text import fold, spaceless
+from geoql.nl.words import DATABASE_NAMES
 
-__all__ = ["TOKENIZER_VERSION", "STOPWORDS", "fold", "stem", "tokenize", "lexical_tokens", "segments", "split_value",
+__all__ = ["TOKENIZER_VERSION", "STOPWORDS", "DATABASE_NAMES", "fold", "stem", "tokenize", "lexical_tokens", "segments", "split_value",
            "PREFIX_MIN", "PREFIX_SHARE", "bigrams", "without_database_name"]
 
 TOKENIZER_VERSION = 2  # 2: geoql.nl.text.fold, bigrams for spaceless scripts, lexical_tokens
@@ -35,7 +36,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # The database's own name says where the elements live, not which ones: "What OpenStreetMap features are in
 # Sumy Oblast?", "OSM-Objekte", "OpenStreetMap要素" ask for every element. As a tag cue it only ever met
 # map_source=OpenStreetMap, which two training requests ask for ("Maps based on OpenStreetMap").
-DATABASE_NAMES = frozenset({"openstreetmap", "osm"})  # as folded words (app.cpu.request's stop words)
+# DATABASE_NAMES (the folded words) is geoql.nl.words', a stop word of the CPU default's stems too.
 _DATABASE_NAME = re.compile(r"(?<![A-Za-z])(?:open\s*street\s*map|osm)(?![A-Za-z])", re.IGNORECASE)
 
 

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from geoql.app.confidence import (FEATURES, HIT_FEATURES, Calibrator, assess, content_words,
-                                  packaged_calibrator_path, topic_evidence)
+from geoql.app.confidence import FEATURES, HIT_FEATURES, Calibrator, assess, packaged_calibrator_path, topic_evidence
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.eval.dataset import load_split
 from geoql.eval.faithfulness import train_place_aliases
 from geoql.eval.metrics import get_scorer, same_query_key
+from geoql.nl import read_request
 
 BINS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001)
 # Requests that are plainly not about places, to choose the off-topic threshold with (not dev rows).
@@ -99,18 +99,18 @@ def _manifest(model_dir) -> dict:
     return {k: data.get(k) for k in ("format_version", "train_size", "selector", "tag_index")}
 
 
-def _compile_with(compiler, calib: Calibrator, nl: str):
-    """compile() as it runs, but with the calibrator being fitted (not the stored one)."""
+def _compile_with(compiler, calib: Calibrator, nl: str, word_tags):
+    """compile() as it runs, but with the calibrator being fitted (not the stored one); ``word_tags``: the
+    CPU model's lexicon (``TagLexicon.fit`` on the train split, as ``Evidence.word_tags`` gives it)."""
     comp = compiler.compile(nl, k_tags=0, k_examples=0)
-    backend = compiler.backend()
-    found = assess(comp.nl, comp.query, hits=comp.tags, examples=comp.examples, unsupported=comp.unsupported,
-                   cpu=True, lexicon=backend.model.lexicon, aliases=compiler.place_aliases(), calibrator=calib)
+    found = assess(comp.request, comp.query, hits=comp.tags, examples=comp.examples, unsupported=comp.unsupported,
+                   calibrated=True, word_tags=word_tags, aliases=compiler.place_aliases(), calibrator=calib)
     comp.confidence, comp.off_topic, comp.uncovered = found.confidence, found.off_topic, found.uncovered
     comp.far, comp.low_confidence = found.far, found.low_confidence
     return comp
 
 
-def osmnl_report(compiler, calib: Calibrator, folder: Path, limit: int, scorer) -> None:
+def osmnl_report(compiler, calib: Calibrator, folder: Path, limit: int, scorer, word_tags) -> None:
     """Per OsmNL language: mean confidence and OQS, and how often each doubt fires."""
     from tqdm import tqdm
 
@@ -121,7 +121,7 @@ def osmnl_report(compiler, calib: Calibrator, folder: Path, limit: int, scorer) 
         lang = nl_file.name.split(".")[1]
         nls = nl_file.read_text(encoding="utf-8").splitlines()[:limit]
         golds = nl_file.with_suffix(".query").read_text(encoding="utf-8").splitlines()[:limit]
-        comps = [_compile_with(compiler, calib, nl) for nl in tqdm(nls, desc=f"OsmNL {lang}", unit="req", leave=False)]
+        comps = [_compile_with(compiler, calib, nl, word_tags) for nl in tqdm(nls, desc=f"OsmNL {lang}", unit="req", leave=False)]
         conf = np.array([c.confidence for c in comps], dtype=float)
         oqs = np.array([scorer.oqs(c.query, g) for c, g in zip(comps, golds)])
         rate = lambda xs: f"{np.mean(xs) * 100:.1f} %"  # noqa: E731
@@ -161,11 +161,12 @@ def main(argv=None) -> int:
     empty = Calibrator()  # signals only: thresholds and fit come from this script
     recs = []
     for r in tqdm(rows, desc="signals and OQS", unit="req"):
-        a = assess(r["nl"], r["query"], hits=r["tags"], examples=r["examples"], unsupported=r["unsupported"],
-                   cpu=True, lexicon=lexicon, aliases=aliases, calibrator=empty)
+        request = read_request(r["nl"])  # the saved rows keep the words: read each once
+        a = assess(request, r["query"], hits=r["tags"], examples=r["examples"], unsupported=r["unsupported"],
+                   calibrated=True, word_tags=lexicon.word_tag, aliases=aliases, calibrator=empty)
         recs.append({"nl": r["nl"], "oqs": scorer.oqs(r["query"], gold[r["index"]]), "half": half_of(gold[r["index"]]),
-                     "signals": a.signals, "uncovered": a.uncovered, "words": len(content_words(r["nl"])),
-                     **dict(zip(("plain", "hit", "lexicon"), topic_evidence(r["nl"], a.signals, r["tags"], lexicon)))})
+                     "signals": a.signals, "uncovered": a.uncovered, "words": len(request.words),
+                     **dict(zip(("plain", "hit", "lexicon"), topic_evidence(request, a.signals, r["tags"], lexicon.word_tag)))})
     oqs = np.array([r["oqs"] for r in recs])
     half = np.array([r["half"] for r in recs])
     A, B = half == "A", half == "B"
@@ -238,10 +239,10 @@ def main(argv=None) -> int:
         compiler = Compiler("cpu", model_dir=args.model_dir, index_dir=args.index_dir)
         print("\nrequests not about places, with this fit:")
         for nl in JUNK:
-            comp = _compile_with(compiler, calib, nl)
+            comp = _compile_with(compiler, calib, nl, lexicon.word_tag)
             print(f"  {nl!r}: off_topic {comp.off_topic}, confidence {comp.confidence}, uncovered {comp.uncovered}")
         if args.osmnl_dir:
-            osmnl_report(compiler, calib, Path(args.osmnl_dir), args.osmnl_limit, scorer)
+            osmnl_report(compiler, calib, Path(args.osmnl_dir), args.osmnl_limit, scorer, lexicon.word_tag)
 
     calib.provenance = {
         "fitted_on": "OverpassNL dev, half A (sha256(same_query_key(gold)) even)", "requests_fit": int(A.sum()),

@@ -79,7 +79,7 @@ class Headroom:
                     out[i] = 0
                 elif twin:
                     e5 = r.multilingual.vector(self.twins[i]) if has_content(self.twins[i]) else None
-                    evidence = r._request_evidence(text, (), neighbours=NEIGHBOURS, e5_vector=e5)
+                    evidence = r._request_evidence(text, None, (), neighbours=NEIGHBOURS, e5_vector=e5)
                     out[i] = len(gold & {h.tag for h in r._learned_hits(evidence, (), self.k)})
                 else:
                     out[i] = len(gold & {h.tag for h in r.search(text, self.k)})

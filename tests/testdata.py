@@ -39,3 +39,17 @@ def osmnl_dir() -> Path:
 def reference_rows(name: str) -> tuple[dict, ...]:
     with open(data_dir() / "reference" / name, encoding="utf-8") as f:
         return tuple(json.loads(line) for line in f)
+
+
+FRAME_CASES_DIR = REPO_ROOT / "tests" / "nl" / "frame_cases"
+
+
+def frame_cases() -> list:
+    """The cue tables' cases (``tests/nl/frame_cases/<lang>.jsonl``, one file per language, written
+    from that language's cue table): ``pytest.param(lang, {"nl": ..., "frame": {field: value}})``."""
+    out = []
+    for path in sorted(FRAME_CASES_DIR.glob("*.jsonl")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                out.append(pytest.param(path.stem, json.loads(line), id=f"{path.stem}-{n}"))
+    return out

@@ -34,6 +34,7 @@ from geoql import retrieval
 from geoql.core.files import atomic_dir
 from geoql.eval.dataset import load_comments, load_split
 from geoql.eval.metrics import same_query_key
+from geoql.nl.request import read_request
 from geoql.retrieval.prompt import format_tags
 from geoql.training.config import DataConfig
 
@@ -81,12 +82,14 @@ class DataStats:
 
 
 def prompt_for(nl: str, retrievers: Retrievers, cfg: DataConfig, exclude: Iterable[int] = ()):
-    """(messages, tags, examples) for one request, exactly as inference builds it
-    (``retrieval.prompt_context``, then ``retrieval.build_prompt``), leaving ``exclude`` out."""
+    """(messages, tags, examples) for one request, exactly as inference builds it: read once, as
+    ``compile()`` reads it for a prompted backend (with the index's tag names, ``TagRetriever.read``),
+    then ``retrieval.prompt_context`` and ``retrieval.build_prompt``, leaving ``exclude`` out."""
     retriever = retrievers.tags if retrievers is not None else None  # None: k_tags = k_examples = 0
-    tags, examples = retrieval.prompt_context(nl, retriever, k_tags=cfg.k_tags, k_examples=cfg.k_examples,
+    request = retriever.read(nl) if retriever is not None else read_request(nl)
+    tags, examples = retrieval.prompt_context(request, retriever, k_tags=cfg.k_tags, k_examples=cfg.k_examples,
                                               exclude=exclude)
-    return retrieval.build_prompt(nl, tags, examples), tags, examples
+    return retrieval.build_prompt(request.nl, tags, examples), tags, examples
 
 
 def queries_by_form(train) -> dict[str, list[int]]:

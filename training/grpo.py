@@ -159,11 +159,11 @@ def backend_sampler(backend, temperature: float, top_p: float, max_new_tokens: i
 
     def sample(prompts, n):
         requests = [
-            GenerationRequest(nl="", messages=messages, n=n, temperature=temperature, top_p=top_p,
+            GenerationRequest(messages=messages, n=n, temperature=temperature, top_p=top_p,
                               max_new_tokens=max_new_tokens, seed=seed)
             for messages in prompts
         ]
-        return backend.generate_batch(requests)
+        return [generation.texts for generation in backend.generate_batch(requests)]
 
     return sample
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import warnings
 
-from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, Evidence, Generation, GenerationRequest
 
 DEFAULT_BACKEND = "cpu"
 
@@ -87,5 +87,5 @@ def get_backend(name: str | None = None, **options) -> Backend:
         raise BackendError(f"bad options for backend {cls.name!r}: {exc}") from exc
 
 
-__all__ = ["Backend", "BackendError", "GenerationRequest", "get_backend", "backend_class", "canonical_name",
+__all__ = ["Backend", "BackendError", "Evidence", "Generation", "GenerationRequest", "get_backend", "backend_class", "canonical_name",
            "BACKENDS", "ALIASES", "DEFAULT_BACKEND"]

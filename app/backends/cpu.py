@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, Evidence, Generation, GenerationRequest
 from geoql.app.cpu.model import CpuConfig, CpuModel, ModelMissingError, default_model_dir
 from geoql.app.cpu.prebuilt import shipped_model
 from geoql.core.files import check_writable_dir
 from geoql.eval import dataset as eval_dataset
+from geoql.nl.request import Knowledge, Request
 from geoql.retrieval import RetrievedExample
 
 log = logging.getLogger(__name__)
@@ -183,20 +184,33 @@ class CpuBackend(Backend):
             self._use(model)
             self.quick_model = False
 
-    def generate(self, request: GenerationRequest) -> list[str]:
-        """Candidates for ``request``; ``request.tags`` / ``examples`` become the tag hints
-        (when the model uses the index) and the nearest training requests it worked from."""
+    def _current(self) -> tuple[CpuModel, CpuConfig]:
         self.model  # noqa: B018 (loads, or trains, on first use)
         with self._lock:  # the model and its config together: the full model may take over meanwhile
-            model, config = self._model, self._config
-        nl = (request.nl or "").strip()
-        if not nl:
+            return self._model, self._config
+
+    def knowledge(self) -> Knowledge:
+        """The model's place names and its index's tag names (``CpuModel.knowledge``): ``compile()``
+        reads a request with them (a request read without them misses lower-case places)."""
+        return self._current()[0].knowledge()
+
+    def read(self, nl: str) -> Request:
+        """``nl`` read as ``compile()`` reads it for this backend (scripts, tests, benchmarks)."""
+        return self._current()[0].read(nl)
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        """Candidates for ``request``, with the tag hints (when the model uses the index) and the
+        nearest training requests they came from, and the model's lexicon and calibration folder."""
+        model, config = self._current()
+        if request.request is None or not request.request.nl.strip():
             raise BackendError("empty request: describe what to find, e.g. 'cafes in Bonn'")
-        found = model.retrieve(nl, config)
-        request.tags = list(found.hits or [])
-        request.examples = [RetrievedExample(nb.index, model.train_nls[nb.index], model.train_queries[nb.index],
-                                             round(nb.score, 6)) for nb in found.neighbours]
-        return model.compile(nl, n=request.n, config=config, retrieved=found)
+        found = model.retrieve(request.request, config)
+        texts = model.compile(request.request, n=request.n, config=config, retrieved=found)
+        examples = tuple(RetrievedExample(nb.index, model.train_nls[nb.index], model.train_queries[nb.index],
+                                          round(nb.score, 6)) for nb in found.neighbours)
+        evidence = Evidence(calibrated=True, word_tags=model.lexicon.word_tag,
+                            calibrator_dir=self.model_dir or default_model_dir())
+        return Generation(tuple(texts), tags=tuple(found.hits or ()), examples=examples, evidence=evidence)
 
     def describe(self) -> str:
         where = self.model_dir or default_model_dir()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, Generation, GenerationRequest
 from overpassql.grammar import gbnf_grammar, lark_grammar, lark_to_gbnf
 
 
@@ -103,7 +103,7 @@ class OpenAIBackend(Backend):
             body["structured_outputs"] = {"grammar": gbnf}
         return body
 
-    def generate(self, request: GenerationRequest) -> list[str]:
+    def generate(self, request: GenerationRequest) -> Generation:
         import requests
 
         with_grammar = bool(request.grammar) and self.grammar_mode != "never" and not self._grammar_refused
@@ -128,7 +128,7 @@ class OpenAIBackend(Backend):
             raise BackendError(f"{self.base_url} sent a reply that is not a chat completion: {resp.text[:200]}") from None
         if not texts:
             raise BackendError(f"{self.base_url} returned no choices")
-        return texts
+        return request.generation(texts)
 
     def describe(self) -> str:
         return f"openai ({self.base_url}, model {self.model or '?'})"

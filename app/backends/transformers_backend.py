@@ -16,7 +16,7 @@ import weakref
 from pathlib import Path
 from typing import ClassVar
 
-from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, Generation, GenerationRequest
 from geoql.app.models import resolve_model
 from geoql.core.errors import GeoqlError
 from geoql.app.tiny_model import train_tokenizer
@@ -332,10 +332,10 @@ class TransformersBackend(Backend):
     def tokenizer(self):
         return self._load()[1]
 
-    def generate(self, request: GenerationRequest) -> list[str]:
+    def generate(self, request: GenerationRequest) -> Generation:
         return self.generate_batch([request])[0]
 
-    def generate_batch(self, requests: list[GenerationRequest]) -> list[list[str]]:
+    def generate_batch(self, requests: list[GenerationRequest]) -> list[Generation]:
         results: list[list[str]] = []
         # Requests in one forward pass must share decoding settings.
         for start in range(0, len(requests), self.batch_size):
@@ -349,7 +349,7 @@ class TransformersBackend(Backend):
                 for i, out in zip(idxs, outs):
                     chunk_out[i] = out
             results.extend(chunk_out)  # type: ignore[arg-type]
-        return results
+        return [r.generation(texts) for r, texts in zip(requests, results)]
 
     def _generate_group(self, requests: list[GenerationRequest]) -> list[list[str]]:
         import torch

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
-from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, Generation, GenerationRequest
 from overpassql.grammar import gbnf_grammar, lark_grammar, lark_to_gbnf
 
 LORA_NAME = "geoql"
@@ -92,16 +92,16 @@ class VLLMBackend(Backend):
                 self._llm = LLM(**self.engine_kwargs)
             return self._llm
 
-    def generate(self, request: GenerationRequest) -> list[str]:
+    def generate(self, request: GenerationRequest) -> Generation:
         return self.generate_batch([request])[0]
 
-    def generate_batch(self, requests: list[GenerationRequest]) -> list[list[str]]:
+    def generate_batch(self, requests: list[GenerationRequest]) -> list[Generation]:
         llm = self._engine()
         plan = self.plan(requests)
         params = [self.sampling_params(kw) for kw in plan["sampling"]]
         outputs = llm.chat(plan["messages"], params, lora_request=self.lora_request(plan["lora"]),
                            use_tqdm=False)
-        return [[o.text for o in out.outputs] for out in outputs]
+        return [r.generation([o.text for o in out.outputs]) for r, out in zip(requests, outputs)]
 
     def describe(self) -> str:
         return f"vllm ({self.model_path}{' + ' + self.adapter if self.adapter else ''})"

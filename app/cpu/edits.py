@@ -18,21 +18,14 @@ import overpassql
 from overpassql import ast as A
 
 from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon
-from geoql.app.cpu.request import RequestInfo, content_words
 from geoql.core.errors import ConfigError
+from geoql.nl.english import EnglishReading
+from geoql.nl.words import word_stems
 
 AREA_PLACEHOLDERS = ("{{geocodeArea:", "{{nominatimArea:")
 NAME_KEYS = ("name", "name:en", "name:de", "name:fr", "int_name", "official_name")
 TYPE_ORDER = ("node", "way", "relation")
 _PLACEHOLDER_NAME = re.compile(r"^\{\{(geocodeArea|nominatimArea):\s*(\"?)(.*?)\2\s*\}\}$", re.DOTALL)
-_DISTANCE = re.compile(r"(\d+(?:\.\d+)?)\s*(km|kilometers?|kilometres?|m|meters?|metres?)\b", re.IGNORECASE)
-_UID = re.compile(r"\b(?:uid|user\s*id|user\s+with\s+(?:the\s+)?id|id)\s*:?\s*(\d+)", re.IGNORECASE)
-_USER = re.compile(
-    r"\b(?:by\s+(?:the\s+)?users?|users?|(?:edited|changed|modified|created|added)\s+by(?:\s+(?:the\s+)?users?)?)"
-    r"\s+(?:\"([^\"]+)\"|([^\s\",.]+))",
-    re.IGNORECASE,
-)
-_NOT_USER = frozenset("with id in on between after before since and or the a an that who which".split())
 
 
 @dataclass
@@ -86,9 +79,10 @@ class EditOptions:
 
 @dataclass
 class EditContext:
-    """What the edits know: the request, the example the query came from, the lexicon."""
+    """What the edits know: the request (the CPU default's view of it, ``app.cpu.request.view``),
+    the example the query came from, the lexicon."""
 
-    info: RequestInfo
+    info: EnglishReading
     example_nl: str
     lexicon: TagLexicon
     aliases: dict[str, str] = field(default_factory=dict)
@@ -98,7 +92,7 @@ class EditContext:
     def wanted_tags(self, threshold: float) -> list[tuple[str, float]]:
         """The tags the request's words call for (computed once per request)."""
         if self._wanted is None:
-            self._wanted = self.lexicon.best_tags(self.info.words, limit=8)
+            self._wanted = self.lexicon.best_tags(self.info.stems, limit=8)
         return [(t, p) for t, p in self._wanted if p >= threshold]
 
 
@@ -203,8 +197,8 @@ def edit_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float = 0.3
     request's words predict best (same key first), not already in the query.
     """
     lex = ctx.lexicon
-    words = ctx.info.words
-    example_words = content_words(ctx.example_nl)
+    words = ctx.info.stems
+    example_words = word_stems(ctx.example_nl)
     tags = [n for n in A.walk(script) if isinstance(n, A.Tag) and n.op == "=" and not n.key_regex and n.value]
     present = {f"{t.key}={t.value}" for t in tags}
     wanted = [(t, p) for t, p in ctx.wanted_tags(want) if t not in present]
@@ -244,12 +238,6 @@ def _tag_queries(script) -> list:
     ]
 
 
-def _negated(nl: str, word: str) -> bool:
-    """Whether ``word`` (a content word, maybe stemmed) follows "without"/"no"/"not" closely."""
-    return re.search(rf"\b(?:without|no|not|missing|lacking)\s+(?:\S+\s+){{0,2}}{re.escape(word[:5])}", nl,
-                     re.IGNORECASE) is not None
-
-
 def edit_add_tags(script, ctx: EditContext, *, want: float = 0.5, limit: int = 2) -> bool:
     """Add the qualifying tags the request's own words call for but the query lacks.
 
@@ -261,7 +249,7 @@ def edit_add_tags(script, ctx: EditContext, *, want: float = 0.5, limit: int = 2
     next to another main tag would select nothing. The new filters go after the
     last tag filter of every statement that selects the elements asked for.
     """
-    new_words = ctx.info.words - content_words(ctx.example_nl)
+    new_words = ctx.info.stems - word_stems(ctx.example_nl)
     if not new_words:
         return False
     queries = _tag_queries(script)
@@ -274,7 +262,7 @@ def edit_add_tags(script, ctx: EditContext, *, want: float = 0.5, limit: int = 2
         if key in keys or key.startswith(NAME_KEYS):
             continue
         word = max(sorted(new_words), key=lambda w: ctx.lexicon.word_tag.get(w, {}).get(tag, 0.0))
-        if _negated(ctx.info.nl, word):
+        if ctx.info.negates(word):  # "without a website"
             if value:
                 continue
             added.append(A.Tag(key, op="not_exists"))
@@ -302,8 +290,8 @@ def edit_drop_tags(script, ctx: EditContext, *, keep: float = 0.12, want: float 
     query keeps selecting the kind of element it did.
     """
     lex = ctx.lexicon
-    words = ctx.info.words
-    example_only = content_words(ctx.example_nl) - words
+    words = ctx.info.stems
+    example_only = word_stems(ctx.example_nl) - words
     if not example_only:
         return False
     changed = False
@@ -461,15 +449,14 @@ def _same_day(node, date: str) -> str:
 
 def edit_numbers(script, ctx: EditContext) -> bool:
     """Distances, dates, user names and ids from the request."""
-    nl = ctx.info.nl
     changed = False
-    distance = _DISTANCE.search(nl)
+    distance = ctx.info.distance
     dates = [d if "T" in d else d + "T00:00:00Z" for d in ctx.info.dates]
-    uid = _UID.search(nl)
-    users = [a or b for a, b in _USER.findall(nl) if (a or b).lower() not in _NOT_USER]
+    uid = ctx.info.uid
+    users = list(ctx.info.users)
     for node in A.walk(script):
         if isinstance(node, A.Around) and distance:
-            value = float(distance.group(1)) * (1000 if distance.group(2).lower().startswith("k") else 1)
+            value = float(distance[0]) * (1000 if distance[1].lower().startswith("k") else 1)
             radius = str(int(value)) if value == int(value) else str(value)
             if node.radius != radius:
                 node.radius, changed = radius, True
@@ -483,8 +470,8 @@ def edit_numbers(script, ctx: EditContext) -> bool:
             until = f"{quote}{dates[1]}{quote}" if len(dates) > 1 else _same_day(node, dates[0])
             if (node.since, node.until) != (since, until):
                 node.since, node.until, changed = since, until, True
-        elif isinstance(node, A.Uid) and uid and node.uids != [uid.group(1)]:
-            node.uids, changed = [uid.group(1)], True
+        elif isinstance(node, A.Uid) and uid and node.uids != [uid]:
+            node.uids, changed = [uid], True
         elif isinstance(node, A.User) and users and not any("{{" in n for n in node.names):
             quoted = [n if n.startswith('"') else n for n in node.names]
             new = [f'"{u}"' if quoted and quoted[0].startswith('"') else u for u in users]

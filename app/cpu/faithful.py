@@ -10,11 +10,12 @@ unasked output format goes back to the dataset's default (``[out:json]``, a plai
 What cannot be repaired is not offered at all; :func:`guard_pool` does this for a pool and
 :func:`supported` is the last check before an answer leaves ``compile()``.
 
+>>> from geoql.nl import read_request
 >>> aliases = {}
->>> repair("cafes in the specified area", '{{geocodeArea:"Bas-Rhin"}}->.a;nwr[amenity=cafe](area.a);out;',
+>>> repair(read_request("cafes in the specified area"), '{{geocodeArea:"Bas-Rhin"}}->.a;nwr[amenity=cafe](area.a);out;',
 ...        place=None, aliases=aliases)
 ('nwr["amenity"="cafe"]({{bbox}});out;', ('place',))
->>> repair("cafes in Bonn", '[out:csv(::id,name)];{{geocodeArea:"Paris"}}->.a;nwr[amenity=cafe](area.a);out meta;',
+>>> repair(read_request("cafes in Bonn"), '[out:csv(::id,name)];{{geocodeArea:"Paris"}}->.a;nwr[amenity=cafe](area.a);out meta;',
 ...        place="Bonn", aliases=aliases)[0]
 '[out:json];{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;'
 """
@@ -28,6 +29,7 @@ from typing import Iterable, Mapping
 import overpassql
 from geoql.app.cpu.edits import parses, statement_lists
 from geoql.eval.faithfulness import CORE_KINDS, Constant, learn_place_aliases, unsupported_constants
+from geoql.nl.request import Request
 from overpassql import ast as A
 
 # The kinds a returned query must never carry unsupported (numbers are the request's
@@ -35,9 +37,6 @@ from overpassql import ast as A
 CHECKED = CORE_KINDS + ("output",)
 _PLACE_PLACEHOLDER = re.compile(r"^\{\{\s*(geocodeArea|nominatimArea|geocodeId|geocodeBbox|geocodeCoords)\s*:"
                                 r"\s*(\"?)(.*?)\2\s*\}\}$", re.S)
-# Ids the request lists: runs of 4+ digits that are not part of a decimal number or a date.
-_REQUEST_ID = re.compile(r"(?<![\d.,:-])\d{4,}(?![\d]|[.,]\d)")
-_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|„([^“”]+)[“”]|«\s*([^»]+?)\s*»|「([^」]+)」')
 
 
 def place_aliases(nls: Iterable[str], queries: Iterable[str], spans: Mapping[str, str] | None = None) -> dict[str, set[str]]:
@@ -52,16 +51,16 @@ def place_aliases(nls: Iterable[str], queries: Iterable[str], spans: Mapping[str
     return {k: set(v) for k, v in sorted(aliases.items())}
 
 
-def problems(nl: str, query: str, aliases: Mapping[str, Iterable[str]] | None,
+def problems(request: Request, query: str, aliases: Mapping[str, Iterable[str]] | None,
              kinds: tuple[str, ...] = CHECKED) -> list[Constant]:
-    """The constants of ``query`` of one of ``kinds`` that ``nl`` does not support (``output:meta``
+    """The constants of ``query`` of one of ``kinds`` that the request does not support (``output:meta``
     names one output format, ``output`` all of them)."""
-    return [c for c in unsupported_constants(nl, query, aliases=aliases)
+    return [c for c in unsupported_constants(request, query, aliases=aliases)
             if c.kind in kinds or (c.kind == "output" and f"output:{c.value}" in kinds)]
 
 
-def supported(nl: str, query: str, aliases, kinds: tuple[str, ...] = CHECKED) -> bool:
-    return not problems(nl, query, aliases, kinds)
+def supported(request: Request, query: str, aliases, kinds: tuple[str, ...] = CHECKED) -> bool:
+    return not problems(request, query, aliases, kinds)
 
 
 # ``formats``: the output formats that change what comes back (a table, a number, shapes or
@@ -74,20 +73,6 @@ LEVELS = {"all": CHECKED, "formats": CORE_KINDS + ("output:csv", "output:count",
 def level_kinds(level: str) -> tuple[str, ...]:
     """The kinds a ``faithful`` level checks (``all``; ``formats``: not ``out meta``; ``core``: no output format; ``off``)."""
     return LEVELS[level]
-
-
-def request_ids(nl: str) -> list[str]:
-    """The ids a request lists, in its order.
-
-    >>> request_ids("ways with the IDs 613126639, 613126640 and 61312664 in 2019-01-01")
-    ['613126639', '613126640', '61312664']
-    """
-    text = re.sub(r"\b\d{4}-\d{1,2}-\d{1,2}\b", " ", nl)
-    return list(dict.fromkeys(m.group() for m in _REQUEST_ID.finditer(text) if not 1800 <= int(m.group()) <= 2100))
-
-
-def _quoted(nl: str) -> list[str]:
-    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(nl)]
 
 
 def _placeholder_value(text: str) -> str | None:
@@ -171,8 +156,8 @@ class _Unrepairable(Exception):
     pass
 
 
-def _fix_names(script, bad: set[str], nl: str) -> bool:
-    quoted = _quoted(nl)
+def _fix_names(script, bad: set[str], request: Request) -> bool:
+    quoted = request.english.quoted_names
 
     def keep(query, f) -> bool:
         if isinstance(f, A.Tag) and f.value in bad and query.type != "area":
@@ -186,8 +171,8 @@ def _fix_names(script, bad: set[str], nl: str) -> bool:
     return changed or bool(quoted)
 
 
-def _fix_ids(script, bad: set[str], nl: str) -> bool:
-    ids = request_ids(nl)
+def _fix_ids(script, bad: set[str], request: Request) -> bool:
+    ids = request.english.ids
     changed = False
     for node in A.walk(script):
         if isinstance(node, A.Query):
@@ -247,14 +232,14 @@ def _fix_output(script, bad: set[str]) -> bool:
 _FIXES = ("place", "name", "id", "user", "date", "output")
 
 
-def repair(nl: str, query: str, *, place: str | None, aliases,
+def repair(request: Request, query: str, *, place: str | None, aliases,
            kinds: tuple[str, ...] = CHECKED) -> tuple[str, tuple[str, ...]] | None:
-    """``query`` with no constant ``nl`` does not support, and the kinds that were fixed;
+    """``query`` with no constant the request does not support, and the kinds that were fixed;
     ``None`` when that cannot be done (the caller drops the candidate).
 
     ``place`` is the request's place as the queries spell it (``None``: the request names none).
     """
-    found = problems(nl, query, aliases, kinds)
+    found = problems(request, query, aliases, kinds)
     if not found:
         return query, ()
     try:
@@ -272,9 +257,9 @@ def repair(nl: str, query: str, *, place: str | None, aliases,
             if kind == "place":
                 ok = _fix_places(script, bad[kind], place)
             elif kind == "name":
-                ok = _fix_names(script, bad[kind], nl)
+                ok = _fix_names(script, bad[kind], request)
             elif kind == "id":
-                ok = _fix_ids(script, bad[kind], nl)
+                ok = _fix_ids(script, bad[kind], request)
             elif kind == "user":
                 ok = _fix_users(script, bad[kind])
             elif kind == "date":
@@ -287,17 +272,17 @@ def repair(nl: str, query: str, *, place: str | None, aliases,
     except _Unrepairable:
         return None
     text = overpassql.dump(script)
-    if not parses(text) or problems(nl, text, aliases, kinds):
+    if not parses(text) or problems(request, text, aliases, kinds):
         return None
     return text, tuple(fixed)
 
 
-def guard_pool(nl: str, candidates: list, *, place: str | None, aliases, kinds: tuple[str, ...] = CHECKED) -> list:
+def guard_pool(request: Request, candidates: list, *, place: str | None, aliases, kinds: tuple[str, ...] = CHECKED) -> list:
     """The pool with every candidate repaired (its ``edits`` gain ``faithful``) or dropped;
     a repaired query equal to another candidate merges into it (the votes add up)."""
     out: dict[str, object] = {}
     for cand in candidates:
-        fixed = repair(nl, cand.query, place=place, aliases=aliases, kinds=kinds)
+        fixed = repair(request, cand.query, place=place, aliases=aliases, kinds=kinds)
         if fixed is None:
             continue
         text, fixed_kinds = fixed

@@ -16,15 +16,9 @@ import numpy as np
 from geoql.app.cpu.compose import query_shape
 from geoql.app.cpu.hints import WANTED
 from geoql.app.cpu.lexicon import TagLexicon, tag_names
-from geoql.app.cpu.request import RequestInfo, content_words
+from geoql.nl.english import EnglishReading
+from geoql.nl.words import word_stems
 
-_TIME_WORDS = re.compile(
-    r"\b(?:newer|since|edited|changed|modified|created|last|yesterday|today|days?|weeks?|months?|years?|hours?|"
-    r"between|after|before|recent(?:ly)?|date)\b",
-    re.IGNORECASE,
-)
-_USER_WORDS = re.compile(r"\b(?:user|uid|mapper|contributor|changeset)\b", re.IGNORECASE)
-_AROUND_WORDS = re.compile(r"\b(?:around|near|nearby|close|within|distance|radius|metres?|meters?|km|m)\b", re.IGNORECASE)
 _TYPE = re.compile(r"\b(node|way|relation|rel|nwr|nw|wr|nr|area)\b(?=[\[(.;])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _PLACE = re.compile(r'\{\{(?:geocodeArea|nominatimArea):\s*"?(.*?)"?\s*\}\}|area\["name"="([^"]*)"\]')
@@ -242,7 +236,7 @@ def _hint_columns(summary, tags: set[str], kv_tags: list[str]) -> dict[str, floa
     }
 
 
-def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str | None = None,
+def pool_features(info: EnglishReading, candidates, lexicon: TagLexicon, place: str | None = None,
                   hints: dict[str, float] | None = None, *, shape: str | None = None, latin: bool = True,
                   dense: dict[int, float] | None = None, e5: dict[int, float] | None = None) -> np.ndarray:
     """The feature matrix (len(candidates) x len(FEATURE_NAMES)) of one request's pool.
@@ -262,23 +256,23 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
     weights = np.array([c.similarity for c in candidates], dtype=np.float64) + 1e-6
     consensus_chrf = _consensus([_char_grams(c.query) for c in candidates], weights, dice=True)
     consensus_tags = _consensus(tagsets, weights, dice=False)
-    best = lexicon.best_tags(info.words, limit=8)
+    best = lexicon.best_tags(info.stems, limit=8)
     predicted = {t for t, p in best if p >= 0.3}
     # Tags the request's words call for strongly: one missing from a candidate is a tag it lacks.
     strong = [(t, p) for t, p in best if p >= 0.5]
-    request_time = bool(_TIME_WORDS.search(info.nl) or info.dates)
-    request_user = bool(_USER_WORDS.search(info.nl))
-    request_around = bool(_AROUND_WORDS.search(info.nl))
+    request_time = bool(info.time_words or info.dates)
+    request_user = info.user_words
+    request_around = info.around_words
     mean_len = float(np.mean([len(c.query) for c in candidates]))
     hint_summary = _hint_summary(hints)
     rows = []
     for i, c in enumerate(candidates):
         q = c.query
-        example_words = content_words(c.example_nl)
+        example_words = word_stems(c.example_nl)
         kv_tags = sorted(t for t in tagsets[i] if "=" in t)  # sorted: float means must not depend on set order
-        supports = [lexicon.support(info.words, t) for t in kv_tags]
+        supports = [lexicon.support(info.stems, t) for t in kv_tags]
         valued_keys = {t.split("=", 1)[0] for t in kv_tags}
-        key_supports = [lexicon.support(info.words, t) for t in sorted(tagsets[i]) if "=" not in t and t not in valued_keys]
+        key_supports = [lexicon.support(info.stems, t) for t in sorted(tagsets[i]) if "=" not in t and t not in valued_keys]
         qtypes = {m if m != "rel" else "relation" for m in _TYPE.findall(q)}
         if "nwr" in qtypes:
             qtypes |= {"node", "way", "relation"}
@@ -294,9 +288,9 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
             "similarity_ratio": c.similarity / top if top > 0 else 0.0,
             "votes": c.votes,
             "vote_share": c.votes / total_votes,
-            "word_jaccard": _jaccard(info.words, example_words),
-            "request_words_missing": len(info.words - example_words),
-            "example_words_extra": len(example_words - info.words),
+            "word_jaccard": _jaccard(info.stems, example_words),
+            "request_words_missing": len(info.stems - example_words),
+            "example_words_extra": len(example_words - info.stems),
             "tag_support_mean": float(np.mean(supports)) if supports else -1.0,
             "tag_support_min": min(supports) if supports else -1.0,
             "tag_count": len(tagsets[i]),
@@ -329,8 +323,8 @@ def pool_features(info: RequestInfo, candidates, lexicon: TagLexicon, place: str
             "dropped_tags": "drop_tags" in c.edits,
             "wanted_missing": len(missing),
             "wanted_missing_support": max(missing, default=0.0),
-            "idf_recall": _idf_share(info.words, example_words, lexicon),
-            "idf_precision": _idf_share(example_words, info.words, lexicon),
+            "idf_recall": _idf_share(info.stems, example_words, lexicon),
+            "idf_precision": _idf_share(example_words, info.stems, lexicon),
             "key_support_mean": float(np.mean(key_supports)) if key_supports else -1.0,
             "unexplained_tags": sum(p < 0.05 for p in supports),
             **_hint_columns(hint_summary, tagsets[i], kv_tags),

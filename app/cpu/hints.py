@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 
 from geoql.eval.metrics import same_query_key
+from geoql.nl.request import Request
 from geoql.retrieval import TagRetriever
 from geoql.retrieval.gold import is_free_text_key
 
@@ -47,12 +48,12 @@ class TagHints:
             ranker = hashlib.sha256(json.dumps(self.retriever.ranker.to_json(), sort_keys=True).encode()).hexdigest()[:12]
         return f"{data.get('built_at', '?')}|ranker={ranker}"
 
-    def hits(self, nl: str, exclude=()) -> list:
-        """The retriever's ``TagHit`` list, best first (shown as ``compile()``'s tags)."""
-        return self.retriever.search(nl, self.k, tuple(exclude))
+    def hits(self, request: Request | str, exclude=()) -> list:
+        """The retriever's ``TagHit`` list for a request, best first (shown as ``compile()``'s tags)."""
+        return self.retriever.search(request, self.k, tuple(exclude))
 
-    def __call__(self, nl: str, exclude=()) -> dict[str, float]:
-        return hint_scores(self.hits(nl, exclude))
+    def __call__(self, request: Request | str, exclude=()) -> dict[str, float]:
+        return hint_scores(self.hits(request, exclude))
 
     def exclusions(self, query: str) -> tuple:
         """The training requests whose gold query is ``query`` (left out of a training request's hints)."""
@@ -63,12 +64,12 @@ class TagHints:
             self._ids_of_query = ids
         return tuple(self._ids_of_query.get(same_query_key(query), ()))
 
-    def for_training(self, query: str, nl: str) -> dict[str, float]:
+    def for_training(self, query: str, request: Request | str) -> dict[str, float]:
         """Hints for a training request as if its gold ``query`` were unseen: every training request
         with that query (``eval.metrics.same_query_key``) is left out: the dataset splits by query, so
         dev and test requests (all but one) share none with train, while 16 % of training requests share
         theirs with another."""
-        return self(nl, exclude=self.exclusions(query))
+        return self(request, exclude=self.exclusions(query))
 
 
 def hint_scores(hits) -> dict[str, float]:

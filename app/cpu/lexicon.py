@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from geoql.app.cpu.request import content_words
+from geoql.nl.words import word_stems
 
 # Reads tag filters for statistics only; edits go through the overpassql AST.
 # Keys at least this often first in their statement say what an element is (amenity 0.96,
@@ -81,7 +81,7 @@ class TagLexicon:
                 key_seen.update(set(keys))
                 if keys:
                     key_first[keys[0]] += 1
-            words = content_words(nl)
+            words = word_stems(nl)
             tags = tag_names(query)
             word_count.update(words)
             tag_count.update(tags)

@@ -25,9 +25,10 @@ from geoql.app.cpu.hints import TagHints, hint_scores
 from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon, tag_names
 from geoql.app.cpu.lite import TreeEnsemble, read_model
 from geoql.app.cpu.neighbours import CharTfidfNeighbours, FrameNeighbours, Neighbour, similarities
-from geoql.app.cpu.request import analyse, content_words, extract_area, known_places, merge_frame
+from geoql.app.cpu.request import known_places, view
 from geoql.core.errors import ConfigError, GeoqlError
-from geoql.nl.frame import read_frame
+from geoql.nl.english import extract_area
+from geoql.nl.request import Knowledge, Request, read_request
 from geoql.nl.text import main_script
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
@@ -241,50 +242,63 @@ class CpuModel:
                                     f"CpuModel.load() or attach app.cpu.hints.TagHints ({INDEX_HINT})")
         return self.hints
 
-    def neighbour_text(self, nl: str) -> str:
+    def knowledge(self, places: dict | None = None) -> Knowledge:
+        """What the model knows beyond the cue tables, for ``geoql.nl.read_request``: the place names of
+        its training queries (``places``: another set's, in training), and with the index its tag names
+        (a request's opening word is no place when it names a tag: "公园的长椅", park benches)."""
+        return Knowledge(things=self.hints.retriever.names if self.hints is not None else None,
+                         places=(getattr(self, "places", None) or {}) if places is None else places)
+
+    def read(self, nl: str) -> Request:
+        """``nl`` read with what the model knows (:meth:`knowledge`): the request ``compile`` takes."""
+        return read_request(nl, self.knowledge())
+
+    def _request(self, request: Request | str) -> Request:
+        # Scripts and tests may pass the words: read them once, here.
+        return request if isinstance(request, Request) else self.read(request)
+
+    def neighbour_text(self, request: Request | str) -> str:
         """What the nearest training requests are searched by: the request, or, when the attached index
         has a glossary of its language, its English word by word (``TagRetriever.english_text``)."""
+        request = self._request(request)
         if self.hints is None:
-            return nl
-        return self.hints.retriever.english_text(nl) or nl
+            return request.nl
+        return self.hints.retriever.english_text(request) or request.nl
 
-    def retrieve(self, nl: str, config: CpuConfig | None = None) -> Retrieved:
+    def retrieve(self, request: Request | str, config: CpuConfig | None = None) -> Retrieved:
         """The request's nearest training requests and, when the model uses the index, its tag hits."""
         config = config or self.config
-        hits = self._tag_hints().hits(nl) if getattr(config, "tag_hints", False) else None
-        return Retrieved(self.neighbours.search(self.neighbour_text(nl), config.k), hits)
+        request = self._request(request)
+        hits = self._tag_hints().hits(request) if getattr(config, "tag_hints", False) else None
+        return Retrieved(self.neighbours.search(self.neighbour_text(request), config.k), hits)
 
-    def pool(self, nl: str, *, exclude=frozenset(), config: CpuConfig | None = None,
+    def pool(self, request: Request | str, *, exclude=frozenset(), config: CpuConfig | None = None,
              lexicon: TagLexicon | None = None, aliases: dict | None = None, neighbours=None,
-             places: dict | None = None, hints: dict | None = None, faith_aliases: dict | None = None,
-             hint_exclude: tuple = ()):
-        """The request analysis and its candidate pool (with features).
+             hints: dict | None = None, faith_aliases: dict | None = None, hint_exclude: tuple = ()):
+        """The request's view (``app.cpu.request.view``) and its candidate pool (with features).
 
-        ``hints`` (training) are the request's tag hints; by default they come from the attached index.
-        ``faith_aliases`` (training: the other folds') are the place spellings the faithfulness check accepts.
-        ``exclude`` (training requests) are left out of the neighbours, ``hint_exclude`` out of any more
-        tag searches (the text an ``around`` request measures from).
+        ``request`` is read with the model's knowledge (:meth:`read`; in training, with the other folds'
+        place names). ``hints`` (training) are the request's tag hints; by default they come from the
+        attached index. ``faith_aliases`` (training: the other folds') are the place spellings the
+        faithfulness check accepts. ``exclude`` (training requests) are left out of the neighbours,
+        ``hint_exclude`` out of any more tag searches (the text an ``around`` request measures from).
         """
         config = config or self.config
+        request = self._request(request)
+        nl = request.nl
         if hints is None and getattr(config, "tag_hints", False):
-            hints = self._tag_hints()(nl)
-        info = analyse(nl, getattr(self, "places", None) if places is None else places)
-        # With the index, a request's opening word is no place when it names a tag ("公园的长椅": park benches).
-        frame = read_frame(nl) if self.hints is None else self.hints.retriever.read_frame(nl)
-        use_frame = getattr(config, "frame", False)
-        if use_frame:
-            merge_frame(info, frame)
-        english = self.neighbour_text(nl)
+            hints = self._tag_hints()(request)
+        english = self.neighbour_text(request)
+        gloss = None
         if english != nl and getattr(config, "gloss_words", False):
-            # The lexicon and the training requests speak English: "Museen" meets neither, "museum" both.
-            translated = self.hints.retriever.translation(nl) or english
-            info.words = content_words(translated) - (content_words(info.area) if info.area else set())
+            gloss = self.hints.retriever.translation(request) or english
+        info = view(request, frame=getattr(config, "frame", False), gloss=gloss)
         if neighbours is None:
             neighbours = self.neighbours.search(english, config.k, exclude)
         lex = lexicon or self.lexicon
         al = self.aliases if aliases is None else aliases
         place = al.get(info.area, info.area) if info.area else None
-        shape = request_shape(info, frame, place)
+        shape = request_shape(info, request, place)
         frame_k = getattr(config, "frame_k", 0)
         if frame_k and getattr(self, "frame_neighbours", None) is not None and hints:
             seen = set(exclude) | {nb.index for nb in neighbours}
@@ -318,7 +332,7 @@ class CpuModel:
                       + [Neighbour(i, sims[i], example=True) for i in example_picks]
                       + [Neighbour(i, sims[i], e5=True) for i in e5_picks])
 
-        wanted = lex.best_tags(info.words, limit=8)
+        wanted = lex.best_tags(info.stems, limit=8)
 
         def ctx(example_nl: str) -> EditContext:
             return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted, hints=hints)
@@ -326,13 +340,13 @@ class CpuModel:
         cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial,
                            getattr(config, "fix_place", False), config.extra_edits)
         if getattr(config, "compose", False):
-            cands = add_composed(cands, self._composed(info, frame, place, hints, wanted, lex, hint_exclude))
+            cands = add_composed(cands, self._composed(info, request, place, hints, wanted, lex, hint_exclude))
         kinds = config.faithful_kinds
         if kinds:
             spellings = self.place_spellings() if faith_aliases is None else faith_aliases
             # A place the English rules miss ("博物馆 in 西安", "in Москве") is still the request's own.
-            target = place or (None if info.in_view else frame.place)
-            cands = guard_pool(nl, cands, place=target, aliases=spellings, kinds=kinds)
+            target = place or (None if info.in_view else request.place)
+            cands = guard_pool(request, cands, place=target, aliases=spellings, kinds=kinds)
         dense = e5 = None
         sources = sorted({c.source for c in cands if c.source >= 0})
         if readable:  # how close each candidate's example is in meaning, not in letters
@@ -340,14 +354,14 @@ class CpuModel:
         if e5_vector is not None:
             e5 = dict(zip(sources, multilingual.cosines(e5_vector, sources)))
         return info, cands, pool_features(info, cands, lex, place, hints, shape=shape.where,
-                                          latin=frame.script in ("Latin", "Common"), dense=dense, e5=e5)
+                                          latin=request.script in ("Latin", "Common"), dense=dense, e5=e5)
 
     def _indexed(self, index: int) -> bool:
         """Whether the index's training request ``index`` is this model's too (a quick model, a test's, has fewer):
         only then may a search of the index offer it as a neighbour."""
         return index < len(self.train_nls) and self.train_nls[index] == self.hints.retriever.examples.nl_of(index)
 
-    def _composed(self, info, frame, place, hints, wanted, lex, hint_exclude) -> list[str]:
+    def _composed(self, info, request: Request, place, hints, wanted, lex, hint_exclude) -> list[str]:
         """The request's own query (``app.cpu.compose``): main tags from the hints and the lexicon."""
         hinted = sorted((hints or {}).items(), key=lambda kv: (-kv[1], kv[0]))
         main = [(t, p) for t, p in hinted if lex.main_share(t.split("=", 1)[0]) >= MAIN_SHARE]
@@ -358,13 +372,14 @@ class CpuModel:
                 what.append(pair)
         qualifiers = [(t, p) for t, p in hinted if lex.main_share(t.split("=", 1)[0]) < MAIN_SHARE]
         of = []
-        if frame.around is not None and frame.around.of and self.hints is not None:
-            of_hints = self.hints(frame.around.of, exclude=hint_exclude)
+        around = request.around
+        if around is not None and around.of and self.hints is not None:
+            of_hints = self.hints(around.of_request, exclude=hint_exclude)
             of = sorted(((t, p) for t, p in of_hints.items() if lex.main_share(t.split("=", 1)[0]) >= MAIN_SHARE),
                         key=lambda kv: (-kv[1], kv[0]))
             if not of:
-                of = lex.best_tags(content_words(frame.around.of), limit=1)
-        return compose(info, frame, place=place, what=what, of=of, qualifiers=qualifiers)
+                of = lex.best_tags(around.of_request.stems, limit=1)
+        return compose(info, request, place=place, what=what, of=of, qualifiers=qualifiers)
 
     def rank(self, cands: list[Candidate], features: np.ndarray, config: CpuConfig | None = None) -> list[int]:
         """Candidate indices, best first (deterministic: ties keep neighbour order)."""
@@ -394,21 +409,23 @@ class CpuModel:
                 scores = np.where(counts > 0, scores, -np.inf)
         return sorted(range(len(cands)), key=lambda i: (-float(scores[i]), cands[i].rank, len(cands[i].edits) == 0, i))
 
-    def compile(self, nl: str, n: int = 1, config: CpuConfig | None = None,
+    def compile(self, request: Request | str, n: int = 1, config: CpuConfig | None = None,
                 retrieved: Retrieved | None = None) -> list[str]:
         """The best ``n`` queries for a request (at least one, always parseable).
 
-        ``retrieved``: what :meth:`retrieve` found for ``nl`` with ``config`` (searched here when not given).
+        ``request``: as :meth:`read` reads it (words are read here). ``retrieved``: what :meth:`retrieve`
+        found for it with ``config`` (searched here when not given).
         """
         config = config or self.config
-        found = retrieved if retrieved is not None else self.retrieve(nl, config)
-        _, cands, feats = self.pool(nl, config=config, neighbours=found.neighbours, hints=found.hints)
+        request = self._request(request)
+        found = retrieved if retrieved is not None else self.retrieve(request, config)
+        _, cands, feats = self.pool(request, config=config, neighbours=found.neighbours, hints=found.hints)
         order = self.rank(cands, feats, config)
         kinds = config.faithful_kinds
         out = []
         for i in order:
             # The last word, whatever the ranking: no answer with a constant the request does not give.
-            if not kinds or supported(nl, cands[i].query, self.place_spellings(), kinds):
+            if not kinds or supported(request, cands[i].query, self.place_spellings(), kinds):
                 out.append(cands[i].query)
                 if len(out) == n:
                     break

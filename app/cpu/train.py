@@ -32,6 +32,7 @@ from geoql.core.errors import ConfigError
 from geoql.core.files import check_writable_dir
 from geoql.eval import dataset as eval_dataset
 from geoql.eval.metrics import get_scorer
+from geoql.nl.request import read_request
 from geoql.index.build import build_index
 from geoql.index.config import IndexConfig
 from geoql.retrieval import IndexMissingError
@@ -179,15 +180,15 @@ def _load_scoring(path: str) -> _Scoring:
 
 def _score_request(ctx: _Scoring, item) -> tuple[np.ndarray, list[float]] | None:
     """One request's pool, leave-one-query-out: its features and the OQS of each candidate (``None``: no pool)."""
-    i, nl, found = item
+    i, request, found = item
     model, queries = ctx.model, ctx.queries
     if ctx.scorer is None:
         ctx.scorer = get_scorer()
-    lex, aliases, places, spellings = ctx.fold_models[int(ctx.fold_of[i])]
-    hints = model.hints.for_training(queries[i], nl) if model.hints is not None else None
+    lex, aliases, _, spellings = ctx.fold_models[int(ctx.fold_of[i])]
+    hints = model.hints.for_training(queries[i], request) if model.hints is not None else None
     hint_exclude = model.hints.exclusions(queries[i]) if model.hints is not None else ()
-    _, cands, f = model.pool(nl, config=ctx.pool_config, lexicon=lex, aliases=aliases, neighbours=found,
-                             places=places, hints=hints, faith_aliases=spellings, exclude=set(ctx.group_of[i]),
+    _, cands, f = model.pool(request, config=ctx.pool_config, lexicon=lex, aliases=aliases, neighbours=found,
+                             hints=hints, faith_aliases=spellings, exclude=set(ctx.group_of[i]),
                              hint_exclude=hint_exclude)
     if not cands:
         return None
@@ -220,8 +221,10 @@ def training_rows(model: CpuModel, config: CpuTrainConfig, *, scorer=None, progr
     requests = [(i, nls[i]) for i in range(n)]
     copies = augmented_requests(model, config, n)
     excludes = [set(group_of[i]) for i, _ in requests + copies]
-    neighbours = model.neighbours.search_many([model.neighbour_text(nl) for _, nl in requests + copies], config.k, excludes)
-    items = [(i, nl, found) for (i, nl), found in zip(requests + copies, neighbours)]
+    # Each read once, with the place names of the other folds' queries (as a dev request is with all of them).
+    reads = [read_request(nl, model.knowledge(fold_models[int(fold_of[i])][2])) for i, nl in requests + copies]
+    neighbours = model.neighbours.search_many([model.neighbour_text(r) for r in reads], config.k, excludes)
+    items = [(i, r, found) for (i, _), r, found in zip(requests + copies, reads, neighbours)]
     ctx = _Scoring(model, queries, group_of, fold_of, fold_models, _pool_config(config, model.hints is not None),
                    scorer=scorer)
     if model.hints is not None:

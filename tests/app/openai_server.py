@@ -53,12 +53,12 @@ class ChatServer:
                 grammar = (body.get("structured_outputs") or {}).get("grammar")
                 if grammar and not server.accept_structured_outputs:
                     return self._send(400, {"error": {"message": "extra fields not permitted: structured_outputs"}})
-                req = GenerationRequest(nl="", messages=body["messages"], n=int(body.get("n", 1)),
+                req = GenerationRequest(messages=body["messages"], n=int(body.get("n", 1)),
                                         temperature=float(body.get("temperature", 1.0)),
                                         top_p=float(body.get("top_p", 1.0)),
                                         max_new_tokens=int(body.get("max_tokens", 64)),
                                         grammar=grammar, seed=body.get("seed"))
-                texts = server.backend.generate(req)
+                texts = server.backend.generate(req).texts
                 self._send(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": server.model_name,

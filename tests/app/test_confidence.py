@@ -8,10 +8,10 @@ import pytest
 
 from geoql.app import Compiler
 from geoql.app.confidence import (CALIBRATOR_VERSION, FEATURES, MODEL_CALIBRATOR_FILE, NO_OUTPUT_WARNING, Calibrator, _words_table, assess,
-                                  content_words, has_topic_word, load_calibrator, mbr_agreement,
-                                  packaged_calibrator_path, query_tags, uncovered_words)
+                                  load_calibrator, mbr_agreement, packaged_calibrator_path, query_tags, uncovered_words)
 from geoql.app.decoding import Candidate
 from geoql.core.errors import ConfigError
+from geoql.nl import read_request
 from geoql.nl.text import fold
 
 PLAYGROUNDS = ('[out:json][timeout:25];{{geocodeArea:"Zurich"}}->.searchArea;(node["leisure"="playground"](area.searchArea);'
@@ -23,24 +23,11 @@ JUNK = ["'; DROP TABLE --", "hello", "what is 2+2", "🙂🙂🙂"]
 
 # ------------------------------------------------------------------ words (the data file)
 
-@pytest.mark.parametrize("section, name", [("stop", lang) for lang in _words_table()["stop"]]
-                         + [("topic", lang) for lang in _words_table()["topic"]]
-                         + [("constructs", name) for name in _words_table()["constructs"]])
-def test_word_lists_are_folded_and_without_repeats(section, name):
-    words = _words_table()[section][name]
+@pytest.mark.parametrize("name", list(_words_table()["constructs"]))
+def test_construct_word_lists_are_folded_and_without_repeats(name):
+    words = _words_table()["constructs"][name]
     assert words and all(w == fold(w) and w.strip() == w and " " not in w for w in words), words
     assert len(words) == len(set(words)), sorted(w for w in words if words.count(w) > 1)
-
-
-@pytest.mark.parametrize("nl, words", [
-    ("Show me all benches within 100 m of a playground in Zürich", ["benches", "100", "playground", "zurich"]),
-    ("cafés in Bonn", ["cafes", "bonn"]),
-    ("1km around the station", ["1", "km", "around", "station"]),
-    ("Welche historischen Burgen gibt es in Deutschland?", ["historischen", "burgen", "deutschland"]),
-    ("東京のラーメン屋", []),  # no segmenter for scripts without spaces: nothing listed, nothing claimed
-])
-def test_content_words(nl, words):
-    assert content_words(nl) == words
 
 
 @pytest.mark.parametrize("nl, query, uncovered", [
@@ -57,38 +44,27 @@ def test_content_words(nl, words):
     ("shops within 1 km of 50.937468,6.887891", 'node["shop"](around:1000,50.9374,6.8878);out;', []),
 ])
 def test_uncovered_words(nl, query, uncovered):
-    assert uncovered_words(nl, query) == uncovered
+    assert uncovered_words(read_request(nl), query) == uncovered
 
 
 def test_a_lexicon_or_a_used_hit_covers_a_word():
     query = '{{geocodeArea:"Vienna"}}->.a;nwr["amenity"="drinking_water"](area.a);out;'
 
-    class Lexicon:
-        word_tag = {"tap": {"amenity=drinking_water": 0.6}}
-
-    assert uncovered_words("drinking water taps in Vienna", query, lexicon=Lexicon()) == []
+    request = read_request("drinking water taps in Vienna")
+    assert uncovered_words(request, query, word_tags={"tap": {"amenity=drinking_water": 0.6}}) == []
     hit = {"tag": "amenity=drinking_water", "key": "amenity", "name": "Drinking Water", "score": 0.9, "why": "term: water tap"}
-    assert uncovered_words("drinking water taps in Vienna", query, hits=[hit]) == []
+    assert uncovered_words(request, query, hits=[hit]) == []
     unused = {**hit, "tag": "man_made=water_tap", "key": "man_made"}
-    assert uncovered_words("drinking water taps in Vienna", query, hits=[unused]) == ["taps"]
+    assert uncovered_words(request, query, hits=[unused]) == ["taps"]
 
 
 def test_place_spellings_cover_the_request_s_place():
     query = '{{geocodeArea:"Brasil"}}->.a;relation["admin_level"="7"](area.a);out;'
-    assert uncovered_words("Admin level 7 in Brasil", query) == []
-    assert uncovered_words("Admin level 7 in Brazil", query) == []  # one letter off
+    assert uncovered_words(read_request("Admin level 7 in Brasil"), query) == []
+    assert uncovered_words(read_request("Admin level 7 in Brazil"), query) == []  # one letter off
     query = '{{geocodeArea:"Deutschland"}}->.a;nwr["historic"="castle"](area.a);out;'
-    assert uncovered_words("castles in Germany", query) == ["germany"]
-    assert uncovered_words("castles in Germany", query, aliases={"Deutschland": {"germany"}}) == []
-
-
-@pytest.mark.parametrize("nl, topical", [
-    ("Ways and nodes changed by uid:10019212", True), ("places with a wikidata entry in the selected window", True),
-    ("Entities in Житомирська область", True),  # область: a kind of place in the Russian cue table
-    ("Entities in Zhytomyr", False), ("tell me a joke", False), ("hello", False),
-])
-def test_topic_words(nl, topical):
-    assert has_topic_word(nl) is topical
+    assert uncovered_words(read_request("castles in Germany"), query) == ["germany"]
+    assert uncovered_words(read_request("castles in Germany"), query, aliases={"Deutschland": {"germany"}}) == []
 
 
 def test_query_tags():
@@ -139,16 +115,17 @@ def test_mbr_agreement_of_language_model_samples():
 
 
 def test_assess_without_a_query_lists_every_word():
-    found = assess("cafes in Bonn", "", cpu=True)
+    found = assess(read_request("cafes in Bonn"), "", calibrated=True)
     assert found.uncovered == ["cafes", "bonn"] and 0 <= (found.confidence or 0) <= 1
     assert not found.no_output  # no query, nothing to run
 
 
-@pytest.mark.parametrize("cpu", [True, False])
-def test_a_query_without_output_is_a_doubt(cpu):
-    found = assess("cafes in Bonn", '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);', cpu=cpu)
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_a_query_without_output_is_a_doubt(calibrated):
+    request = read_request("cafes in Bonn")
+    found = assess(request, '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);', calibrated=calibrated)
     assert found.no_output and found.warnings[-1] == NO_OUTPUT_WARNING
-    found = assess("cafes in Bonn", '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;', cpu=cpu)
+    found = assess(request, '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;', calibrated=calibrated)
     assert not found.no_output and NO_OUTPUT_WARNING not in found.warnings
 
 
@@ -218,14 +195,10 @@ def test_a_hit_found_only_through_an_unrelated_similar_request_is_no_evidence():
 
     route = {"tag": "type=route", "key": "type", "name": "Route", "score": 0.77,
              "why": "used for similar request: Highways and routes with official name Rodovia"}
-    assert grounded_hit("hello", [route]) == 0.0
-    assert grounded_hit("bus routes in Graz", [route]) == 0.77
+    assert grounded_hit(read_request("hello"), [route]) == 0.0
+    assert grounded_hit(read_request("bus routes in Graz"), [route]) == 0.77
     named = {**route, "why": "name: Route"}
-    assert grounded_hit("hello", [named]) == 0.77  # the index matched a name or term: its own evidence
-
-
-class _EmptyLexicon:
-    word_tag: dict = {}
+    assert grounded_hit(read_request("hello"), [named]) == 0.77  # the index matched a name or term: its own evidence
 
 
 @pytest.mark.parametrize("nl, off", [
@@ -238,7 +211,7 @@ class _EmptyLexicon:
 def test_off_topic_reads_the_request_in_its_own_language(nl, off):
     from geoql.app.confidence import is_off_topic
 
-    assert is_off_topic(nl, {"place": 0.0}, _EmptyLexicon(), load_calibrator()) is off
+    assert is_off_topic(read_request(nl), {"place": 0.0}, {}, load_calibrator()) is off
 
 
 def test_requests_not_in_english_are_never_called_off_topic():
@@ -248,6 +221,6 @@ def test_requests_not_in_english_are_never_called_off_topic():
     hit = {"tag": "highway=traffic_signals", "key": "highway", "name": "Traffic Signals", "score": 0.02, "why": ""}
     values = {"place": 0.0, "hit_max": 0.02}
     german = "Wo gibt es Ampeln mit akustischen Signalen für sehbehinderte Fußgänger?"
-    assert not is_off_topic(german, values, _EmptyLexicon(), load_calibrator(), hits=[hit])
-    assert is_off_topic("hello", values, _EmptyLexicon(), load_calibrator(), hits=[hit])
-    assert is_off_topic("🙂🙂🙂", values, _EmptyLexicon(), load_calibrator(), hits=[hit])  # no words in any language
+    assert not is_off_topic(read_request(german), values, {}, load_calibrator(), hits=[hit])
+    assert is_off_topic(read_request("hello"), values, {}, load_calibrator(), hits=[hit])
+    assert is_off_topic(read_request("🙂🙂🙂"), values, {}, load_calibrator(), hits=[hit])  # no words in any language

@@ -8,6 +8,7 @@ import overpassql
 from geoql.app.backends import get_backend
 from geoql.app.backends.base import BackendError, GenerationRequest
 from geoql.eval.dataset import load_split
+from geoql.nl import read_request
 
 
 @pytest.fixture(scope="module")
@@ -16,13 +17,13 @@ def model_dir(small_cpu_model_dir):
 
 
 def _request(nl: str, n: int = 1) -> GenerationRequest:
-    return GenerationRequest(nl=nl, messages=[], n=n)
+    return GenerationRequest(read_request(nl), n=n)
 
 
 @pytest.mark.parametrize("example", load_split("dev")[:20], ids=lambda e: f"dev{e.index}")
 def test_answers_parse(model_dir, example):
     backend = get_backend("cpu", model_dir=model_dir)
-    (query,) = backend.generate(_request(example.nl))
+    (query,) = backend.generate(_request(example.nl)).texts
     overpassql.parse(query)
 
 
@@ -46,37 +47,48 @@ def test_old_name_retrieval_still_works_and_says_the_new_one(model_dir):
 def test_generate_hands_back_what_it_retrieved(model_dir):
     backend = get_backend("cpu", model_dir=model_dir)
     request = _request("Pharmacies in Lyon")
-    backend.generate(request)
+    generation = backend.generate(request)
     nearest = backend.model.neighbours.search("Pharmacies in Lyon", backend.model.config.k)
-    assert [e.index for e in request.examples] == [nb.index for nb in nearest]
-    assert request.tags == []  # this model has no tag index
+    assert [e.index for e in generation.examples] == [nb.index for nb in nearest]
+    assert generation.tags == () and request.tags == ()  # this model has no tag index; the request stays as it was
+    # what the confidence rests on: the calibrated CPU default, its lexicon and its model folder
+    assert generation.evidence.calibrated and generation.evidence.word_tags is backend.model.lexicon.word_tag
+    assert generation.evidence.calibrator_dir == model_dir
+
+
+def test_a_request_read_with_the_model_s_knowledge_finds_its_lower_case_places(model_dir):
+    backend = get_backend("cpu", model_dir=model_dir)
+    place = next(p for p in backend.model.places if p.isalpha())  # a place name of the training queries, folded
+    request = backend.read(f"restaurants in {place}")
+    assert request.english.area == place and backend.knowledge().places is backend.model.places
+    assert read_request(f"restaurants in {place}").english.area is None  # the cue tables alone do not know it
 
 
 def test_n_candidates_and_determinism(model_dir):
     backend = get_backend("cpu", model_dir=model_dir)
-    first = backend.generate(_request("Pharmacies in Lyon", n=3))
-    assert 1 <= len(first) <= 3 and first == backend.generate(_request("Pharmacies in Lyon", n=3))
+    first = backend.generate(_request("Pharmacies in Lyon", n=3)).texts
+    assert 1 <= len(first) <= 3 and first == backend.generate(_request("Pharmacies in Lyon", n=3)).texts
 
 
 def test_options_switch_edits_and_selection(model_dir):
     plain = get_backend("cpu", model_dir=model_dir, edits="none", select="false", faithful="off", compose="false")
     edited = get_backend("cpu", model_dir=model_dir)
     nl = "Restaurants in Timbuktu"
-    assert "Timbuktu" in edited.generate(_request(nl))[0]
-    assert "Timbuktu" not in plain.generate(_request(nl))[0]
+    assert "Timbuktu" in edited.generate(_request(nl)).texts[0]
+    assert "Timbuktu" not in plain.generate(_request(nl)).texts[0]
 
 
 def test_without_edits_the_answer_still_names_only_the_request_place(model_dir):
     # The faithfulness guard is no edit: a neighbour's other place is repaired even with edits off.
     plain = get_backend("cpu", model_dir=model_dir, edits="none", select="false", compose="false")
-    (query,) = plain.generate(_request("Restaurants in Timbuktu"))
+    (query,) = plain.generate(_request("Restaurants in Timbuktu")).texts
     assert "Timbuktu" in query or "{{bbox}}" in query
 
 
 def test_missing_model_without_training_names_the_command(tmp_path):
     backend = get_backend("cpu", model_dir=tmp_path, train_if_missing=False)
     with pytest.raises(BackendError, match="geoql cpu train"):
-        backend.generate(_request("cafes in Bonn"))
+        backend.generate(_request("cafes in Bonn")).texts
 
 
 @pytest.mark.parametrize(
@@ -95,12 +107,12 @@ def test_bad_options_are_user_errors(options, message):
 @pytest.mark.parametrize("nl", ["", "   "])
 def test_empty_request(model_dir, nl):
     with pytest.raises(BackendError, match="empty request"):
-        get_backend("cpu", model_dir=model_dir).generate(_request(nl))
+        get_backend("cpu", model_dir=model_dir).generate(_request(nl)).texts
 
 
 @pytest.mark.parametrize("nl", ["???", "ä" * 500, "{{geocodeArea:x}} ]]]] ((", "1234567890"])
 def test_odd_input_still_gives_a_valid_query(model_dir, nl):
-    (query,) = get_backend("cpu", model_dir=model_dir).generate(_request(nl))
+    (query,) = get_backend("cpu", model_dir=model_dir).generate(_request(nl)).texts
     overpassql.parse(query)
 
 
@@ -125,11 +137,11 @@ def test_no_dataset_fails_once_per_compile_without_building_an_index(tmp_path, m
     assert "building the tag index" not in capsys.readouterr().err
     assert not (tmp_path / "index").exists() and not (tmp_path / "model").exists()
     with pytest.raises(BackendError, match="cannot train the CPU model"):
-        backend.generate(_request("cafes in Bonn"))
+        backend.generate(_request("cafes in Bonn")).texts
     assert calls == ["train"]
     monkeypatch.setattr(type(backend), "retry_training_after_s", 0.0)  # later, the next request tries again
     with pytest.raises(BackendError, match="cannot train the CPU model"):
-        backend.generate(_request("cafes in Bonn"))
+        backend.generate(_request("cafes in Bonn")).texts
     assert calls == ["train", "train"]
 
 
@@ -165,7 +177,7 @@ def test_quick_start_answers_at_once_and_the_full_model_takes_over(tmp_path, sma
     monkeypatch.setattr(cpu_train, "train_and_save", held)
     model_dir = tmp_path / "model"
     backend = get_backend("cpu", model_dir=model_dir, index_dir=small_index_dir, quick_start=True)
-    (query,) = backend.generate(_request("drinking water taps in Vienna"))
+    (query,) = backend.generate(_request("drinking water taps in Vienna")).texts
     overpassql.parse(query)
     assert backend.model.stats["train_requests"] == 20 and backend.quick_model and backend.upgrading
     assert "quick first model (20 training requests) while the full one trains" in backend.describe()
@@ -175,7 +187,7 @@ def test_quick_start_answers_at_once_and_the_full_model_takes_over(tmp_path, sma
     assert backend.wait_for_full_model(600)
     assert backend.model.stats["train_requests"] == 40 and not backend.quick_model and not backend.upgrade_error
     assert "quick first model" not in backend.describe()
-    (query,) = backend.generate(_request("drinking water taps in Vienna"))
+    (query,) = backend.generate(_request("drinking water taps in Vienna")).texts
     overpassql.parse(query)
     # saved: the next start loads it instead of training again
     again = CpuBackend(model_dir, index_dir=small_index_dir, train_if_missing=False)
@@ -196,5 +208,5 @@ def test_quick_start_keeps_answering_when_the_full_training_fails(tmp_path, smal
     assert backend.wait_for_full_model(60)
     assert backend.quick_model and "No space left on device" in backend.upgrade_error
     assert "the full one failed: OSError" in backend.describe()
-    (query,) = backend.generate(_request("cafes in Bonn"))
+    (query,) = backend.generate(_request("cafes in Bonn")).texts
     overpassql.parse(query)

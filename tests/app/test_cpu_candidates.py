@@ -6,7 +6,7 @@ from geoql.app.cpu.candidates import build_pool
 from geoql.app.cpu.edits import EditContext, EditOptions
 from geoql.app.cpu.lexicon import TagLexicon
 from geoql.app.cpu.neighbours import Neighbour
-from geoql.app.cpu.request import analyse
+from geoql.nl.english import read_english
 
 NLS = ["cafes in Bonn", "cafes in Rome", "broken"]
 QUERIES = [
@@ -18,7 +18,7 @@ QUERIES = [
 
 def _builder(nl, nls, queries):
     """``build_pool`` for request ``nl`` over a small training set, with a lexicon fitted on it."""
-    info = analyse(nl)
+    info = read_english(nl)
     lex = TagLexicon.fit(nls, queries, min_count=1)
 
     def pool(neighbours, options=None, **flags):

@@ -7,8 +7,7 @@ import pytest
 import overpassql
 from geoql.app.cpu.compose import compose, query_shape, request_shape
 from geoql.app.cpu.faithful import problems
-from geoql.app.cpu.request import analyse
-from geoql.nl.frame import read_frame
+from geoql.nl import read_request
 
 # (request, place the caller passes, main tags, "of" tags, what the first composed query contains)
 CASES = [
@@ -42,26 +41,33 @@ CASES = [
 ]
 
 
+
+def _read(nl: str):
+    """What compose() takes: the English patterns' reading (without the frame's merge) and the request."""
+    request = read_request(nl)
+    return request.english, request
+
+
 @pytest.mark.parametrize("nl,place,what,of,parts", CASES, ids=[c[0][:24] for c in CASES])
 def test_shapes(nl, place, what, of, parts):
-    queries = compose(analyse(nl), read_frame(nl), place=place, what=what, of=of)
+    queries = compose(*_read(nl), place=place, what=what, of=of)
     assert queries, nl
     for part in parts:
         assert part in queries[0]
     for q in queries:
         assert not overpassql.check(q)
-        assert problems(nl, q, {}) == []
+        assert problems(read_request(nl), q, {}) == []
 
 
 def test_a_uid_is_no_element_id():
     nl = "Welche Wege und Knoten mit der UID 10019250 wurden am 15. Juli 2019 geändert?"
-    assert request_shape(analyse(nl), read_frame(nl), None).where == "view"
-    assert "way(10019250)" not in " ".join(compose(analyse(nl), read_frame(nl), place=None, what=[]))
+    assert request_shape(*_read(nl), None).where == "view"
+    assert "way(10019250)" not in " ".join(compose(*_read(nl), place=None, what=[]))
 
 
 def test_a_uids_edits_are_also_offered_without_the_retrievers_tag():
     nl = "Welche Wege und Knoten mit der UID 8794071 wurden am 8. Juli 2019 geändert?"
-    out = compose(analyse(nl), read_frame(nl), place=None, what=[("climbing:grade:uiaa=8", 0.4)])
+    out = compose(*_read(nl), place=None, what=[("climbing:grade:uiaa=8", 0.4)])
     assert len(out) == 2 and '"climbing:grade:uiaa"="8"' in out[0]
     assert out[1].startswith("[out:xml][timeout:30];(way(uid:8794071)(changed:")
 
@@ -73,44 +79,44 @@ def test_a_uids_edits_are_also_offered_without_the_retrievers_tag():
     ("哈尔科夫州有哪些OpenStreetMap要素？", "哈尔科夫州"),
 ])
 def test_every_element_of_a_place_is_also_offered_without_a_tag(nl, place):
-    out = compose(analyse(nl), read_frame(nl), place=place, what=[("map_source=OpenStreetMap", 0.3)])
+    out = compose(*_read(nl), place=place, what=[("map_source=OpenStreetMap", 0.3)])
     assert len(out) == 2 and out[1].endswith("(node(area.searchArea);way(area.searchArea);relation(area.searchArea););"
                                              "out;>;out skel qt;")
 
 
 @pytest.mark.parametrize("nl,place", [("cafes in Bonn", "Bonn"), ("ボンのカフェ", "ボン")])
 def test_a_request_naming_a_kind_gets_no_query_without_tags(nl, place):
-    out = compose(analyse(nl), read_frame(nl), place=place, what=[("amenity=cafe", 0.6)])
+    out = compose(*_read(nl), place=place, what=[("amenity=cafe", 0.6)])
     assert len(out) == 1 and '"amenity"="cafe"' in out[0]
 
 
 def test_two_main_tags_give_two_candidates():
     nl = "cafes in Bonn"
-    out = compose(analyse(nl), read_frame(nl), place="Bonn", what=[("amenity=cafe", 0.6), ("shop=coffee", 0.3)])
+    out = compose(*_read(nl), place="Bonn", what=[("amenity=cafe", 0.6), ("shop=coffee", 0.3)])
     assert len(out) == 2 and '"shop"="coffee"' in out[1]
 
 
 def test_a_confident_qualifier_is_added():
     nl = "cafes with wheelchair access in Bonn"
-    (q, *_) = compose(analyse(nl), read_frame(nl), place="Bonn", what=[("amenity=cafe", 0.6)],
+    (q, *_) = compose(*_read(nl), place="Bonn", what=[("amenity=cafe", 0.6)],
                       qualifiers=[("wheelchair=yes", 0.7)])
     assert 'node["amenity"="cafe"]["wheelchair"="yes"](area.searchArea)' in q
 
 
 def test_around_without_its_centre_tag_composes_nothing():
     nl = "benches within 100 m of a playground"
-    assert compose(analyse(nl), read_frame(nl), place=None, what=[("amenity=bench", 0.9)]) == []
+    assert compose(*_read(nl), place=None, what=[("amenity=bench", 0.9)]) == []
 
 
 @pytest.mark.parametrize("nl", ["", "🙂🙂🙂", "مقاهي في القاهرة", "Кафе in Berlin and in Paris", "x" * 5000])
 def test_any_text_gives_valid_queries_or_none(nl):
-    for q in compose(analyse(nl), read_frame(nl), place=None, what=[("amenity=cafe", 0.5)]):
+    for q in compose(*_read(nl), place=None, what=[("amenity=cafe", 0.5)]):
         assert not overpassql.check(q)
 
 
 def test_shapes_agree_between_request_and_query():
     nl = "How many pubs are there in Dublin?"
-    shape = request_shape(analyse(nl), read_frame(nl), "Dublin")
+    shape = request_shape(*_read(nl), "Dublin")
     assert shape.where == "place" and shape.count
-    (q, *_) = compose(analyse(nl), read_frame(nl), place="Dublin", what=[("amenity=pub", 0.8)])
+    (q, *_) = compose(*_read(nl), place="Dublin", what=[("amenity=pub", 0.8)])
     assert query_shape(q) == shape.where

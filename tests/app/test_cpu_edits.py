@@ -8,8 +8,8 @@ import overpassql
 from geoql.app.cpu.edits import (EditContext, EditOptions, apply_edits, apply_extra, area_names, edit_add_tags,
                            edit_drop_tags, edit_hint_tags, parses, with_output)
 from geoql.app.cpu.lexicon import TagLexicon
-from geoql.app.cpu.request import analyse, merge_frame
-from geoql.nl.frame import read_frame
+from geoql.nl import read_request
+from geoql.nl.english import read_english
 from overpassql import ast as A
 from testdata import data_dir
 
@@ -29,7 +29,7 @@ AREA_QUERY = '[out:json][timeout:25];{{geocodeArea:"Bonn"}}->.searchArea;(node["
 
 
 def edit(query: str, nl: str, groups: str, example_nl: str = "springs in Paris", aliases=None):
-    ctx = EditContext(info=analyse(nl), example_nl=example_nl, lexicon=LEXICON, aliases=aliases or {})
+    ctx = EditContext(info=read_english(nl), example_nl=example_nl, lexicon=LEXICON, aliases=aliases or {})
     result = apply_edits(query, ctx, EditOptions.parse(groups))
     assert result is not None
     text, applied = result
@@ -40,7 +40,7 @@ def edit(query: str, nl: str, groups: str, example_nl: str = "springs in Paris",
 
 def test_a_neighbour_the_converter_rejects_is_no_candidate():
     # parse() takes the misspelt {{bbx}} for a placeholder; the converter does not.
-    ctx = EditContext(info=analyse("springs in Bonn"), example_nl="springs in Paris", lexicon=LEXICON, aliases={})
+    ctx = EditContext(info=read_english("springs in Bonn"), example_nl="springs in Paris", lexicon=LEXICON, aliases={})
     assert apply_edits('node["natural"="spring"]({{bbx}});out;', ctx, EditOptions.parse("all")) is None
     assert parses('node["natural"="spring"]({{bbox}});out;')
     assert not parses('node["natural"="spring"]({{bbx}});out;')
@@ -117,15 +117,14 @@ def test_a_days_window_moves_to_the_requests_day():
     date written in words comes from the intent frame."""
     query = ('(way(uid:8794057)(changed:"2019-08-27T00:00:00Z","2019-08-27T23:58:59Z");'
              'node(uid:8794057)(changed:"2019-08-27T00:00:00Z","2019-08-27T23:58:59Z"););out meta;')
-    info = merge_frame(analyse("ways and nodes of uid 10019250 changed on July 15, 2019"),
-                       read_frame("ways and nodes of uid 10019250 changed on July 15, 2019"))
+    info = read_request("ways and nodes of uid 10019250 changed on July 15, 2019").english_with_frame
     ctx = EditContext(info=info, example_nl="x", lexicon=LEXICON, aliases={})
     text = apply_edits(query, ctx, EditOptions.parse("numbers"))[0]
     assert text.count('(changed:"2019-07-15T00:00:00Z","2019-07-15T23:58:59Z")') == 2 and "uid:10019250" in text
 
 
 def test_unparsable_query_is_no_candidate():
-    ctx = EditContext(info=analyse("cafes"), example_nl="x", lexicon=LEXICON)
+    ctx = EditContext(info=read_english("cafes"), example_nl="x", lexicon=LEXICON)
     assert apply_edits('node["amenity"="cafe"', ctx, EditOptions()) is None
 
 
@@ -153,7 +152,7 @@ TOILETS = '{{geocodeArea:"Bonn"}}->.a;(node["amenity"="toilets"](area.a);way["am
 
 
 def extra(query: str, nl: str, example_nl: str, edit_fn, hints=None):
-    ctx = EditContext(info=analyse(nl), example_nl=example_nl, lexicon=QUALIFIERS, hints=hints)
+    ctx = EditContext(info=read_english(nl), example_nl=example_nl, lexicon=QUALIFIERS, hints=hints)
     text = apply_extra(query, ctx, edit_fn)
     if text is not None:
         assert overpassql.check(text) == []  # the edited query is valid
@@ -208,7 +207,7 @@ def test_hint_tags_replace_a_value_of_the_same_key_and_a_main_tag():
         CAFES.replace('"cafe"', '"restaurant"'))
     # shop is a main key (always first in the lexicon's queries): it takes the main tag's place
     lexicon = TagLexicon.fit(["bakeries", "bakeries in Rome"], ['node["shop"="bakery"];out;'] * 2, min_count=1)
-    ctx = EditContext(info=analyse("bakeries in Bonn"), example_nl="cafes in Rome", lexicon=lexicon,
+    ctx = EditContext(info=read_english("bakeries in Bonn"), example_nl="cafes in Rome", lexicon=lexicon,
                       hints={"shop=bakery": 0.7})
     assert apply_extra(CAFES, ctx, edit_hint_tags) == CAFES.replace('"amenity"="cafe"', '"shop"="bakery"')
 
@@ -219,7 +218,7 @@ def test_hint_tags_leave_the_query_alone_when_unsure_or_already_right():
     assert extra(CAFES, "cafes", "cafes", edit_hint_tags, hints=None) is None
     # a main tag the retriever backs stays: a second main key would select nothing
     lexicon = TagLexicon.fit(["bakeries"], ['node["shop"="bakery"];out;'], min_count=1)
-    ctx = EditContext(info=analyse("cafe bakeries"), example_nl="cafes", lexicon=lexicon,
+    ctx = EditContext(info=read_english("cafe bakeries"), example_nl="cafes", lexicon=lexicon,
                       hints={"amenity=cafe": 0.8, "shop=bakery": 0.7})
     assert apply_extra(CAFES, ctx, edit_hint_tags) is None
     # a key the query filters on in another way ([!"key"]) is not touched
@@ -241,7 +240,7 @@ def test_extra_edits_share_one_parse_and_give_what_each_gives_alone():
     for i, request in enumerate(dev):
         hints = {t: 0.6 for t in sorted(tag_names(request.query)) if "=" in t}
         for example in train[i * 5: i * 5 + 5]:
-            ctx = EditContext(info=analyse(request.nl), example_nl=example.nl, lexicon=lexicon, hints=hints)
+            ctx = EditContext(info=read_english(request.nl), example_nl=example.nl, lexicon=lexicon, hints=hints)
             alone = [(name, apply_extra(example.query, ctx, fn)) for name, fn in EXTRA_EDITS]
             assert apply_extras(example.query, ctx, EXTRA_EDITS) == [(n, t) for n, t in alone if t is not None]
             changed += sum(t is not None for _, t in alone)

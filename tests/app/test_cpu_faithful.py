@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 import overpassql
-from geoql.app.cpu.faithful import guard_pool, place_aliases, problems, repair, request_ids
+from geoql.app.cpu.faithful import guard_pool, place_aliases, problems, repair
+from geoql.nl import read_request
+from geoql.nl.english import request_ids
 from geoql.app.cpu.candidates import Candidate
 from geoql.eval.dataset import load_split
 
@@ -40,45 +42,45 @@ def spellings():
 
 @pytest.mark.parametrize("nl,query,place", ISSUE_CASES, ids=lambda x: x[:20] if isinstance(x, str) else None)
 def test_issue_examples_are_repaired(nl, query, place, spellings):
-    assert problems(nl, query, spellings)  # the neighbour's query invents
-    fixed, kinds = repair(nl, query, place=place, aliases=spellings)
-    assert kinds and problems(nl, fixed, spellings) == []
+    assert problems(read_request(nl), query, spellings)  # the neighbour's query invents
+    fixed, kinds = repair(read_request(nl), query, place=place, aliases=spellings)
+    assert kinds and problems(read_request(nl), fixed, spellings) == []
     assert not overpassql.check(fixed)
 
 
 def test_another_place_becomes_the_request_place_or_the_view(spellings):
     nl, query, _ = ISSUE_CASES[0]
-    fixed, _ = repair(nl, query, place=None, aliases=spellings)
+    fixed, _ = repair(read_request(nl), query, place=None, aliases=spellings)
     assert "{{bbox}}" in fixed and "geocodeArea" not in fixed and '"craft"="brewery"' in fixed
-    fixed, _ = repair("cafes in Bonn", ISSUE_CASES[1][1], place="Bonn", aliases=spellings)
+    fixed, _ = repair(read_request("cafes in Bonn"), ISSUE_CASES[1][1], place="Bonn", aliases=spellings)
     assert '{{geocodeArea:"Bonn"}}' in fixed
 
 
 def test_listed_ids_replace_the_neighbours(spellings):
     nl, query, _ = ISSUE_CASES[2]
-    fixed, kinds = repair(nl, query, place=None, aliases=spellings)
+    fixed, kinds = repair(read_request(nl), query, place=None, aliases=spellings)
     assert "613126639" in fixed and "217398172" not in fixed and "132685415" not in fixed
     assert "output" not in kinds  # "detailed metadata" asks for out meta
-    assert request_ids(nl) == ["613126639", "613126640", "613126642"]
+    assert request_ids(nl) == ("613126639", "613126640", "613126642")
 
 
 def test_unasked_output_goes_back_to_the_default(spellings):
     nl, query, place = ISSUE_CASES[4]
-    fixed, kinds = repair(nl, query, place=place, aliases=spellings)
+    fixed, kinds = repair(read_request(nl), query, place=place, aliases=spellings)
     assert fixed.startswith("[out:json]") and "out count" not in fixed and '{{geocodeArea:"西安"}}' in fixed
     assert set(kinds) == {"place", "output"}
 
 
 def test_unasked_date_and_format_are_dropped(spellings):
     nl, query, place = ISSUE_CASES[5]
-    fixed, kinds = repair(nl, query, place=place, aliases=spellings)
+    fixed, kinds = repair(read_request(nl), query, place=place, aliases=spellings)
     assert "newer" not in fixed and "out geom" not in fixed and "Zurich" in fixed
     assert set(kinds) == {"place", "date", "output"}
 
 
 def test_core_level_keeps_the_output(spellings):
     nl, query, place = ISSUE_CASES[4]
-    fixed, kinds = repair(nl, query, place=place, aliases=spellings, kinds=("place",))
+    fixed, kinds = repair(read_request(nl), query, place=place, aliases=spellings, kinds=("place",))
     assert "out count" in fixed and kinds == ("place",)
 
 
@@ -89,25 +91,25 @@ def test_what_cannot_be_repaired_is_dropped_and_merges_add_votes(spellings):
     other = '{{geocodeArea:"Bonn"}}->.a;way(area.a);out;'
     pool = [Candidate(ok, 0, 0, 0.9, "x", votes=0.9), Candidate(area_id, 1, 1, 0.8, "y", votes=0.8),
             Candidate(other, 2, 2, 0.7, "z", votes=0.7)]
-    kept = guard_pool(nl, pool, place=None, aliases=spellings)
+    kept = guard_pool(read_request(nl), pool, place=None, aliases=spellings)
     assert [c.query for c in kept] == [ok]
     assert kept[0].votes == pytest.approx(1.6)
 
 
 def test_supported_queries_are_left_alone(spellings):
     query = '[out:json][timeout:25];{{geocodeArea:"Bonn"}}->.searchArea;node["amenity"="cafe"](area.searchArea);out;'
-    assert repair("cafes in Bonn", query, place="Bonn", aliases=spellings) == (query, ())
+    assert repair(read_request("cafes in Bonn"), query, place="Bonn", aliases=spellings) == (query, ())
 
 
 @pytest.mark.parametrize("nl", [case[0] for case in ISSUE_CASES])
 def test_compiled_answers_never_invent(small_cpu_model, nl):
     (query,) = small_cpu_model.compile(nl)
-    assert problems(nl, query, small_cpu_model.place_spellings()) == []
+    assert problems(read_request(nl), query, small_cpu_model.place_spellings()) == []
 
 
 def test_formats_level_keeps_out_meta_only(spellings):
     from geoql.app.cpu.faithful import level_kinds
 
     query = '[out:csv(::id)];{{geocodeArea:"Bonn"}}->.a;way["highway"](area.a);out meta;'
-    fixed, kinds = repair("roads in Bonn", query, place="Bonn", aliases=spellings, kinds=level_kinds("formats"))
+    fixed, kinds = repair(read_request("roads in Bonn"), query, place="Bonn", aliases=spellings, kinds=level_kinds("formats"))
     assert fixed.startswith("[out:json]") and "out meta" in fixed and kinds == ("output",)

@@ -8,7 +8,7 @@ import pytest
 from geoql.app.cpu.candidates import Candidate
 from geoql.app.cpu.features import FEATURE_NAMES, pool_features
 from geoql.app.cpu.lexicon import TagLexicon
-from geoql.app.cpu.request import analyse
+from geoql.nl.english import read_english
 
 LEX = TagLexicon.fit(["cafes in Bonn", "cafes in Rome", "bars in Rome", "bars in Oslo"],
                      ['node["amenity"="cafe"];out;'] * 2 + ['node["amenity"="bar"];out;'] * 2)
@@ -36,7 +36,7 @@ def test_a_feature_row_must_name_every_column_once():
 
 
 def test_shape_and_columns():
-    f = pool_features(analyse("How many cafes in Bonn?"), _pool(), LEX)
+    f = pool_features(read_english("How many cafes in Bonn?"), _pool(), LEX)
     assert f.shape == (2, len(FEATURE_NAMES)) and f.dtype == np.float32
     assert f[0, col("rank")] == 0 and f[1, col("rank")] == 1
     assert np.isclose(f[:, col("vote_share")].sum(), 1.0)
@@ -45,19 +45,19 @@ def test_shape_and_columns():
     assert f[0, col("tag_support_mean")] > f[1, col("tag_support_mean")]  # "cafes" supports amenity=cafe
     assert f[0, col("edits")] == 1
     assert f[0, col("place_match")] == 1 and f[1, col("place_match")] == -1  # Bonn named / no place at all
-    other = pool_features(analyse("How many cafes in Rome?"), _pool(), LEX)
+    other = pool_features(read_english("How many cafes in Rome?"), _pool(), LEX)
     assert other[0, col("place_match")] == 0
 
 
 def test_tags_the_request_calls_for_and_pool_relative_columns():
-    f = pool_features(analyse("cafes in Bonn"), _pool(), LEX)
+    f = pool_features(read_english("cafes in Bonn"), _pool(), LEX)
     assert f[0, col("wanted_missing")] == 0 and f[1, col("wanted_missing")] == 1  # the bar query lacks amenity=cafe
     assert f[1, col("wanted_missing_support")] >= 0.5
     assert f[0, col("similarity_below_best")] == 0 and f[1, col("similarity_below_best")] < 0
     assert np.isclose(f[:, col("votes_below_mean")].sum(), 0.0)
     assert (f[:, col("pool_size")] == 2).all()
     added = Candidate('node["amenity"="cafe"]["wifi"];out;', 0, 0, 0.8, "cafes", ("tags", "add_tags"))
-    g = pool_features(analyse("cafes with wifi"), _pool() + [added], LEX)
+    g = pool_features(read_english("cafes with wifi"), _pool() + [added], LEX)
     assert g[2, col("added_tags")] == 1 and g[0, col("added_tags")] == 0 and g[2, col("dropped_tags")] == 0
 
 
@@ -68,7 +68,7 @@ def test_rare_words_weigh_more():
     pool = [Candidate('node["historic"="castle"];out;', 0, 0, 0.5, "castles in Bonn"),
             Candidate('node["amenity"="cafe"]["wifi"];out;', 1, 1, 0.5, "cafes in Bonn"),
             Candidate('node["natural"="spring"];out;', 2, 2, 0.4, "springs")]
-    f = pool_features(analyse("castles and cafes"), pool, lex)
+    f = pool_features(read_english("castles and cafes"), pool, lex)
     assert f[0, col("idf_recall")] > f[1, col("idf_recall")]  # "castle" is the rarer shared word
     assert f[1, col("key_support_mean")] == 0 and f[0, col("key_support_mean")] == -1  # wifi: no word asks for it
     assert f[0, col("unexplained_tags")] == 0 and f[1, col("unexplained_tags")] == 0
@@ -76,7 +76,7 @@ def test_rare_words_weigh_more():
 
 
 def test_empty_pool():
-    assert pool_features(analyse("x"), [], LEX).shape == (0, len(FEATURE_NAMES))
+    assert pool_features(read_english("x"), [], LEX).shape == (0, len(FEATURE_NAMES))
 
 
 
@@ -106,14 +106,14 @@ def test_idf_share_does_not_depend_on_set_order():
 
 def test_hint_columns():
     hints = {"amenity=cafe": 0.9, "outdoor_seating=yes": 0.6, "amenity=bar": 0.2}
-    f = pool_features(analyse("cafes with outdoor seating in Bonn"), _pool(), LEX, hints=hints)
+    f = pool_features(read_english("cafes with outdoor seating in Bonn"), _pool(), LEX, hints=hints)
     assert f[0, col("hint_top")] == pytest.approx(0.9)
     assert f[0, col("hint_top_in")] == 1 and f[1, col("hint_top_in")] == 0 and f[1, col("hint_top_key_in")] == 1
     assert f[0, col("hint_support_mean")] == pytest.approx(0.9) and f[1, col("hint_support_mean")] == pytest.approx(0.2)
     assert f[0, col("hint_missing")] == pytest.approx(0.6) and f[1, col("hint_missing")] == pytest.approx(1.5)
     assert f[0, col("hint_covered")] == pytest.approx(0.9 / 1.5)
     assert f[0, col("hint_support_mean_below_best")] == 0 and f[1, col("hint_support_mean_below_best")] < 0
-    without = pool_features(analyse("cafes with outdoor seating in Bonn"), _pool(), LEX)
+    without = pool_features(read_english("cafes with outdoor seating in Bonn"), _pool(), LEX)
     assert (without[:, [col(n) for n in FEATURE_NAMES if n.startswith("hint_") and n != "hint_tags"
                         and not n.endswith(("_best", "_mean"))]] == -1).all()
 

@@ -87,8 +87,9 @@ def test_backend_with_a_hinted_model(hinted_model, tmp_path, small_index_dir):
     from geoql.app.backends.base import BackendError, GenerationRequest
 
     hinted_model.save(tmp_path)
-    request = GenerationRequest(nl="beekeepers in Berlin", messages=[])
-    (query,) = get_backend("cpu", model_dir=tmp_path, index_dir=small_index_dir).generate(request)
+    backend = get_backend("cpu", model_dir=tmp_path, index_dir=small_index_dir)
+    request = GenerationRequest(backend.read("beekeepers in Berlin"))
+    (query,) = backend.generate(request).texts
     assert query == hinted_model.compile("beekeepers in Berlin")[0]
     lost = get_backend("cpu", model_dir=tmp_path, index_dir=tmp_path / "gone", train_if_missing=False)
     with pytest.raises(BackendError, match="geoql index build"):
@@ -118,9 +119,9 @@ def test_compile_shows_the_hints_and_neighbours_it_used(hinted_model, tmp_path, 
     searches = []
 
     class Counting(TagHints):
-        def hits(self, nl, exclude=()):
-            searches.append(nl)
-            return super().hits(nl, exclude)
+        def hits(self, request, exclude=()):
+            searches.append(request.nl)  # the request as compile() read it
+            return super().hits(request, exclude)
 
     backend.model.hints = Counting(backend.model.hints.retriever)
     search_neighbours = backend.model.neighbours.search
@@ -162,9 +163,9 @@ def test_a_request_read_through_a_glossary_gives_its_english_words(hinted_model,
     model.hints = TagHints.load(glossed_index_dir)
     config = replace(model.config, gloss_words=gloss_words)
     info, cands, _ = model.pool("Welche Honigmacher gibt es in Bonn?", config=config)
-    assert ("beekeeper" in info.words) is gloss_words and "bonn" not in info.words and cands
+    assert ("beekeeper" in info.stems) is gloss_words and "bonn" not in info.stems and cands
     english, _, _ = model.pool("beekeepers in Bonn", config=config)
-    assert english.words == {"beekeeper"}  # an English request reads its own words either way
+    assert english.stems == {"beekeeper"}  # an English request reads its own words either way
 
 
 def test_example_picks_join_the_pool_leave_one_out(hinted_model):

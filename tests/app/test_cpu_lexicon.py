@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from geoql.app.cpu.lexicon import TagLexicon, query_tags, tag_names
-from geoql.app.cpu.request import content_words
+from geoql.nl.words import word_stems
 from geoql.eval.dataset import load_split
 
 
@@ -21,11 +21,11 @@ def lexicon():
      ("hotel", "tourism=hotel"), ("bakery", "shop=bakery")],
 )
 def test_common_words_predict_their_tag(lexicon, words, tag):
-    assert tag in [t for t, _ in lexicon.best_tags(content_words(words), limit=3)]
+    assert tag in [t for t, _ in lexicon.best_tags(word_stems(words), limit=3)]
 
 
 def test_support_is_low_for_unrelated_tags(lexicon):
-    assert lexicon.support(content_words("castles"), "natural=spring") < 0.05
+    assert lexicon.support(word_stems("castles"), "natural=spring") < 0.05
 
 
 def test_query_tags_reads_all_filter_forms():
@@ -38,6 +38,6 @@ def test_query_tags_reads_all_filter_forms():
 def test_main_keys_and_qualifiers(lexicon):
     assert lexicon.main_share("amenity") > 0.9 and lexicon.main_share("wheelchair") < 0.75
     assert lexicon.main_share("never_seen_key") == 1.0
-    tags = [t for t, _ in lexicon.qualifiers(content_words("wheelchair toilets"), threshold=0.3)]
+    tags = [t for t, _ in lexicon.qualifiers(word_stems("wheelchair toilets"), threshold=0.3)]
     assert "wheelchair" in tags or "wheelchair=yes" in tags
     assert not any(t.startswith("amenity") for t in tags)  # "toilets" calls for a main tag

@@ -153,3 +153,18 @@ def test_a_model_trained_before_multilingual_picks_runs_without_them(model, tmp_
     (tmp_path / MANIFEST).write_text(json.dumps(manifest))
     old = CpuModel.load(tmp_path)
     assert old.config.e5_k == 0 and old.config.example_k == 5 and old.compile("Cafes in Bonn")
+
+
+def test_the_model_takes_the_reading_not_the_words(model):
+    """compile() hands the model the Request: its place and evidence come from the reading's fields,
+    not from reading the words again (the words still find the neighbours, by their letters)."""
+    import dataclasses
+
+    from geoql.nl.support import read_support
+
+    request = model.read("Restaurants in Bonn")
+    assert model.compile(request) == model.compile("Restaurants in Bonn")  # the words are read the same way
+    moved = dataclasses.replace(request, english_with_frame=dataclasses.replace(request.english_with_frame, area="Timbuktu"),
+                                support=read_support("Restaurants in Timbuktu"))
+    (query,) = model.compile(moved)
+    assert "Timbuktu" in query and "Bonn" not in query

@@ -153,7 +153,7 @@ def test_the_backend_takes_the_shipped_selector_instead_of_training(loaded, ship
         nls, queries, index_dir, folder=folder))
     model_dir = tmp_path / "model"
     backend = get_backend("cpu", model_dir=model_dir, index_dir=small_index_dir, quick_start=True)
-    (query,) = backend.generate(GenerationRequest(nl="drinking water taps in Vienna", messages=[], n=1))
+    (query,) = backend.generate(GenerationRequest(backend.read("drinking water taps in Vienna"))).texts
     overpassql.parse(query)
     assert not backend.quick_model and not backend.upgrading
     assert backend.model.stats["selector"] == "prebuilt" and len(backend.model.train_nls) == len(train)

@@ -1,162 +1,24 @@
-"""Reading the request: the place, the view, counting, types, numbers."""
+"""The CPU default's view of a request (``app.cpu.request.view``) and the place names of its training queries."""
 
 from __future__ import annotations
 
-import re
-
-import pytest
-
-from geoql.app.cpu.request import analyse, content_words, extract_area, known_places
-from geoql.eval.dataset import load_split
-
-_GEOCODE = re.compile(r'\{\{geocodeArea:"([^"]+)"\}\}')
+from geoql.app.cpu.request import known_places, view
+from geoql.nl import read_request
 
 
-def _simple_place_rows(limit: int = 40):
-    """Dev rows whose request ends with "in <the gold query's place>" (the common case).
-
-    Place names written in lower case ("in algeria") are not recognised (they
-    look like any other word), so those rows are not part of this check.
-    """
-    rows = []
-    for ex in load_split("dev"):
-        names = _GEOCODE.findall(ex.query)
-        if len(names) == 1 and ex.nl.rstrip(" .").endswith(" in " + names[0]) and not names[0][0].islower():
-            rows.append(pytest.param(ex.nl, names[0], id=f"dev{ex.index}"))
-    return rows[:limit]
+def test_the_view_is_the_english_patterns_with_the_frame():
+    request = read_request("成都有哪些博物馆？")
+    assert view(request).area == "成都" and view(request, frame=False).area is None
+    assert view(request) is request.english_with_frame
 
 
-@pytest.mark.parametrize(("nl", "place"), _simple_place_rows())
-def test_place_is_the_literal_span(nl, place):
-    assert extract_area(nl) == place
-
-
-@pytest.mark.parametrize(
-    ("nl", "place"),
-    [
-        ("Cafes in Rio de Janeiro, Brazil that have wifi", "Rio de Janeiro, Brazil"),
-        ("Schools in the city of Frankfurt am Main", "Frankfurt am Main"),
-        ("Fuel stations in Ukraine selling E10 fuel", "Ukraine"),
-        ("Hotels in Москва", "Москва"),
-        ("benches in current view", None),
-        ("all benches", None),
-    ],
-)
-def test_place_hand_written(nl, place):
-    assert extract_area(nl) == place
-
-
-def test_analyse_flags():
-    info = analyse("How many nodes and ways with a name within 250 m of schools in Bonn since 2020-01-02?")
-    assert info.count and not info.in_view
-    assert info.types == {"node", "way"}
-    assert info.numbers == ["250"] and info.dates == ["2020-01-02"]
-    assert info.area == "Bonn" and "bonn" not in info.words and "school" in info.words
-
-
-def test_view_and_quotes():
-    info = analyse('Streets named "Hauptstraße" in the current view')
-    assert info.in_view and info.area is None and info.quoted == ["Hauptstraße"]
-
-
-def test_content_words_fold_and_stem():
-    assert content_words("Cafés and Libraries in the city") == {"cafe", "library", "city"}
-
-
-# -- lower-case places, the selected window, counting -------------------------------------
-
-PLACES = known_places(['{{geocodeArea:"Algeria"}}->.a;', '{{geocodeArea:"jaraguá do sul"}}->.a;',
-                       '{{geocodeArea:"Bonn"}}->.a;', '{{geocodeArea:"the"}}->.a;'])
-
-
-@pytest.mark.parametrize(
-    ("nl", "place"),
-    [
-        ("Admin level 6 in algeria", "algeria"),  # as the request writes it
-        ("highway in jaragua do sul.", "jaragua do sul"),  # accents folded, longest name wins
-        ("castles in Algeria", "Algeria"),
-        ("castles in Bavaria or in algeria", "algeria"),  # the last place counts
-        ("benches in use", None),  # an unknown lower-case word is no place
-        ("benches in the park", None),  # stop words are never places
-    ],
-)
-def test_lower_case_places_known_from_training_queries(nl, place):
-    assert extract_area(nl, PLACES) == place
-
-
-def test_lower_case_place_needs_the_gazetteer():
-    assert extract_area("Admin level 6 in algeria") is None
-    assert analyse("Admin level 6 in algeria", PLACES).area == "algeria"
-    assert "algeria" not in analyse("Admin level 6 in algeria", PLACES).words
+def test_a_glossed_request_takes_the_stems_of_its_translation_without_its_place():
+    request = read_request("Museen in Bonn")
+    assert "museen" in view(request).stems
+    assert view(request, gloss="museums in Bonn").stems == {"museum"}
 
 
 def test_known_places_most_common_spelling_and_filters():
     places = known_places(['{{geocodeArea:"Paris"}}', '{{geocodeArea:"paris"}}', '{{geocodeArea:"Paris"}}',
                            '{{nominatimArea:"Köln"}}', '{{geocodeArea:"of"}}', '{{geocodeArea:"{{x}}"}}'])
     assert places == {"koln": "Köln", "paris": "Paris"}
-
-
-def test_elided_article_stays_in_the_name():
-    assert extract_area("Charging stations in Provence-Alpes-Côte d'Azur") == "Provence-Alpes-Côte d'Azur"
-
-
-@pytest.mark.parametrize(
-    ("nl", "in_view"),
-    [("toilets in the selected window", True), ("cafes in the displayed area", True),
-     ("cafes in Bonn", False), ("selected cafes in Bonn", False)],
-)
-def test_selected_window_is_the_map_view(nl, in_view):
-    assert analyse(nl).in_view is in_view
-
-
-@pytest.mark.parametrize(
-    ("nl", "count"),
-    [
-        ("How many benches in Bonn", True),
-        ("Count of old name in brazil", True),
-        ("Number of cafes in Bonn", True),
-        ("The number of subway tracks in Berlin", True),
-        ("Motorways in Saarland without information about the number of lanes", False),
-        ("hospitals without a given number of beds in the selected window", False),
-        ("Cafes in the country of Chile", False),
-    ],
-)
-def test_counting_requests(nl, count):
-    assert analyse(nl).count is count
-
-
-def test_of_inside_a_place_name_starts_no_new_place():
-    assert extract_area("oneway ways in United States of America") == "United States of America"
-    assert extract_area("Schools in the city of Frankfurt am Main") == "Frankfurt am Main"
-
-
-# What the intent frame adds where the English rules find nothing (request, area, in_view, count).
-FRAME_CASES = [
-    ("成都有哪些博物馆？", "成都", False, False),
-    ("Wie viele Apotheken gibt es im aktuellen Kartenausschnitt?", None, True, True),
-    ("What breweries are in the specified area?", None, True, False),
-    ("Cafes in Rio de Janeiro, Brazil", "Rio de Janeiro, Brazil", False, False),
-    # the map view wins over a word the frame reads as a place ("車椅子で": by wheelchair)
-    ("現在の表示範囲内で、車椅子で利用可能な駐車場はどこにありますか？", None, True, False),
-    # German capitalises every noun: where the English rules read one noun after "in" as the place and the
-    # frame reads another place or the map view, the frame wins ...
-    ("Welche Marktplätze in Rennes befinden sich nicht in Gebäuden?", "Rennes", False, False),
-    ("Zeige alle Gehwege und Fußwege in Gebäudedurchgängen im aktuellen Kartenausschnitt.", None, True, False),
-    ("Welche Straßen in Thüringen haben Abbiegespuren sowohl in Vorwärts- als auch in Rückwärtsrichtung?",
-     "Thüringen", False, False),
-    # ... but not over a name of several words, and a compound of "-ebene" (level) is no place for the frame
-    ("Welche Gemeindegrenzen auf Admin-Ebene 8 gibt es in Conceição dos Ouros, MG, Brasilien?",
-     "Conceição dos Ouros, MG, Brasilien", False, False),
-    ("Welche Verwaltungsgrenzen auf Distriktebene gibt es in Nagaland?", "Nagaland", False, False),
-    # English requests keep the English rules' reading
-    ("Which market places in Rennes are not in Buildings?", "Buildings", False, False),
-]
-
-
-@pytest.mark.parametrize("nl,area,in_view,count", FRAME_CASES)
-def test_merge_frame_fills_in_what_the_rules_miss(nl, area, in_view, count):
-    from geoql.app.cpu.request import merge_frame
-    from geoql.nl.frame import read_frame
-
-    info = merge_frame(analyse(nl), read_frame(nl))
-    assert (info.area, info.in_view, info.count) == (area, in_view, count)

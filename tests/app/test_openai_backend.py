@@ -16,7 +16,7 @@ from tests.app.openai_server import ChatServer
 
 
 def _req(n=1, temperature=0.0, grammar=True, max_new_tokens=48):
-    return GenerationRequest(nl="cafes", messages=[{"role": "user", "content": "cafes in Bonn"}], n=n,
+    return GenerationRequest(messages=[{"role": "user", "content": "cafes in Bonn"}], n=n,
                              temperature=temperature, max_new_tokens=max_new_tokens,
                              grammar=lark_grammar() if grammar else None, seed=3)
 
@@ -24,7 +24,7 @@ def _req(n=1, temperature=0.0, grammar=True, max_new_tokens=48):
 def test_grammar_reaches_the_server_and_outputs_parse(tiny_backend):
     with ChatServer(tiny_backend) as server:
         backend = get_backend("openai", base_url=server.base_url)  # model found via /v1/models
-        texts = backend.generate(_req(n=3, temperature=1.0))
+        texts = backend.generate(_req(n=3, temperature=1.0)).texts
         body = server.requests[-1]
     assert len(texts) == 3
     assert all(c.valid for c in make_candidates(texts))
@@ -35,8 +35,8 @@ def test_grammar_reaches_the_server_and_outputs_parse(tiny_backend):
 def test_server_without_structured_outputs_is_retried_without_grammar(tiny_backend):
     with ChatServer(tiny_backend, accept_structured_outputs=False) as server:
         backend = get_backend("openai", base_url=server.base_url, model="tiny")
-        texts = backend.generate(_req(max_new_tokens=16))
-        second = backend.generate(_req(max_new_tokens=16))
+        texts = backend.generate(_req(max_new_tokens=16)).texts
+        second = backend.generate(_req(max_new_tokens=16)).texts
         bodies = list(server.requests)
     assert len(texts) == 1 and len(second) == 1
     assert "structured_outputs" in bodies[0] and "structured_outputs" not in bodies[1]
@@ -49,7 +49,7 @@ def test_api_key_and_environment(tiny_backend, monkeypatch):
         monkeypatch.setenv("GEOQL_OPENAI_API_KEY", "sk-test")
         backend = get_backend("openai")
         assert backend._headers()["Authorization"] == "Bearer sk-test"
-        assert backend.generate(_req(grammar=False, max_new_tokens=8))
+        assert backend.generate(_req(grammar=False, max_new_tokens=8)).texts
 
 
 def test_unknown_model_and_unreachable_server_are_clear_errors(tiny_backend):
@@ -76,8 +76,8 @@ def test_real_model_served_with_structured_outputs(real_backend):
     # server, the chat template on the server side, extraction on ours.
     with ChatServer(real_backend, "geoql") as server:
         backend = get_backend("openai", base_url=server.base_url)
-        texts = backend.generate(GenerationRequest(nl="cafes in Bonn", messages=FEW_SHOT, n=1, temperature=0.0,
-                                                   max_new_tokens=96, grammar=lark_grammar()))
+        texts = backend.generate(GenerationRequest(messages=FEW_SHOT, n=1, temperature=0.0,
+                                                   max_new_tokens=96, grammar=lark_grammar())).texts
         body = server.requests[-1]
     assert "root ::= " in body["structured_outputs"]["grammar"]
     cand = make_candidates(texts)[0]

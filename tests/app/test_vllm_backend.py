@@ -18,9 +18,9 @@ MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "caf
 
 def _plan(**options):
     backend = get_backend("vllm", model="Qwen/Qwen3-4B", **options)
-    reqs = [GenerationRequest(nl="cafes", messages=MESSAGES, n=4, temperature=0.7, max_new_tokens=512,
+    reqs = [GenerationRequest(messages=MESSAGES, n=4, temperature=0.7, max_new_tokens=512,
                               grammar=lark_grammar(), seed=5),
-            GenerationRequest(nl="cafes", messages=MESSAGES, n=4, temperature=0.0, grammar=None, seed=None)]
+            GenerationRequest(messages=MESSAGES, n=4, temperature=0.0, grammar=None, seed=None)]
     return backend.plan(reqs)
 
 
@@ -52,7 +52,7 @@ def test_vllm_objects_from_the_plan_or_the_extra_named():
     if not HAS_VLLM:
         backend = get_backend("vllm", model="Qwen/Qwen3-4B")
         with pytest.raises(BackendError, match=r"geoql\[vllm\]"):
-            backend.generate(GenerationRequest(nl="x", messages=MESSAGES))
+            backend.generate(GenerationRequest(messages=MESSAGES))
         return
     from vllm.sampling_params import SamplingParams
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from geoql.eval.dataset import load_split
-from geoql.eval.faithfulness import (Constant, learn_place_aliases, measure, name_spans, query_constants,
-                                     train_place_aliases, unsupported_constants)
+from geoql.eval.faithfulness import (Constant, learn_place_aliases, measure, query_constants, train_place_aliases,
+                                     unsupported_constants)
+from geoql.nl import read_request
+from geoql.nl.support import name_spans
 from testdata import data_dir
 
 
@@ -29,7 +31,9 @@ def _line(n: int) -> str:
 
 
 def _found(nl, query, **kw) -> set[tuple[str, str]]:
-    return {(c.kind, c.value) for c in unsupported_constants(nl, query, **kw)}
+    found = {(c.kind, c.value) for c in unsupported_constants(read_request(nl), query, **kw)}
+    assert found == {(c.kind, c.value) for c in unsupported_constants(nl, query, **kw)}  # the words alone: read alike
+    return found
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import socket
 import threading
 from functools import lru_cache
 
-from geoql.app.backends.base import Backend, BackendError, GenerationRequest
+from geoql.app.backends.base import Backend, BackendError, Generation, GenerationRequest
 
 
 @lru_cache(maxsize=1)
@@ -33,10 +33,10 @@ class LookupBackend(Backend):
     def __init__(self, table: dict[str, str]):
         self.table = table
 
-    def generate(self, request: GenerationRequest) -> list[str]:
+    def generate(self, request: GenerationRequest) -> Generation:
         if request.nl not in self.table:
             raise BackendError(f"no query known for {request.nl!r}: add it to the table")
-        return [self.table[request.nl]]
+        return request.generation([self.table[request.nl]])
 
 
 def make_service(overpass, nominatim, tmp_path, backend=None, index_dir=None, **config):

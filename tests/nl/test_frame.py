@@ -7,24 +7,14 @@ frame fields it must give; fields not listed are not checked.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from geoql.nl.cues import LANGUAGES, REQUIRED, SECTIONS, table
 from geoql.nl.frame import Around, Frame, guess_language, read_frame
-
-CASES_DIR = Path(__file__).parent / "frame_cases"
-
-
-def _cases() -> list:
-    out = []
-    for path in sorted(CASES_DIR.glob("*.jsonl")):
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                out.append(pytest.param(path.stem, json.loads(line), id=f"{path.stem}-{n}"))
-    return out
+from testdata import FRAME_CASES_DIR as CASES_DIR
+from testdata import frame_cases
 
 
 def _value(frame: Frame, key: str):
@@ -40,7 +30,7 @@ def _value(frame: Frame, key: str):
     return value
 
 
-@pytest.mark.parametrize("lang,case", _cases())
+@pytest.mark.parametrize("lang,case", frame_cases())
 def test_frame_case(lang, case):
     frame = read_frame(case["nl"])
     expect = dict(case["frame"])
@@ -52,7 +42,7 @@ def test_frame_case(lang, case):
         assert got == want, f"{key}: {got!r} != {want!r} for {case['nl']!r}"
 
 
-def test_every_case_file_has_enough_cases():
+def test_every_case_file_has_enoughframe_cases():
     for lang in LANGUAGES:
         path = CASES_DIR / f"{lang}.jsonl"
         assert path.is_file(), f"no cases for {lang}"
@@ -73,6 +63,8 @@ def test_cue_table_has_every_section(lang):
     assert {"prepositions", "postpositions", "not_places"} <= set(t["place"])
     assert {"before", "after", "scope_end"} <= set(t["negation"])
     assert t["view"] and t["stop"] and t["markers"]
+    assert {"with", "absent", "compare", "name"} <= set(t["filters"]) and t["filters"]["with"] and t["filters"]["absent"]
+    assert set(t["filters"]["compare"]) == {">", ">=", "<", "<="} and set(t["filters"]["name"]) == {"contains", "starts", "ends"}
 
 
 @pytest.mark.parametrize("nl,since", [

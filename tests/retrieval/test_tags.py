@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from geoql.nl.frame import read_frame
+from geoql.nl import read_request
 from geoql.retrieval import RetrievalConfig, TagHit, TagRetriever
 from geoql.retrieval import tags as tags_module
 
@@ -138,7 +138,7 @@ def test_the_nearest_requests_across_languages_give_candidates(small_index_dir):
     assert {t for t in castles.tags if t in retriever} <= set(f)
     best = max(row["e5_max_cos"] for row in f.values())
     assert all(f[t]["e5_top1"] == 1.0 and f[t]["e5_max_cos"] == best > 0.8 for t in castles.tags if t in retriever)
-    evidence = retriever._request_evidence("Замки в Тоскане", (castles.index,), neighbours=20)
+    evidence = retriever._request_evidence("Замки в Тоскане", None, (castles.index,), neighbours=20)
     assert evidence["e5"] and castles.index not in {retriever.examples.examples[r].index for r, _ in evidence["e5"]}
     assert [c for _, c in evidence["e5"]] == sorted((c for _, c in evidence["e5"]), reverse=True)
     retriever.multilingual = None
@@ -199,11 +199,11 @@ def test_the_place_a_request_names_is_no_tag_name(tags, nl):
     ("博物馆的长椅", None, "博物馆", "tourism=museum"), ("개 공원의 벤치", None, "개 공원", "leisure=dog_park"),
 ])
 def test_an_opening_word_that_names_a_tag_is_no_place(tags, nl, place, thing, tag):
-    frame = tags.read_frame(nl)
-    assert frame.place == place and frame.opening_place == place
+    request = tags.read(nl)  # read with the index's tag names (TagRetriever.knowledge)
+    assert request.place == place and request.opening_place == place
     if thing:
-        assert read_frame(nl).place == thing  # what the frame alone reads
-        assert thing not in frame.places and frame.what[0] == thing
+        assert read_request(nl).place == thing  # what the cue tables alone read
+        assert thing not in request.place_names and request.what[0] == thing
         assert tag in [tags.docs[m.doc]["tag"] for m in tags.lexical_matches(nl, 10)]
 
 

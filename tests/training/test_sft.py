@@ -81,7 +81,7 @@ def test_transformers_backend_loads_the_adapter(sft_run):
     backend = get_backend("transformers", model=recipe.model, adapter=result.adapter_dir)
     try:
         nl = "cafes in Bonn"
-        texts = backend.generate(GenerationRequest(nl=nl, messages=build_prompt(nl, [], []), max_new_tokens=16))
+        texts = backend.generate(GenerationRequest(messages=build_prompt(nl, [], []), max_new_tokens=16)).texts
     finally:
         backend.close()
     assert texts and all(isinstance(t, str) for t in texts)
@@ -214,7 +214,7 @@ def test_real_model_learns_from_a_few_steps_and_its_adapter_serves(tmp_path):
     losses = [e["loss"] for e in read_metrics(result.output_dir) if "loss" in e]
     assert len(losses) == 4 and losses[-1] < losses[0], losses
     backend = TransformersBackend(REAL_MODEL, adapter=result.adapter_dir, device="cpu", dtype="float32")
-    out = backend.generate(GenerationRequest(nl="cafes in Bonn", messages=build_prompt("cafes in Bonn"),
-                                             max_new_tokens=48, temperature=0.0, grammar=lark_grammar()))
+    out = backend.generate(GenerationRequest(messages=build_prompt("cafes in Bonn"),
+                                             max_new_tokens=48, temperature=0.0, grammar=lark_grammar())).texts
     assert make_candidates(out)[0].valid, out
     assert REAL_MODEL in backend.describe() and "adapter" in backend.describe()

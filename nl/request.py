@@ -1,0 +1,390 @@
+"""A request, read once: :func:`read_request` -> :class:`Request`, the one reading every consumer takes.
+
+``compile()`` reads each request once and hands the :class:`Request` to retrieval
+(``geoql.retrieval.prompt_context``, ``TagRetriever.search``), to every backend
+(``GenerationRequest.request``), to the checks (``unsupported_constants``) and to the
+confidence (``assess``). Nothing downstream reads the words again: what they need is a field
+here. The reading is rules and cue tables (``geoql.nl.frame``: every language; the English
+patterns of ``geoql.nl.english``; the words of ``geoql.nl.words``; the faithfulness evidence of
+``geoql.nl.support``), plus what a caller knows beyond them (:class:`Knowledge`): place names it
+learned, a :class:`Lexicon` of the tags feature phrases name, and :class:`Things` it knows by name.
+
+>>> r = read_request("benches within 100 m of a playground in Zurich")
+>>> r.language, r.what, r.place, r.around.radius_m, r.around.of
+('en', ('benches',), 'Zurich', 100.0, 'a playground')
+>>> r.features[0]
+Feature(text='benches', span=(0, 7), negated=False, tags=(), place=None)
+>>> r.words
+('benches', '100', 'playground', 'zurich')
+>>> r = read_request("Wie viele Apotheken gibt es im aktuellen Kartenausschnitt?")
+>>> r.language, r.in_view, sorted(r.output), r.what
+('de', True, ['count'], ('Apotheken',))
+>>> r = read_request("ID为7725447的用户在2019年2月11日编辑了哪些节点和路径？")
+>>> r.uids, r.dates, sorted(r.types)
+((7725447,), ('2019-02-11',), ['node', 'way'])
+>>> read_request("🏛️🏛️").language, read_request("").what
+('und', ())
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, Sequence
+
+from geoql.nl.cues import table
+from geoql.nl.english import EnglishReading, read_english, with_frame
+from geoql.nl.frame import MAX_CHARS, Frame, cue_language, read_frame
+from geoql.nl.support import Support, read_support
+from geoql.nl.text import SPACELESS_SCRIPTS, fold
+from geoql.nl.text import scripts as script_counts
+from geoql.nl.words import content_words, topic_words, word_stems
+
+# Roles of a place: the area of the whole request, the place of some features only ("cafes in
+# Bonn and bakeries in Cologne"), the centre of an around ("within 5 km of Munich central station").
+PLACE_ROLES = ("area", "feature", "centre")
+
+
+# ------------------------------------------------------------------ what a reader may be told
+
+@dataclass(frozen=True)
+class FeatureMatch:
+    """The shape of a lexicon's answer that the reading keeps (``Feature.tags``): where in the
+    feature's text it matched, the tags it stands for, how sure (0..1), the name that matched.
+    Any object with ``span``, ``tags`` and ``score`` will do (a feature lexicon's own matches)."""
+
+    span: tuple[int, int]
+    tags: tuple[str, ...]  # "amenity=fuel", "brand=Starbucks" ...
+    score: float
+    name: str = ""
+
+
+class Lexicon(Protocol):
+    """The seam for a multilingual feature and brand lexicon: the tags a feature phrase names
+    (``Feature.tags``, ``Request.brands``), best first; ``lookup(text, lang)`` as a feature
+    lexicon answers it."""
+
+    def lookup(self, text: str, lang: str) -> Sequence[FeatureMatch]: ...
+
+
+class Things(Protocol):
+    """Names of kinds of features: whether a phrase read as a place only by its position names one
+    instead (Chinese "公园的长椅": the benches of parks, while "北京的博物馆" is the museums of
+    Beijing), and whether an around's centre phrase does (``geoql.retrieval.TagRetriever.names``:
+    the tag index's names in the request's languages)."""
+
+    def names_a_thing(self, phrase: str, language: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """What a caller knows beyond the cue tables, for :func:`read_request`.
+
+    ``lexicon`` (:class:`Lexicon`) ties feature phrases to tags; ``things`` (:class:`Things`) tells
+    a thing from a place by its name; ``places``: folded place names -> spelling (the CPU
+    default's, learned from its training queries): a place written in lower case after "in"
+    counts when it is one of them ("castles in algeria").
+    """
+
+    lexicon: Lexicon | None = None
+    things: Things | None = None
+    places: Mapping[str, str] = field(default_factory=dict)
+
+
+NO_KNOWLEDGE = Knowledge()
+
+
+# ------------------------------------------------------------------ the parts of a request
+
+@dataclass(frozen=True)
+class Feature:
+    """A thing the request asks for (or, ``negated``, asks to be without), as written: "cafés",
+    "outdoor seating". ``span``: its characters in ``Request.text``; ``tags``: what the lexicon
+    ties to it (empty without one); ``place``: the index in ``Request.places`` of its own place,
+    when it has one ("cafes in Bonn and bakeries in Cologne")."""
+
+    text: str
+    span: tuple[int, int] | None = None
+    negated: bool = False
+    tags: tuple[FeatureMatch, ...] = ()
+    place: int | None = None
+
+
+@dataclass(frozen=True)
+class Place:
+    """A named place, as written ("Москве", "Rio de Janeiro"). ``role`` (:data:`PLACE_ROLES`):
+    ``area`` of the whole request, ``feature`` of some features only, ``centre`` of an around.
+    ``opening``: read only because it opens the request before a weak link ("北京的博物馆"),
+    so a thing may stand there too (see :class:`Things`)."""
+
+    name: str
+    span: tuple[int, int] | None = None
+    role: str = "area"
+    opening: bool = False
+
+
+@dataclass(frozen=True)
+class Around:
+    """"within 100 m of a playground": ``radius_m`` 100.0, ``of`` "a playground". ``centre``: what
+    the distance is measured from: ``features`` (things the centre phrase names: "a playground",
+    "schools"), ``place`` (a named place: "of Munich central station", "the Eiffel Tower"; its
+    name is ``place`` and it is one of ``Request.places``, role ``centre``), ``coords``
+    (``Request.coords``), or ``None`` (not named, or the reading cannot tell). ``of_request``: the
+    centre phrase read on its own (its tags are searched apart)."""
+
+    radius_m: float
+    of: str | None = None
+    centre: str | None = None
+    place: str | None = None
+    of_request: "Request | None" = field(default=None, repr=False)
+
+
+FILTER_KINDS = ("yes", "no", "absent", "compare", "name")
+
+
+@dataclass(frozen=True)
+class Filter:
+    """An attribute the elements must have, as the request words it (``kind``, :data:`FILTER_KINDS`):
+    "with wifi" (``yes``), "not private" (``no``), "without a name" (``absent``), "more than 10
+    floors" (``compare``: ``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``value`` "10", ``unit`` when one
+    follows), "whose name contains Pizza" (``name``: ``op`` ``contains`` / ``starts`` / ``ends`` /
+    ``equals``, ``value`` the name). ``text`` is the attribute's words ("wifi", "floors"), ``span``
+    where they stand, ``feature`` the index in ``Request.features`` of the phrase they were read
+    from (None: no phrase, "longer than 5 km")."""
+
+    kind: str
+    text: str
+    span: tuple[int, int] | None = None
+    op: str | None = None
+    value: str | None = None
+    unit: str | None = None
+    feature: int | None = None
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number of the request with its unit when one follows ("5 km", "300 m", "3 days")."""
+
+    value: float
+    text: str
+    span: tuple[int, int] | None = None
+    unit: str | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request, read once (see the module's docstring). Sequences are tuples, sets frozensets:
+    a reading is shared, never changed."""
+
+    nl: str  # the request as given
+    text: str  # NFKC, at most MAX_CHARS characters: what the spans index
+    language: str = "und"  # ISO 639 ("en", "de", "zh", "yue"...; "und": nothing tells)
+    script: str = "Common"  # the script of most letters ("Latin", "Han", "Cyrillic"...)
+    scripts: tuple[str, ...] = ()  # every script of its letters, most letters first
+    features: tuple[Feature, ...] = ()  # what it asks for, then what it asks to be without
+    filters: tuple[Filter, ...] = ()
+    brands: tuple[Feature, ...] = ()  # features that name a brand (the lexicon's: Feature.tags)
+    places: tuple[Place, ...] = ()
+    in_view: bool = False  # the map view ("in the current view", "im aktuellen Kartenausschnitt")
+    around: Around | None = None
+    bbox: tuple[float, float, float, float] | None = None  # south, west, north, east
+    coords: tuple[float, float] | None = None  # lat, lon
+    area_ids: tuple[int, ...] = ()  # Overpass area ids (3600000000 + a relation id)
+    ids: tuple[tuple[str, int], ...] = ()  # ("way", 613126639)
+    uids: tuple[int, ...] = ()
+    users: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()  # quoted names, and name-cased words after a name cue ("named Bart Smit")
+    quoted: tuple[str, ...] = ()  # every quoted span (names and tag keys alike)
+    types: frozenset[str] = frozenset()  # node / way / relation / area, only when named
+    output: frozenset[str] = frozenset()  # count / geom / center / csv / meta, only when asked
+    dates: tuple[str, ...] = ()  # ISO dates, both ends of a range
+    periods: tuple[str, ...] = ()  # turbo periods from relative time ("1 week")
+    since: bool = False  # a since-cue leads the date: it starts a period
+    numbers: tuple[Number, ...] = ()
+    words: tuple[str, ...] = ()  # content words, folded, in order (geoql.nl.words.content_words)
+    stems: frozenset[str] = frozenset()  # their crude stems, all of the request's (geoql.nl.words.word_stems)
+    topic_words: tuple[str, ...] = ()  # words that name OpenStreetMap data (nodes, a user, the view, a city)
+    support: Support | None = field(default=None, repr=False)  # evidence for a query's constants
+    # The English patterns alone, and with the cue tables' reading where they miss: what the
+    # CPU default's selector was trained on (geoql.nl.english).
+    english: EnglishReading = field(default_factory=EnglishReading, repr=False)
+    english_with_frame: EnglishReading = field(default_factory=EnglishReading, repr=False)
+
+    @property
+    def what(self) -> tuple[str, ...]:
+        """The features asked for, as written."""
+        return tuple(f.text for f in self.features if not f.negated)
+
+    @property
+    def things(self) -> tuple[Feature, ...]:
+        """The features asked for that are things, not attributes of them: "bars and pubs with outdoor
+        seating" -> bars, pubs (outdoor seating is a ``Filter``)."""
+        attributes = {f.feature for f in self.filters}
+        return tuple(f for k, f in enumerate(self.features) if not f.negated and k not in attributes)
+
+    @property
+    def negated(self) -> tuple[str, ...]:
+        """The phrases under a negation: what must not be there ("without Wikipedia tags", "без")."""
+        return tuple(f.text for f in self.features if f.negated)
+
+    @property
+    def place_names(self) -> tuple[str, ...]:
+        """The places the request is in (roles ``area`` and ``feature``), as written, in their order:
+        not the centre of an around, which is ``around.place``."""
+        return tuple(p.name for p in self.places if p.role != "centre")
+
+    @property
+    def place(self) -> str | None:
+        """The first place the request is in (:attr:`place_names`), or None."""
+        return next((p.name for p in self.places if p.role != "centre"), None)
+
+    @property
+    def opening_place(self) -> str | None:
+        """A place read only because it opens the request (:attr:`Place.opening`), or None."""
+        return next((p.name for p in self.places if p.opening), None)
+
+    @property
+    def about_places(self) -> bool:
+        """The reading found something only a map query asks for: a place, the map view, a
+        radius, coordinates, ids, element types, users or names."""
+        return bool(self.places or self.in_view or self.around or self.bbox or self.coords or self.area_ids
+                    or self.ids or self.types or self.uids or self.users or self.names)
+
+
+# ------------------------------------------------------------------ reading
+
+def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
+    """Read ``nl`` once into a :class:`Request`, with what ``knowledge`` adds to the cue tables.
+
+    Never raises: text that is empty, emoji, in a script without a cue table or not text at all
+    gives a Request with what could be read (at worst only ``nl``, ``language="und"``).
+    """
+    if not isinstance(nl, str):
+        nl = "" if nl is None else str(nl)
+    knowledge = knowledge or NO_KNOWLEDGE
+    lexicon, things = knowledge.lexicon, knowledge.things
+    frame = read_frame(nl)
+    text = frame_text(nl)
+    # A place read only by its position that the lexicon knows as a thing is the thing: "公园的长椅".
+    thing = frame.opening_place
+    if not (thing and things is not None and things.names_a_thing(thing, frame.language)):
+        thing = None
+    places = tuple(Place(name, frame.spans.get(name), opening=name == frame.opening_place)
+                   for name in frame.places if name != thing)
+    what = [thing, *frame.what] if thing else list(frame.what)
+    features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
+        tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
+    place = places[0].name if places else None
+    places, features = _feature_places(places, features)
+    filters = _filters(frame, features)
+    english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
+    merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
+                        output=frame.output, dates=frame.dates, types=frame.types)
+    around = None
+    if frame.around is not None:
+        of = frame.around.of
+        of_request = read_request(of, knowledge) if of else None
+        centre, centre_place = _centre(of, of_request, frame, things)
+        around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
+                        place=centre_place, of_request=of_request)
+        if centre_place is not None:
+            start = text.find(centre_place)
+            places += (Place(centre_place, (start, start + len(centre_place)) if start >= 0 else None, role="centre"),)
+    return Request(
+        nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
+        features=features, filters=filters, brands=_brands(features), places=places, in_view=frame.in_view,
+        around=around, bbox=frame.bbox, numbers=tuple(Number(*n) for n in frame.numbers),
+        coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
+        users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
+        output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
+        words=tuple(content_words(nl)), stems=word_stems(nl), topic_words=topic_words(nl), support=read_support(nl),
+        english=english, english_with_frame=merged)
+
+
+def frame_text(nl: str) -> str:
+    """The text a reading's spans index: NFKC, at most ``MAX_CHARS`` characters."""
+    return unicodedata.normalize("NFKC", nl)[:MAX_CHARS]
+
+
+def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
+    tags = tuple(lexicon.lookup(phrase, frame.language)) if lexicon is not None else ()
+    return Feature(phrase, frame.spans.get(phrase), negated=negated, tags=tags)
+
+
+def _filters(frame: Frame, features: tuple[Feature, ...]) -> tuple[Filter, ...]:
+    """The frame's attribute filters, each with the feature it was read from."""
+    index = {(f.text, f.negated): k for k, f in reversed(list(enumerate(features)))}
+    out = []
+    for kind, text, span, op, value, unit in frame.filters:
+        phrase = next((p for p, at in frame.spans.items() if at == span), None)
+        feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
+        out.append(Filter(kind, text, span, op, value, unit, feature))
+    return tuple(out)
+
+
+def _brands(features: tuple[Feature, ...]) -> tuple[Feature, ...]:
+    """The features the lexicon ties to a brand ("Starbucks": ``brand=Starbucks``); none without a lexicon."""
+    return tuple(f for f in features if any(t.startswith(("brand=", "brand:wikidata=")) for m in f.tags for t in m.tags))
+
+
+def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) -> tuple[tuple, tuple]:
+    """Places of their own features: "cafes in Bonn and bakeries in Cologne" reads two places, each
+    after its own features, so each is the place of those (role ``feature``, ``Feature.place``).
+    Places with no feature between them ("in Dendermonde, Belgium", "in Berlin and Hamburg") stay
+    the area of the whole request.
+
+    >>> ps, fs = _feature_places((Place("Bonn", (9, 13)), Place("Cologne", (30, 37))),
+    ...                          (Feature("cafes", (0, 5)), Feature("bakeries", (18, 26))))
+    >>> [(p.name, p.role) for p in ps], [(f.text, f.place) for f in fs]
+    ([('Bonn', 'feature'), ('Cologne', 'feature')], [('cafes', 0), ('bakeries', 1)])
+    """
+    located = sorted((p.span, i) for i, p in enumerate(places) if p.span is not None)
+    if len(located) < 2 or len(located) != len(places):
+        return places, features
+    things = [(f.span, k) for k, f in enumerate(features) if not f.negated and f.span]
+    # The things of each place lie between it and the place before ("cafes in Bonn and bakeries in
+    # Cologne"), or, where places come first ("波恩的咖啡馆和科隆的面包店"), between it and the next.
+    for bounds in ([(0 if n == 0 else located[n - 1][0][1], span[0]) for n, (span, _) in enumerate(located)],
+                   [(span[1], located[n + 1][0][0] if n + 1 < len(located) else None)
+                    for n, (span, _) in enumerate(located)]):
+        own = {k: i for (low, high), (_, i) in zip(bounds, located)
+               for span, k in things if low <= span[0] and (high is None or span[0] < high)}
+        # every place has things of its own, and every thing has a place: else the places narrow one area
+        if len(own) == len(things) and set(own.values()) == {i for _, i in located}:
+            return (tuple(dataclasses.replace(p, role="feature") for p in places),
+                    tuple(dataclasses.replace(f, place=own[k]) if k in own else f for k, f in enumerate(features)))
+    return places, features
+
+
+def _centre(of: str | None, of_request: "Request | None", frame: Frame,
+            things: Things | None) -> tuple[str | None, str | None]:
+    """(what an around is measured from, the named place when it is one): the centre phrase names a
+    place when its own reading finds one ("of the Eiffel Tower"), or, in a script with case, when
+    a word of it is written as a name ("of Munich central station"; German capitalises every noun,
+    so there after a definite article only: "um den Hauptbahnhof"); things otherwise ("of a
+    playground", "um einen Spielplatz", "of schools"). Names of things that know the phrase as a thing
+    says so first; in a script without case, without one, nothing tells.
+
+    >>> _centre("Munich central station", read_request("Munich central station"), read_frame("x"), None)
+    ('place', 'Munich central station')
+    >>> _centre("a playground", read_request("a playground"), read_frame("x"), None)
+    ('features', None)
+    """
+    if not of or of_request is None:
+        return None, None
+    if things is not None and things.names_a_thing(of, frame.language):
+        return "features", None
+    if of_request.place_names:
+        return "place", of_request.place
+    words = of.split()
+    articles = {fold(w) for w in table(cue_language(frame.language))["place"]["articles"]}
+    if of_request.script in SPACELESS_SCRIPTS or of_request.script == "Common":
+        return None, None
+    rest = words[1:] if words and fold(words[0]) in articles | {"the"} else words
+    named = [w for w in rest if w[:1].isupper()]
+    if frame.language == "de":
+        named = named if len(words) > len(rest) or len(named) >= 2 else []
+    if named and rest:
+        return "place", " ".join(rest)
+    return "features", None
