@@ -80,6 +80,9 @@ def _fit_ranker(args) -> int:
     retriever = TagRetriever.load(args.index_dir)
     ranker = fit_ranker(retriever, glossed=True, progress=True, **{name: value for name, value in given.items() if value is not None})
     out = write_ranker(ranker, retriever.index_dir)
+    from .build import write_manifest  # the build's imports: not for `geoql --help`
+
+    write_manifest(retriever.index_dir, retriever.manifest.data)  # the new ranker.json's SHA-256, or the index is refused
     info = ranker.meta["trained_on"]
     glossed = "" if ranker.glossed is None else \
         f"; glossed requests: {ranker.glossed.meta['trained_on']['copies']} code-switched copies"

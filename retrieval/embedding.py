@@ -28,6 +28,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from geoql.core import checksums
 from geoql.core.errors import GeoqlError
 from geoql.core.files import atomic_dir, write_atomic
 from geoql.core.paths import user_dir
@@ -119,33 +120,13 @@ def model_content_hash(model_dir: str | os.PathLike) -> str:
     """sha256 over the model directory's files (names and bytes), the key of its ONNX export.
 
     Hashing 90 MB costs a few hundred ms, so each file's digest is remembered in the user
-    cache against its size and modification time: a cold start only stats the files.
+    cache against its stamp (``geoql.core.checksums``): a cold start only stats the files.
     """
     model_dir = Path(model_dir).resolve()
-    memo_path = user_dir("cache", "encoders", "file-hashes.json")
-    try:
-        memo = json.loads(memo_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        memo = {}
+    files = _model_files(model_dir)
     total = hashlib.sha256()
-    changed = False
-    for path in _model_files(model_dir):
-        st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns]
-        entry = memo.get(str(path))
-        if not (isinstance(entry, dict) and entry.get("stat") == stamp):
-            digest = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-            entry = memo[str(path)] = {"stat": stamp, "sha256": digest.hexdigest()}
-            changed = True
-        total.update(path.relative_to(model_dir).as_posix().encode() + b"\0" + entry["sha256"].encode() + b"\n")
-    if changed:
-        try:
-            write_atomic(memo_path, json.dumps(memo, indent=0, sort_keys=True))
-        except OSError:  # a read-only cache only costs the hashing next time
-            pass
+    for path, digest in zip(files, checksums.file_digests(files)):
+        total.update(path.relative_to(model_dir).as_posix().encode() + b"\0" + digest.encode() + b"\n")
     return total.hexdigest()
 
 

