@@ -35,6 +35,7 @@ from geoql.retrieval.ranker import RANKER_FORMAT, RANKER_JSON
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 RANKER_FILE = SHIPPED_DIR / "ranker.json"
+BUILD_NOTES = ("index_built_at", "prebuilt")  # what a ranker's JSON says about the build it is in, not its weights
 VECTORS_META = "vectors.json"
 VECTOR_KINDS = ("english", "multilingual")
 VECTORS_FORMAT = 1
@@ -68,7 +69,7 @@ def ship_ranker(index_dir: Path, path: Path | None = None) -> Path:
     """Copy ``index_dir``'s fitted ranker into the package, keyed by the index's content."""
     index_dir = Path(index_dir)
     data = json.loads((index_dir / RANKER_JSON).read_text(encoding="utf-8"))
-    data = {k: v for k, v in data.items() if k not in ("index_built_at", "prebuilt")}
+    data = {k: v for k, v in data.items() if k not in BUILD_NOTES}
     data["index_key"] = content_key(index_dir)
     return write_atomic(Path(path or RANKER_FILE), json.dumps(data, indent=2) + "\n")
 

@@ -230,9 +230,11 @@ def test_a_damaged_index_is_rebuilt_never_answered_from(tmp_path, small_index_di
 
     monkeypatch.setattr(cpu_train, "build_index", build)
     backend = get_backend("cpu", model_dir=model_dir, index_dir=index)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the rebuilt index has another build time than the model's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         got = [backend.generate(_request(nl))[0] for nl in requests]
     assert got == want and built == [index]
+    # the index built again from the same sources is the same index to the model (another build time, same content)
+    assert not [w for w in caught if "not the one the CPU model was trained with" in str(w.message)]
     err = capsys.readouterr().err
     assert f"does not match its manifest ({A.EXAMPLES_E5}, {A.EXAMPLES_FAISS}" in err and "building the tag index" in err
