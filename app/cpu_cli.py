@@ -32,11 +32,12 @@ def register(subparsers) -> None:
                        help="processes that score the training requests (default: every usable core; same model)")
     train.set_defaults(handler=_train)
 
-    ship = sub.add_parser("ship", help="(maintainers) put a trained model's selector and its index's ranker into the "
-                                       "package: a fresh install with the same index takes them instead of training")
+    ship = sub.add_parser("ship", help="(maintainers) put a trained model's selector, its index's ranker and its texts' "
+                                       "vectors into the package: a fresh install with the same index takes them instead "
+                                       "of training and embedding")
     ship.add_argument("--model-dir", help="trained model directory (default: as for train)")
     ship.add_argument("--index-dir", help="the tag index it was trained with (default: $GEOQL_INDEX_DIR or the user data dir)")
-    ship.add_argument("--out", help="write the three files into this folder instead (default: the package's "
+    ship.add_argument("--out", help="write the files into this folder instead (default: the package's "
                                     "app/cpu/shipped/ and index/shipped/)")
     ship.set_defaults(handler=_ship)
 
@@ -85,7 +86,8 @@ def _ship(args: argparse.Namespace) -> int:
     from geoql.app.cpu.prebuilt import ship
 
     model = CpuModel.load(args.model_dir, args.index_dir)
-    where = {"folder": Path(args.out), "ranker_file": Path(args.out) / "ranker.json"} if args.out else {}
+    where = {"folder": Path(args.out), "ranker_file": Path(args.out) / "ranker.json",
+             "vectors_folder": Path(args.out)} if args.out else {}
     for path in ship(model, args.index_dir, **where):
         print(f"wrote {path}")
     return 0

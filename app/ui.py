@@ -33,7 +33,7 @@ import overpassql
 from geoql.app.backends import canonical_name
 from geoql.app.backends.cpu import QUICK_TRAINING, CpuBackend
 from geoql.app.compile import Compiler
-from geoql.app.cpu.model import MODEL_FILE, default_model_dir
+from geoql.app.cpu.model import MANIFEST as MODEL_MANIFEST, default_model_dir
 from geoql.app.explain import explain
 from geoql.app.geo import TABLE_HEADERS, element_rows, map_html
 from geoql.app.run import (ENDPOINTS, endpoint_url, export, make_client, mark_problems, run_query, syntax_problems,
@@ -527,7 +527,7 @@ class DemoService:
         if not isinstance(backend, CpuBackend):
             return []
         model_dir = backend.model_dir or default_model_dir()
-        if (Path(model_dir) / MODEL_FILE).is_file():
+        if (Path(model_dir) / MODEL_MANIFEST).is_file():
             return []
         found = []
         cfg = self.config

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import shutil
 import statistics
 import sys
@@ -29,11 +28,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench_cold_start import _measured  # noqa: E402 (the child's wall, CPU with its workers, peak RSS)
-from geoql.app.cpu.model import CpuModel  # noqa: E402
+from geoql.app.cpu.model import SELECTOR_NPZ  # noqa: E402
 
 
 def _selector_bytes(model_dir: Path) -> bytes:
-    return pickle.dumps(CpuModel._load_pickle(model_dir).selector)
+    """The saved trees' arrays, name by name (the .npz's own bytes carry the time it was written)."""
+    import numpy as np
+
+    with np.load(model_dir / SELECTOR_NPZ, allow_pickle=False) as arrays:
+        return b"".join(name.encode() + arrays[name].tobytes() for name in sorted(arrays.files))
 
 
 def main(argv: list[str] | None = None) -> int:

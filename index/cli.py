@@ -29,10 +29,17 @@ def register(subparsers) -> None:
     build.add_argument("--debian-mirror", type=str, default=None, help="Debian mirror for the dictionaries")
     build.add_argument("--reuse-embeddings", type=str, default=None, metavar="INDEX_DIR",
                        help="take the vectors of texts an earlier index (same model) already embedded")
+    build.add_argument("--compute-vectors", action="store_true",
+                       help="compute every vector even where GeoQL ships it for the same text and model (the same vectors, "
+                            "minutes more)")
     build.add_argument("--fit-ranker", action="store_true",
                        help="fit the tag ranker even where the one shipped with GeoQL fits the index (same ranker, ~11 min more)")
     build.add_argument("--train-limit", type=int, default=None, help=argparse.SUPPRESS)
     build.set_defaults(handler=_build)
+    verify = sub.add_parser("verify", help="hash every file of the index and compare with its manifest (a load only "
+                                           "rehashes files whose size, times or inode changed)")
+    verify.add_argument("--index-dir", type=str, default=None, help="index directory (default: the default index)")
+    verify.set_defaults(handler=_verify)
     fit = sub.add_parser("fit-ranker", help="fit the learned tag ranker (ranker.json) on the index's training requests and their glossed code-switched copies")
     fit.add_argument("--index-dir", type=str, default=None, help="index directory (default: the default index)")
     fit.add_argument("--every", type=int, default=None,
@@ -51,7 +58,7 @@ def _build(args) -> int:
 
     options = {"out_dir": args.out, "data_dir": args.data_dir, "cache_dir": args.cache_dir, "taginfo": not args.no_taginfo,
                "train_limit": args.train_limit, "reuse_embeddings": args.reuse_embeddings,
-               "prebuilt_ranker": not args.fit_ranker}
+               "prebuilt_ranker": not args.fit_ranker, "prebuilt_vectors": not args.compute_vectors}
     if args.registry:
         options["registry"] = args.registry
     if args.model:
@@ -74,12 +81,25 @@ def _build(args) -> int:
     return 0
 
 
+def _verify(args) -> int:
+    from geoql.retrieval import artifacts as A
+
+    manifest = A.load_manifest(args.index_dir)  # raises IndexMissingError (one line, exit 2) on any mismatch
+    path = manifest.path.parent
+    A.check_files(path, manifest.data, remembered=False)
+    print(f"{path}: all {len(manifest.data[A.FILES])} files match their SHA-256")
+    return 0
+
+
 def _fit_ranker(args) -> int:
     # Unset options keep fit_ranker's defaults, so the defaults live in one place.
     given = {"every": args.every, "c": args.c, "c2": args.c2, "rerank": args.rerank}
     retriever = TagRetriever.load(args.index_dir)
     ranker = fit_ranker(retriever, glossed=True, progress=True, **{name: value for name, value in given.items() if value is not None})
     out = write_ranker(ranker, retriever.index_dir)
+    from .build import write_manifest  # the build's imports: not for `geoql --help`
+
+    write_manifest(retriever.index_dir, retriever.manifest.data)  # the new ranker.json's SHA-256, or the index is refused
     info = ranker.meta["trained_on"]
     glossed = "" if ranker.glossed is None else \
         f"; glossed requests: {ranker.glossed.meta['trained_on']['copies']} code-switched copies"

@@ -47,6 +47,9 @@ class IndexConfig:
     prebuilt_ranker: bool = field(default=True, metadata={
         "help": "take the ranker shipped with GeoQL when the index's documents are the ones it was fitted on "
                 "(index.prebuilt: the same ranker, ~11 min less); False fits it anyway"})
+    prebuilt_vectors: bool = field(default=True, metadata={
+        "help": "take the vectors GeoQL ships for texts it has them for, where they were made with the same model "
+                "(index.prebuilt: the same vectors, the build's two longest steps skipped); False computes every one"})
     reuse_embeddings: Path | None = field(default=None, metadata={"help": "an earlier index built with the same embedding model: "
                                           "texts it embedded keep their vectors (a rebuild after a tokenizer or translation change "
                                           "skips the embedding step)"})

@@ -2,7 +2,10 @@
 
 ``index/`` writes these files; ``retrieval/`` only reads them. A directory is
 usable when its ``manifest.json`` exists, carries the current
-``FORMAT_VERSION`` and ``TOKENIZER_VERSION``, and every listed file is there.
+``FORMAT_VERSION`` and ``TOKENIZER_VERSION``, lists every file of the directory with
+its SHA-256 (``files``), and every file matches (``geoql.core.checksums``: stat-remembered
+digests, so a cold start does not hash 150 MB). A damaged, edited, missing or unlisted
+file is an :class:`IndexMissingError` that names the rebuild, never a different answer.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from geoql.core import checksums
 from geoql.core.errors import GeoqlError
+from geoql.core.files import remove_dead_staging
 from geoql.core.paths import user_dir
 
 from .text import TOKENIZER_VERSION
@@ -25,6 +30,7 @@ TRAIN_SOURCE = "overpassnl-train"  # a tag document's source name for tags that 
 SCHEMA_SOURCE = "id-tagging-schema"  # ... and its prefix for id-tagging-schema ("id-tagging-schema@7.2.0", "...:deprecated")
 
 MANIFEST = "manifest.json"
+FILES = "files"  # the manifest's {relative path: SHA-256} of every other file of the index
 TAGS_JSONL = "tags.jsonl"
 TAG_SURFACES_JSONL = "tag_surfaces.jsonl"
 TAG_SURFACES_FAISS = "tag_surfaces.faiss"
@@ -109,7 +115,27 @@ def load_manifest(index_dir: str | os.PathLike | None = None) -> Manifest:
     missing = [name for name in REQUIRED_FILES if not (path / name).exists()]
     if missing:
         raise IndexMissingError(f"the index at {path} is incomplete (missing {', '.join(missing)}); {_build_hint(path)}")
+    check_files(path, data)
+    remove_dead_staging(path)  # what killed builds of this index left beside it (up to 150 MB each)
     return Manifest(manifest_path, data)
+
+
+def check_files(path: Path, data: dict, *, remembered: bool = True) -> None:
+    """Raise :class:`IndexMissingError` unless every file of the index at ``path`` is listed in its
+    manifest ``data`` with the SHA-256 it has now (``remembered=False``: hash every file, trust no memo)."""
+    listed = data.get(FILES)
+    if not (isinstance(listed, dict) and listed and all(isinstance(v, str) for v in listed.values())):
+        raise IndexMissingError(f"the index at {path} was built by an older GeoQL that did not record its files' "
+                                f"SHA-256, so damage could not be told; {_build_hint(path)} to rebuild it")
+    if not checksums.is_sealed(data):
+        raise IndexMissingError(f"{path / MANIFEST} does not match its own checksum (damaged or edited since the "
+                                f"build); {_build_hint(path)} to rebuild it")
+    unlisted = [n for n in checksums.folder_files(path, skip=(MANIFEST,)) if n not in listed]
+    bad = checksums.mismatches(path, listed, remembered=remembered) + unlisted
+    if bad:
+        shown = ", ".join(bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+        raise IndexMissingError(f"the index at {path} does not match its manifest ({shown}: damaged, changed or "
+                                f"added since it was built); {_build_hint(path)} to rebuild it")
 
 
 def read_faiss(path: Path):
@@ -123,7 +149,11 @@ def read_faiss(path: Path):
             return faiss.read_index(str(path), flag)
         except RuntimeError:  # an index type that cannot be mapped: read it whole (a damaged file fails there too)
             pass
-    return faiss.read_index(str(path))
+    try:
+        return faiss.read_index(str(path))
+    except RuntimeError as exc:  # FAISS's own words ("read error ... ret == (1)") say nothing of the fix
+        why = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise IndexMissingError(f"{path} is not a readable FAISS index ({why}); {_build_hint(path.parent)} to rebuild it") from None
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -159,7 +189,7 @@ def content_key(index_dir: str | os.PathLike | None = None) -> str:
         "train": sources.get(TRAIN_SOURCE, {}).get("sha256"), "glossaries": glossaries,
         "multilingual": multilingual.get("model") if multilingual.get("status") == "ok" else None,
     }, sort_keys=True).encode())
-    for name in (TAGS_JSONL, TAG_SURFACES_JSONL, EXAMPLES_JSONL):
-        with open(path / name, "rb") as f:
-            digest.update(hashlib.file_digest(f, "sha256").digest())
+    # the files' digests as loading checks them (remembered by stamp: a stat, not 20 MB of hashing, per call)
+    for sha in checksums.file_digests([path / name for name in (TAGS_JSONL, TAG_SURFACES_JSONL, EXAMPLES_JSONL)]):
+        digest.update(bytes.fromhex(sha))
     return digest.hexdigest()

@@ -17,8 +17,9 @@ numpy alone:
   the query's column order, as scipy's ``csr_matmat`` does.
 
 tests/retrieval/test_char_tfidf.py checks that vocabularies, weights and scores are
-bit-identical to scikit-learn's. A vectorizer pickled by scikit-learn converts with
-:meth:`CharTfidf.from_sklearn_state` (the state dicts only: scikit-learn is not imported).
+bit-identical to scikit-learn's. A fitted vectorizer is saved as plain arrays
+(:meth:`CharTfidf.to_arrays`, read with ``allow_pickle=False``): the CPU default's neighbours
+and the example retriever's cache.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import io
 import json
 import re
 import sys
+import zipfile
 from dataclasses import dataclass
 
 
+from geoql.core.arrays import texts_from_arrays, texts_to_arrays
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 
@@ -74,14 +77,6 @@ class Csr:
     indices: np.ndarray
     indptr: np.ndarray
     shape: tuple[int, int]
-
-    @classmethod
-    def from_scipy_state(cls, state: dict) -> "Csr":
-        """From the ``__dict__`` of a pickled scipy ``csr_matrix``/``csr_array``."""
-        import numpy as np
-
-        shape = tuple(int(s) for s in state["_shape"])
-        return cls(np.asarray(state["data"]), np.asarray(state["indices"]), np.asarray(state["indptr"]), shape)
 
     def __matmul__(self, other: "Csr") -> "Dense":
         """``self @ other`` as dense rows, summed like scipy's ``csr_matmat``: per row, the products
@@ -185,30 +180,6 @@ class CharTfidf:
         self.vocabulary_: dict[str, int] = {}
         self.idf_: np.ndarray | None = None
 
-    # -- scikit-learn's pickles ------------------------------------------------
-
-    SUPPORTED = {"analyzer": "char_wb", "input": "content", "strip_accents": None, "preprocessor": None,
-                 "tokenizer": None, "binary": False, "norm": "l2", "use_idf": True, "smooth_idf": True}
-
-    @classmethod
-    def from_sklearn_state(cls, state: dict, tfidf_state: dict) -> "CharTfidf":
-        """From the state dicts of a pickled ``TfidfVectorizer`` and its ``_tfidf`` transformer;
-        ``ValueError`` for settings this class does not reproduce."""
-        import numpy as np
-
-        for key, want in cls.SUPPORTED.items():
-            got = state.get(key, tfidf_state.get(key))
-            if got != want:
-                raise ValueError(f"TfidfVectorizer {key}={got!r} is not supported (only {want!r})")
-        if tfidf_state.get("sublinear_tf", False) != state.get("sublinear_tf", False):
-            raise ValueError("the vectorizer and its transformer disagree on sublinear_tf")
-        out = cls(tuple(state["ngram_range"]), sublinear_tf=state.get("sublinear_tf", False),
-                  min_df=state.get("min_df", 1) if isinstance(state.get("min_df", 1), int) else 1,
-                  lowercase=state.get("lowercase", True), dtype=state.get("dtype", np.float64))
-        out.vocabulary_ = dict(state["vocabulary_"])
-        out.idf_ = np.asarray(tfidf_state["idf_"])
-        return out
-
     # -- fitting and transforming ------------------------------------------------
 
     def _counts(self, texts: list[str], vocabulary: dict[str, int], grow: bool) -> Csr:
@@ -285,28 +256,76 @@ class CharTfidf:
                                             self.dtype.str, texts], ensure_ascii=False).encode("utf-8")).hexdigest()
         path = user_dir("cache", "char-tfidf", f"{digest}.npz")
         if cache and path.is_file():
-            try:
+            try:  # a .npz is a zip: a damaged member fails its CRC-32 here and is fitted again
                 with np.load(path, allow_pickle=False) as saved:
-                    terms = saved["terms"].tolist()
-                    idf = saved["idf"]
-                    columns = Csr(saved["data"], saved["indices"], saved["indptr"], tuple(int(n) for n in saved["shape"]))
-                if len(terms) == len(idf) == columns.shape[0] and idf.dtype == self.dtype:
-                    self.vocabulary_ = {term: i for i, term in enumerate(terms)}
-                    self.idf_ = idf
+                    fitted, columns = CharTfidf.from_arrays(saved)
+                if fitted.settings() == self.settings() and columns.shape[1] == len(texts):
+                    self.vocabulary_, self.idf_ = fitted.vocabulary_, fitted.idf_
                     return columns
-            except (OSError, ValueError, KeyError):  # a damaged file is fitted again
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
                 pass
         columns = self.fit_transform(texts).transpose()
-        if cache and not any("\0" in term for term in self.vocabulary_):  # numpy strips trailing NULs
-            terms = sorted(self.vocabulary_, key=self.vocabulary_.__getitem__)
+        if cache:
             buffer = io.BytesIO()
-            np.savez(buffer, terms=np.array(terms, dtype=str), idf=self.idf_, data=columns.data, indices=columns.indices,
-                     indptr=columns.indptr, shape=np.array(columns.shape))
+            np.savez(buffer, **self.to_arrays(columns))
             try:
                 write_atomic(path, buffer.getvalue())
             except OSError:  # a read-only cache only costs the fit next time
                 pass
         return columns
+
+    def settings(self) -> dict:
+        """What the vectorizer was made with (beside its vocabulary and idf)."""
+        return {"ngram_range": list(self.ngram_range), "sublinear_tf": self.sublinear_tf, "min_df": self.min_df,
+                "lowercase": self.lowercase, "dtype": self.dtype.str}
+
+    def to_arrays(self, columns: Csr) -> dict:
+        """The fitted vectorizer and its (features x texts) matrix as plain arrays, for ``np.savez`` (read
+        back with ``allow_pickle=False`` by :meth:`from_arrays`). The vocabulary is stored as its terms'
+        UTF-8 joined, with each term's end (``geoql.core.arrays``): exact for any text."""
+        import numpy as np
+
+        if self.idf_ is None:
+            raise ValueError("the vectorizer is not fitted")
+        terms = sorted(self.vocabulary_, key=self.vocabulary_.__getitem__)
+        settings = self.settings()
+        return {
+            **texts_to_arrays(terms, "terms"),
+            "idf": self.idf_, "data": columns.data, "indices": columns.indices, "indptr": columns.indptr,
+            "shape": np.array(columns.shape, dtype=np.int64),
+            "ngram_range": np.array(settings["ngram_range"], dtype=np.int64),
+            "flags": np.array([self.sublinear_tf, self.lowercase], dtype=bool),
+            "min_df": np.array([self.min_df], dtype=np.int64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays) -> tuple["CharTfidf", Csr]:
+        """The inverse of :meth:`to_arrays`: ``(vectorizer, columns)``; ``ValueError`` when the arrays do not
+        make one (a missing array, sizes that disagree, indices outside the matrix)."""
+        import numpy as np
+
+        try:
+            terms = texts_from_arrays(arrays["terms_utf8"], arrays["terms_end"])
+            idf = np.asarray(arrays["idf"])
+            sublinear, lowercase = (bool(x) for x in arrays["flags"])
+            out = cls(tuple(int(n) for n in arrays["ngram_range"]), sublinear_tf=sublinear,
+                      min_df=int(arrays["min_df"][0]), lowercase=lowercase, dtype=idf.dtype)
+            shape = tuple(int(n) for n in arrays["shape"])
+            columns = Csr(np.asarray(arrays["data"]), np.asarray(arrays["indices"]), np.asarray(arrays["indptr"]), shape)
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(f"not a fitted character TF-IDF ({type(exc).__name__}: {exc})") from None
+        indptr, indices = columns.indptr, columns.indices
+        fits = (len(shape) == 2 and idf.ndim == 1 and len(idf) == len(terms) == shape[0]
+                and len(indptr) == shape[0] + 1 and int(indptr[0]) == 0 and not (np.diff(indptr) < 0).any()
+                and int(indptr[-1]) == len(columns.data) == len(indices) and columns.data.dtype == idf.dtype
+                and (not len(indices) or (int(indices.min()) >= 0 and int(indices.max()) < shape[1])))
+        if not fits:
+            raise ValueError("the character TF-IDF arrays disagree in size or point outside the matrix")
+        out.vocabulary_ = {term: i for i, term in enumerate(terms)}
+        if len(out.vocabulary_) != len(terms):
+            raise ValueError("the character TF-IDF vocabulary repeats a term")
+        out.idf_ = idf
+        return out, columns
 
     def transform(self, texts: list[str]) -> Csr:
         """TF-IDF rows of ``texts`` over the fitted vocabulary (unknown n-grams ignored)."""

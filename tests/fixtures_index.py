@@ -144,4 +144,14 @@ def glossed_index_dir(small_index_dir, tmp_path_factory) -> Path:
     # Russian: dictionary forms only, as FreeDict's WikDict edition has them; pymorphy3 finds them
     write_glossary(out / A.glossary_file("ru"), "ru", {"медовик": "beekeeper", "детский": "children"}, {},
                    lemmatizer="pymorphy3")
+    reseal(out)
     return out
+
+
+def reseal(index_dir: Path) -> Path:
+    """List the files of an index a test has changed in its manifest, as a writer of the index does
+    (``index.build.write_manifest``), or loading it refuses the changed files."""
+    from geoql.index.build import write_manifest
+    from geoql.retrieval import artifacts as A
+
+    return write_manifest(index_dir, json.loads((index_dir / A.MANIFEST).read_text(encoding="utf-8")))

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from geoql.app.backends.base import Backend, BackendError, Evidence, Generation, GenerationRequest
-from geoql.app.cpu.model import CpuConfig, CpuModel, ModelMissingError, default_model_dir
+from geoql.app.cpu.model import CpuConfig, CpuModel, ModelMissingError, check_model_dir, default_model_dir
 from geoql.app.cpu.prebuilt import shipped_model
-from geoql.core.files import check_writable_dir
+from geoql.core.errors import ConfigError
 from geoql.eval import dataset as eval_dataset
 from geoql.nl.request import Knowledge, Request
 from geoql.retrieval import RetrievedExample
@@ -141,7 +141,7 @@ class CpuBackend(Backend):
 
         try:
             examples = eval_dataset.load_split("train", self.data_dir)  # without the dataset neither index nor model can be built: say so first
-            check_writable_dir(target)  # nor is the index worth minutes when the model cannot be saved
+            check_model_dir(target)  # nor is the index worth minutes when the model cannot be saved
             if ensure_index(self.index_dir, self.data_dir):
                 try:  # a model that only lacked its index needs no retraining
                     return CpuModel.load(target, self.index_dir)
@@ -165,7 +165,7 @@ class CpuBackend(Backend):
                                                    name="geoql-cpu-full-model", daemon=True)
             self._full_training.start()
             return quick
-        except (eval_dataset.DatasetError, OSError) as exc:  # no dataset; a model directory that cannot be written
+        except (eval_dataset.DatasetError, OSError, ConfigError) as exc:  # no dataset; a model directory that cannot be written
             why = f"cannot train the CPU model: {exc}"
             self._training_failed = (time.monotonic(), why)
             raise BackendError(why) from None

@@ -28,10 +28,10 @@ def run_ablation(split: str = "dev", *, model_dir=None, data_dir=None, limit: in
     golds = [e.query for e in examples]
     rows = []
     for name, step in STEPS:
-        trained = model.config  # everything but the step's switches as the model was trained (getattr: older models)
+        trained = model.config  # everything but the step's switches as the model was trained
         config = CpuConfig(k=trained.k, edits=step.edits, select=step.select, partial=trained.partial,
-                           fix_place=getattr(trained, "fix_place", False), add_tags=getattr(trained, "add_tags", False),
-                           drop_tags=getattr(trained, "drop_tags", False), tag_hints=getattr(trained, "tag_hints", False))
+                           fix_place=trained.fix_place, add_tags=trained.add_tags,
+                           drop_tags=trained.drop_tags, tag_hints=trained.tag_hints)
         preds = [model.compile(e.nl, config=config)[0] for e in tqdm(examples, desc=name, disable=not progress)]
         rows.append((name, corpus(preds, golds)))
     return rows

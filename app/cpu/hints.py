@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 
 from geoql.eval.metrics import same_query_key
 from geoql.nl.request import Request
+from geoql.index.prebuilt import BUILD_NOTES
 from geoql.retrieval import TagRetriever
+from geoql.retrieval.artifacts import content_key
 from geoql.retrieval.gold import is_free_text_key
 
 # The ranker's probability above which a hinted tag counts as wanted by the request.
 WANTED = 0.5
+
 
 
 @dataclass
@@ -41,12 +44,14 @@ class TagHints:
 
     @property
     def fingerprint(self) -> str:
-        """Which index made the hints: a model trained on one index should be used with the same."""
-        data = self.retriever.manifest.data
+        """Which index made the hints: a model trained on one index should be used with the same. By content
+        (``retrieval.artifacts.content_key``, and the ranker's weights), not by build time: an index built again
+        from the same sources (after a damaged file, on another day) is the same index to the model."""
         ranker = "no"
-        if self.retriever.ranker is not None:  # `geoql index fit-ranker` changes the hints without a new build time
-            ranker = hashlib.sha256(json.dumps(self.retriever.ranker.to_json(), sort_keys=True).encode()).hexdigest()[:12]
-        return f"{data.get('built_at', '?')}|ranker={ranker}"
+        if self.retriever.ranker is not None:  # `geoql index fit-ranker` changes the hints, not the documents
+            weights = {k: v for k, v in self.retriever.ranker.to_json().items() if k not in BUILD_NOTES}
+            ranker = hashlib.sha256(json.dumps(weights, sort_keys=True).encode()).hexdigest()[:12]
+        return f"{content_key(self.retriever.index_dir)[:16]}|ranker={ranker}"
 
     def hits(self, request: Request | str, exclude=()) -> list:
         """The retriever's ``TagHit`` list for a request, best first (shown as ``compile()``'s tags)."""

@@ -102,16 +102,16 @@ class TagLexicon:
 
     def idf(self, word: str) -> float:
         """Rarity of a request word in the training requests (unseen words count as rarest)."""
-        return getattr(self, "word_idf", {}).get(word, self._idf_ceiling)
+        return self.word_idf.get(word, self._idf_ceiling)
 
     @cached_property
     def _idf_ceiling(self) -> float:
         # Computed once: recomputed per call it scanned every word and was a third of a request's time.
-        return max(getattr(self, "word_idf", {}).values(), default=1.0)
+        return max(self.word_idf.values(), default=1.0)
 
     def main_share(self, key: str) -> float:
         """How often ``key`` is the first tag filter of a statement (1.0 for unseen keys)."""
-        return getattr(self, "key_main", {}).get(key, 1.0)
+        return self.key_main.get(key, 1.0)
 
     def support(self, words: set[str], tag: str) -> float:
         """How strongly the request words call for ``tag`` (0..1)."""

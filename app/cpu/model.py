@@ -1,13 +1,24 @@
 """The trained CPU compiler: neighbours + lexicon + place aliases + selection model.
 
-Saved as one pickle plus a ``manifest.json`` under :func:`default_model_dir`;
-``geoql cpu train`` (``app.cpu.train``) makes it from the training split.
+``geoql cpu train`` (``app.cpu.train``) makes it from the training split, or ``app.cpu.prebuilt``
+from the selector GeoQL ships. Saved under :func:`default_model_dir` as data, never as a pickle
+(loading a pickle runs whatever code it holds):
+
+- ``model.json``: the training pairs, the lexicon, place aliases and frame neighbours;
+- ``neighbours.npz``: the character TF-IDF vocabulary, idf and matrix (``retrieval.char_tfidf``);
+- ``selector.npz``: the selector's trees (``app.cpu.lite.TreeEnsemble``);
+- ``manifest.json``: the settings (config, feature names) and each file's SHA-256, sealed by its own
+  (``geoql.core.checksums``).
+
+Loading checks every digest first and reads the arrays with ``allow_pickle=False``: a damaged or
+edited file is a :class:`ModelMissingError` naming the fix (the CPU backend then prepares the model
+again), never a different answer. A ``model.pkl`` of an older GeoQL is refused, not unpickled.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import pickle
 import re
 import warnings
 from collections import Counter, defaultdict
@@ -23,22 +34,28 @@ from geoql.app.cpu.faithful import LEVELS, guard_pool, level_kinds, place_aliase
 from geoql.app.cpu.features import FEATURE_NAMES, pool_features
 from geoql.app.cpu.hints import TagHints, hint_scores
 from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon, tag_names
-from geoql.app.cpu.lite import TreeEnsemble, read_model
+from geoql.app.cpu.lite import TreeEnsemble
 from geoql.app.cpu.neighbours import CharTfidfNeighbours, FrameNeighbours, Neighbour, similarities
 from geoql.app.cpu.request import known_places, view
+from geoql.core import checksums
 from geoql.core.errors import ConfigError, GeoqlError
+from geoql.core.files import atomic_dir, check_writable_dir, write_atomic
+from geoql.core.paths import user_dir
 from geoql.nl.english import extract_area
 from geoql.nl.request import Knowledge, Request, read_request
 from geoql.nl.text import main_script
-from geoql.core.files import write_atomic
-from geoql.core.paths import user_dir
 from geoql.retrieval import IndexMissingError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: model.pkl (a pickle; refused since)
+DIR_VERSION = 1  # the folder's name (cpu-default/v1): a new format replaces the old model in place
 ENV_VAR = "GEOQL_CPU_MODEL_DIR"
 TRAIN_COMMAND = "geoql cpu train"
-MODEL_FILE = "model.pkl"
 MANIFEST = "manifest.json"
+MODEL_JSON = "model.json"
+NEIGHBOURS_NPZ = "neighbours.npz"
+SELECTOR_NPZ = "selector.npz"
+OLD_PICKLE = "model.pkl"  # format 1
+MODEL_FILES = (MANIFEST, MODEL_JSON, NEIGHBOURS_NPZ, SELECTOR_NPZ, OLD_PICKLE)  # what a model directory may hold
 # Used when nothing in the training data fits at all (no neighbour parses).
 _REQUEST_COUNT = FEATURE_NAMES.index("request_count")
 _QUERY_COUNT = FEATURE_NAMES.index("query_count")
@@ -53,35 +70,18 @@ class ModelMissingError(GeoqlError):
 
 def default_model_dir() -> Path:
     """``$GEOQL_CPU_MODEL_DIR`` if set, else a versioned folder in the user data directory."""
-    return user_dir("data", "cpu-default", f"v{FORMAT_VERSION}", env=ENV_VAR)
+    return user_dir("data", "cpu-default", f"v{DIR_VERSION}", env=ENV_VAR)
 
 
-# Models pickled before the packages were installed under ``geoql`` name their classes
-# ``app.cpu.model.CpuModel``; (module, class) pairs renamed since then map here.
-_OLD_PACKAGES = ("app", "retrieval", "eval", "index", "training")
-_RENAMED = {("geoql.app.cpu.train", "TrainConfig"): ("geoql.app.cpu.train", "CpuTrainConfig")}
-
-
-def current_name(module: str, name: str) -> tuple[str, str]:
-    """Where a class that a saved model names lives now.
-
-    >>> current_name("app.cpu.model", "CpuModel")
-    ('geoql.app.cpu.model', 'CpuModel')
-    >>> current_name("app.cpu.train", "TrainConfig")
-    ('geoql.app.cpu.train', 'CpuTrainConfig')
-    >>> current_name("sklearn.ensemble._hist_gradient_boosting.gradient_boosting", "HistGradientBoostingRegressor")[0]
-    'sklearn.ensemble._hist_gradient_boosting.gradient_boosting'
-    """
-    if module.split(".", 1)[0] in _OLD_PACKAGES:
-        module = f"geoql.{module}"
-    return _RENAMED.get((module, name), (module, name))
-
-
-class _ModelUnpickler(pickle.Unpickler):
-    """Reads models saved by earlier versions, whose classes had other module names."""
-
-    def find_class(self, module: str, name: str):
-        return super().find_class(*current_name(module, name))
+def check_model_dir(model_dir: Path) -> None:
+    """Fail now, not after minutes of training, when ``model_dir`` cannot take a model: it is not writable,
+    or it holds files of something else, which saving (a whole new directory swapped in) would remove."""
+    check_writable_dir(model_dir)
+    if Path(model_dir).is_dir():
+        foreign = sorted(p.name for p in Path(model_dir).iterdir() if p.name not in MODEL_FILES and not p.name.startswith("."))
+        if foreign:
+            raise ConfigError(f"{model_dir} holds files that are no part of a GeoQL CPU model ({', '.join(foreign[:3])}"
+                              f"{', ...' if len(foreign) > 3 else ''}): choose an empty or new directory for the model")
 
 
 @dataclass
@@ -140,13 +140,12 @@ class CpuConfig:
 
     @property
     def extra_edits(self) -> tuple[str, ...]:
-        # getattr: a model pickled before these options existed has neither.
-        names = tuple(n for n in ("add_tags", "drop_tags") if getattr(self, n, False))
-        return names + (("hint_tags",) if getattr(self, "tag_hints", False) else ())
+        names = tuple(n for n in ("add_tags", "drop_tags") if getattr(self, n))
+        return names + (("hint_tags",) if self.tag_hints else ())
 
     @property
     def faithful_kinds(self) -> tuple[str, ...]:
-        return level_kinds(getattr(self, "faithful", "all"))  # a model pickled before the option: all
+        return level_kinds(self.faithful)
 
 
 def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2,
@@ -157,8 +156,6 @@ def learn_aliases(nls: list[str], queries: list[str], *, min_count: int = 2,
     ...     ['{{geocodeArea:"Deutschland"}}->.a;', '{{geocodeArea:"Deutschland"}}->.a;', '{{geocodeArea:"Bonn"}}->.a;'])
     {'Germany': 'Deutschland'}
     """
-    import re
-
     pattern = re.compile(r"\{\{(?:geocodeArea|nominatimArea):\s*\"?(.*?)\"?\s*\}\}")
     seen: dict[str, Counter] = defaultdict(Counter)
     for nl, query in zip(nls, queries):
@@ -194,7 +191,7 @@ class CpuModel:
     neighbours: CharTfidfNeighbours
     lexicon: TagLexicon
     aliases: dict[str, str]
-    selector: object | None = None  # a fitted scikit-learn regressor over FEATURE_NAMES
+    selector: object | None = None  # a TreeEnsemble over feature_names (app.cpu.lite); None: nearest neighbour
     feature_names: tuple[str, ...] = FEATURE_NAMES
     config: CpuConfig = field(default_factory=CpuConfig)
     stats: dict = field(default_factory=dict)
@@ -230,8 +227,8 @@ class CpuModel:
         )
 
     def place_spellings(self) -> dict:
-        """:attr:`faith_aliases`, learned from the model's own training pairs when an older pickle lacks them."""
-        if getattr(self, "faith_aliases", None) is None:
+        """:attr:`faith_aliases`, learned from the model's own training pairs when it was made without them."""
+        if self.faith_aliases is None:
             self.faith_aliases = place_aliases(self.train_nls, self.train_queries, self.aliases)
         return self.faith_aliases
 
@@ -247,7 +244,7 @@ class CpuModel:
         its training queries (``places``: another set's, in training), and with the index its tag names
         (a request's opening word is no place when it names a tag: "公园的长椅", park benches)."""
         return Knowledge(things=self.hints.retriever.names if self.hints is not None else None,
-                         places=(getattr(self, "places", None) or {}) if places is None else places)
+                         places=(self.places or {}) if places is None else places)
 
     def read(self, nl: str) -> Request:
         """``nl`` read with what the model knows (:meth:`knowledge`): the request ``compile`` takes."""
@@ -269,7 +266,7 @@ class CpuModel:
         """The request's nearest training requests and, when the model uses the index, its tag hits."""
         config = config or self.config
         request = self._request(request)
-        hits = self._tag_hints().hits(request) if getattr(config, "tag_hints", False) else None
+        hits = self._tag_hints().hits(request) if config.tag_hints else None
         return Retrieved(self.neighbours.search(self.neighbour_text(request), config.k), hits)
 
     def pool(self, request: Request | str, *, exclude=frozenset(), config: CpuConfig | None = None,
@@ -286,26 +283,26 @@ class CpuModel:
         config = config or self.config
         request = self._request(request)
         nl = request.nl
-        if hints is None and getattr(config, "tag_hints", False):
+        if hints is None and config.tag_hints:
             hints = self._tag_hints()(request)
         english = self.neighbour_text(request)
         gloss = None
-        if english != nl and getattr(config, "gloss_words", False):
+        if english != nl and config.gloss_words:
             gloss = self.hints.retriever.translation(request) or english
-        info = view(request, frame=getattr(config, "frame", False), gloss=gloss)
+        info = view(request, frame=config.frame, gloss=gloss)
         if neighbours is None:
             neighbours = self.neighbours.search(english, config.k, exclude)
         lex = lexicon or self.lexicon
         al = self.aliases if aliases is None else aliases
         place = al.get(info.area, info.area) if info.area else None
         shape = request_shape(info, request, place)
-        frame_k = getattr(config, "frame_k", 0)
-        if frame_k and getattr(self, "frame_neighbours", None) is not None and hints:
+        frame_k = config.frame_k
+        if frame_k and self.frame_neighbours is not None and hints:
             seen = set(exclude) | {nb.index for nb in neighbours}
             frame_picks = [i for i, _ in self.frame_neighbours.search(hints, shape.where, shape.count, frame_k, seen)]
         else:
             frame_picks = []
-        example_k = getattr(config, "example_k", 0)  # a model pickled before example picks has none
+        example_k = config.example_k
         # The index's sentence embedding (all-MiniLM-L6-v2) reads English: a request it sees in Hangul (Korean in an
         # index built without its glossary) meets the same few training requests whatever it asks (measured: ko OQS -1.0).
         readable = self.hints is not None and main_script(english) in ("Latin", "Common")
@@ -318,7 +315,7 @@ class CpuModel:
             example_picks = []
         # The multilingual embedding reads the request as written, in any script: no glossary in between.
         multilingual = self.hints.retriever.multilingual if self.hints is not None else None
-        e5_k = getattr(config, "e5_k", 0)  # a model pickled before multilingual picks has none (nor their features)
+        e5_k = config.e5_k
         e5_vector = multilingual.vector(nl) if multilingual is not None and e5_k else None
         if e5_vector is not None:
             seen = set(exclude) | set(hint_exclude) | {nb.index for nb in neighbours} | set(frame_picks) | set(example_picks)
@@ -338,8 +335,8 @@ class CpuModel:
             return EditContext(info=info, example_nl=example_nl, lexicon=lex, aliases=al, _wanted=wanted, hints=hints)
 
         cands = build_pool(info, neighbours, self.train_nls, self.train_queries, ctx, config.edit_options, config.partial,
-                           getattr(config, "fix_place", False), config.extra_edits)
-        if getattr(config, "compose", False):
+                           config.fix_place, config.extra_edits)
+        if config.compose:
             cands = add_composed(cands, self._composed(info, request, place, hints, wanted, lex, hint_exclude))
         kinds = config.faithful_kinds
         if kinds:
@@ -387,17 +384,9 @@ class CpuModel:
         if not cands:
             return []
         if config.select and self.selector is not None:
-            names = tuple(getattr(self, "feature_names", FEATURE_NAMES))
+            names = tuple(self.feature_names)
             own = features if names == FEATURE_NAMES else features[:, [FEATURE_NAMES.index(n) for n in names]]
-            if isinstance(self.selector, TreeEnsemble):
-                scores = self.selector.predict(own)  # numpy, no OpenMP: a thread limit would only cost its ~3 ms
-            else:
-                from threadpoolctl import threadpool_limits
-
-                # scikit-learn's OpenMP threads cost more than they save on ~20 rows (and stall on a
-                # busy machine): one thread predicts a pool in a few milliseconds.
-                with threadpool_limits(limits=1, user_api="openmp"):
-                    scores = self.selector.predict(own)
+            scores = self.selector.predict(own)  # a TreeEnsemble: numpy, no OpenMP threads to start
         else:
             # Nearest neighbour; its edited version first when edits are on.
             scores = np.array([-c.rank + (0.5 if c.edits else 0.0) for c in cands])
@@ -433,11 +422,35 @@ class CpuModel:
 
     # -- persistence ----------------------------------------------------------
     def save(self, model_dir: Path) -> Path:
-        """Write atomically: a half-written model never replaces a good one."""
+        """Write the model as data into ``model_dir``, atomically: the whole directory is built beside it and
+        swapped in, so a failed save leaves the previous model as it was (and no ``model.pkl`` of an older GeoQL)."""
         model_dir = Path(model_dir)
-        write_atomic(model_dir / MODEL_FILE, pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
-        write_atomic(model_dir / MANIFEST, json.dumps(self.manifest(), indent=2).encode())
+        check_model_dir(model_dir)
+
+        def write(staging: Path) -> None:
+            write_atomic(staging / MODEL_JSON, json.dumps(self._data(), ensure_ascii=False, separators=(",", ":")))
+            _write_npz(staging / NEIGHBOURS_NPZ, self.neighbours.to_arrays())
+            if self.selector is not None:
+                if not isinstance(self.selector, TreeEnsemble):
+                    raise TypeError(f"a {type(self.selector).__name__} selector cannot be saved: convert it with "
+                                    "TreeEnsemble.from_sklearn")
+                _write_npz(staging / SELECTOR_NPZ, self.selector.to_arrays())
+            manifest = {**self.manifest(), "files": checksums.digest_folder(staging, skip=(MANIFEST,))}
+            write_atomic(staging / MANIFEST, json.dumps(checksums.seal(manifest), indent=2, ensure_ascii=False) + "\n")
+
+        atomic_dir(model_dir, write)
+        checksums.remember(model_dir, [n for n in (MODEL_JSON, NEIGHBOURS_NPZ, SELECTOR_NPZ) if (model_dir / n).is_file()])
         return model_dir
+
+    def _data(self) -> dict:
+        """Everything of the model that is no array and no setting (``model.json``)."""
+        return {
+            "train_nls": self.train_nls, "train_queries": self.train_queries, "aliases": self.aliases,
+            "places": self.places, "index_fingerprint": self.index_fingerprint,
+            "faith_aliases": {k: sorted(v) for k, v in self.place_spellings().items()},
+            "lexicon": asdict(self.lexicon),
+            "frame_neighbours": self.frame_neighbours.to_json() if self.frame_neighbours is not None else None,
+        }
 
     def manifest(self) -> dict:
         return {
@@ -457,8 +470,8 @@ class CpuModel:
         Raises :class:`ModelMissingError`, naming the command that fixes it, when the model
         (or the index it needs) is missing, damaged or made by another version.
         """
-        model = cls._load_pickle(model_dir)
-        if getattr(model.config, "tag_hints", False):
+        model = cls._read(model_dir)
+        if model.config.tag_hints:
             try:
                 model.hints = TagHints.load(index_dir)
             except (IndexMissingError, ImportError) as exc:  # ImportError: installed without the `index` extra
@@ -471,30 +484,79 @@ class CpuModel:
         return model
 
     @classmethod
-    def _load_pickle(cls, model_dir: Path | None = None) -> "CpuModel":
+    def _read(cls, model_dir: Path | None = None) -> "CpuModel":
+        """The saved model without its index, every file checked against the manifest's SHA-256 first."""
         model_dir = Path(model_dir) if model_dir else default_model_dir()
-        hint = f"run `{TRAIN_COMMAND}`" + (f" --out {model_dir}" if model_dir != default_model_dir() else "")
-        path, manifest_path = model_dir / MODEL_FILE, model_dir / MANIFEST
-        if not path.is_file() or not manifest_path.is_file():
+        command = TRAIN_COMMAND + (f" --out {model_dir}" if model_dir != default_model_dir() else "")
+        hint = f"run `{command}`"
+        manifest_path = model_dir / MANIFEST
+        if not manifest_path.is_file():
+            if (model_dir / OLD_PICKLE).is_file():
+                raise ModelMissingError(_pickle_refused(model_dir, hint))
             raise ModelMissingError(f"no trained CPU model in {model_dir}: {hint}")
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ModelMissingError(f"unreadable {manifest_path} ({exc}): {hint}") from None
+        if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
+            if isinstance(manifest, dict) and manifest.get("format_version") == 1:
+                raise ModelMissingError(_pickle_refused(model_dir, hint))
+            raise ModelMissingError(f"the CPU model in {model_dir} was made by another GeoQL version: {hint}")
+        files = manifest.get("files")
+        if not checksums.is_sealed(manifest) or not isinstance(files, dict) or MODEL_JSON not in files:
+            raise ModelMissingError(f"{manifest_path} does not match its own checksum (damaged or edited): {hint}")
+        bad = checksums.mismatches(model_dir, files)
+        if bad:
+            raise ModelMissingError(f"the CPU model in {model_dir} does not match its manifest ({', '.join(bad)}: damaged "
+                                    f"or changed since it was saved): {hint}")
         # Columns go by name (rank()): a model whose selector reads some of today's features still works.
         names = manifest.get("feature_names")
-        if manifest.get("format_version") != FORMAT_VERSION or not isinstance(names, list) or not set(names) <= set(FEATURE_NAMES):
-            raise ModelMissingError(f"the CPU model in {model_dir} was made by another GeoQL version: {hint}")
+        if not isinstance(names, list) or not set(names) <= set(FEATURE_NAMES):
+            raise ModelMissingError(f"the CPU model in {model_dir} reads features this GeoQL does not compute: {hint}")
         try:
-            with open(path, "rb") as f:
-                model = read_model(f, _ModelUnpickler, current_name)  # without scikit-learn where it can
-        except Exception as exc:  # truncated or foreign file
-            raise ModelMissingError(f"could not read {path} ({type(exc).__name__}: {exc}): {hint}") from None
-        if not isinstance(model, cls):
-            raise ModelMissingError(f"{path} is not a GeoQL CPU model: {hint}")
+            model = cls._from_files(model_dir, manifest)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a consistent but foreign writer
+            raise ModelMissingError(f"could not read the CPU model in {model_dir} ({type(exc).__name__}: {exc}): {hint}") from None
         if "example_pick" not in names:
             # Trained before the example search offered neighbours: its selector never saw such candidates.
             model.config = replace(model.config, example_k=0)
         if "e5_pick" not in names:  # likewise before the multilingual picks
             model.config = replace(model.config, e5_k=0)
         return model
+
+    @classmethod
+    def _from_files(cls, model_dir: Path, manifest: dict) -> "CpuModel":
+        data = json.loads((model_dir / MODEL_JSON).read_text(encoding="utf-8"))
+        with np.load(model_dir / NEIGHBOURS_NPZ, allow_pickle=False) as arrays:
+            neighbours = CharTfidfNeighbours.from_arrays(arrays)
+        selector = None
+        if manifest["selector"] is not None:
+            with np.load(model_dir / SELECTOR_NPZ, allow_pickle=False) as arrays:
+                selector = TreeEnsemble.from_arrays(arrays)
+            if selector.n_features_in_ != len(manifest["feature_names"]):
+                raise ValueError(f"the selector reads {selector.n_features_in_} features, the manifest names "
+                                 f"{len(manifest['feature_names'])}")
+        nls, queries = [str(t) for t in data["train_nls"]], [str(t) for t in data["train_queries"]]
+        if not (len(nls) == len(queries) == neighbours.size):
+            raise ValueError("the training pairs and the neighbours' matrix differ in size")
+        frames = data["frame_neighbours"]
+        return cls(
+            train_nls=nls, train_queries=queries, neighbours=neighbours, lexicon=TagLexicon(**data["lexicon"]),
+            aliases=dict(data["aliases"]), selector=selector, feature_names=tuple(manifest["feature_names"]),
+            config=CpuConfig(**manifest["config"]), stats=dict(manifest.get("stats") or {}), places=dict(data["places"]),
+            index_fingerprint=str(data["index_fingerprint"] or ""),
+            faith_aliases={k: set(v) for k, v in data["faith_aliases"].items()},
+            frame_neighbours=FrameNeighbours.from_json(frames) if frames is not None else None,
+        )
+
+
+def _pickle_refused(model_dir: Path, hint: str) -> str:
+    return (f"the CPU model in {model_dir} was saved by an older GeoQL as a pickle ({OLD_PICKLE}), which GeoQL no "
+            f"longer loads: loading a pickle runs whatever code it holds. {hint[0].upper()}{hint[1:]} to make it again "
+            "(the demo and `geoql compile` do so by themselves, in seconds where the selector GeoQL ships fits)")
+
+
+def _write_npz(path: Path, arrays: dict) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomic(path, buffer.getvalue())

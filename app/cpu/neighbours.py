@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from geoql.retrieval.char_tfidf import CharTfidf
+
 
 @dataclass(frozen=True)
 class Neighbour:
@@ -23,16 +25,30 @@ class Neighbour:
 
 
 class CharTfidfNeighbours:
-    """Cosine nearest neighbours over the training requests."""
+    """Cosine nearest neighbours over the training requests.
+
+    scikit-learn's ``TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), dtype=float32)`` bit for bit,
+    without importing it (``retrieval.char_tfidf``); saved as plain arrays (:meth:`to_arrays`).
+    """
 
     def __init__(self, texts: list[str]):
-        from sklearn.feature_extraction.text import TfidfVectorizer
-
         if not texts:
             raise ValueError("no training requests to index: load the train split first")
-        self.vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), dtype=np.float32)
-        self.matrix = self.vectorizer.fit_transform(texts).T.tocsr()  # (features, texts)
+        self.vectorizer = CharTfidf((2, 4), dtype=np.float32)
+        self.matrix = self.vectorizer.fit_transform(list(texts)).transpose()  # (features, texts)
         self.size = len(texts)
+
+    def to_arrays(self) -> dict:
+        """The fitted vectorizer and matrix as arrays, for ``np.savez``."""
+        return self.vectorizer.to_arrays(self.matrix)
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "CharTfidfNeighbours":
+        """The inverse of :meth:`to_arrays`; ``ValueError`` when the arrays do not make one."""
+        self = cls.__new__(cls)
+        self.vectorizer, self.matrix = CharTfidf.from_arrays(arrays)
+        self.size = self.matrix.shape[1]
+        return self
 
     def search(self, nl: str, k: int, exclude: frozenset[int] | set[int] = frozenset()) -> list[Neighbour]:
         return self.search_many([nl], k, [exclude])[0]
@@ -73,17 +89,31 @@ class FrameNeighbours:
     """
 
     def __init__(self, queries: list[str], tag_names, query_shape):
-        self.tags: list[frozenset] = []
+        self._fill([frozenset(t for t in tag_names(q) if "=" in t) for q in queries], [query_shape(q) for q in queries],
+                   ["out count" in q or "::count" in q for q in queries])
+
+    def _fill(self, tags: list[frozenset], shapes: list[str], counts: list[bool]) -> None:
+        self.tags, self.shapes, self.counts = tags, shapes, counts
         self.by_tag: dict[str, list[int]] = {}
-        self.shapes: list[str] = []
-        self.counts: list[bool] = []
-        for i, q in enumerate(queries):
-            tags = frozenset(t for t in tag_names(q) if "=" in t)
-            self.tags.append(tags)
-            for t in tags:
+        for i, used in enumerate(tags):
+            for t in used:
                 self.by_tag.setdefault(t, []).append(i)
-            self.shapes.append(query_shape(q))
-            self.counts.append("out count" in q or "::count" in q)
+
+    def to_json(self) -> dict:
+        return {"tags": [sorted(t) for t in self.tags], "shapes": list(self.shapes), "counts": list(self.counts)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FrameNeighbours":
+        """The inverse of :meth:`to_json`; ``ValueError`` when the columns do not fit together."""
+        try:
+            tags, shapes, counts = data["tags"], data["shapes"], data["counts"]
+            if not (len(tags) == len(shapes) == len(counts)):
+                raise ValueError("columns of different lengths")
+            self = cls.__new__(cls)
+            self._fill([frozenset(map(str, t)) for t in tags], [str(s) for s in shapes], [bool(c) for c in counts])
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not frame neighbours ({type(exc).__name__}: {exc})") from None
+        return self
 
     def search(self, hints: dict[str, float] | None, shape: str, count: bool, k: int,
                exclude=frozenset(), *, min_p: float = 0.1) -> list[tuple[int, float]]:

@@ -34,7 +34,9 @@ from geoql.core.files import write_atomic
 from geoql.eval.dataset import pairs_digest
 from geoql.index import prebuilt as index_prebuilt
 from geoql.retrieval import IndexMissingError
+from geoql.retrieval import multilingual
 from geoql.retrieval.artifacts import content_key
+from geoql.retrieval.embedding import vectors_key
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 SELECTOR_ARRAYS = "selector.npz"
@@ -133,14 +135,15 @@ def shipped_model(nls: list[str], queries: list[str], index_dir=None, folder: Pa
     return model, ""
 
 
-def ship(model: CpuModel, index_dir=None, folder: Path = SHIPPED_DIR, ranker_file: Path | None = None) -> list[Path]:
-    """Write ``model``'s selector (and its index's ranker) as the files GeoQL ships; returns their paths.
+def ship(model: CpuModel, index_dir=None, folder: Path = SHIPPED_DIR, ranker_file: Path | None = None,
+         vectors_folder: Path | None = None) -> list[Path]:
+    """Write ``model``'s selector (and its index's ranker and its texts' vectors) as the files GeoQL ships;
+    returns their paths.
 
-    ``model`` must be a saved and reloaded model (its selector a :class:`TreeEnsemble`) trained with
-    the tag index in ``index_dir``.
+    ``model`` must be trained with the tag index in ``index_dir``.
     """
     if not isinstance(model.selector, TreeEnsemble):
-        raise PrebuiltError("ship a model loaded with CpuModel.load() (its selector read without scikit-learn)")
+        raise PrebuiltError("the model has no selector to ship: train one with `geoql cpu train`")
     if model.hints is None:
         raise PrebuiltError("the model was trained without the tag index: ship one trained with it (`geoql cpu train`)")
     index_dir = model.hints.retriever.index_dir if index_dir is None else index_dir
@@ -163,4 +166,8 @@ def ship(model: CpuModel, index_dir=None, folder: Path = SHIPPED_DIR, ranker_fil
     }
     described = write_atomic(folder / SELECTOR_META, json.dumps(meta, indent=2) + "\n")
     ranker = index_prebuilt.ship_ranker(index_dir, ranker_file)
-    return [arrays, described, ranker]
+    manifest = model.hints.retriever.manifest.data
+    keys = {"english": vectors_key(manifest["embedding"]["model"]),
+            "multilingual": multilingual.vectors_key() if multilingual_model(model.hints) else None}
+    vectors = index_prebuilt.ship_vectors(index_dir, keys, vectors_folder)
+    return [arrays, described, ranker, *vectors]

@@ -26,10 +26,10 @@ import numpy as np
 from geoql.app.cpu.faithful import place_aliases
 from geoql.app.cpu.hints import TagHints
 from geoql.app.cpu.lexicon import TagLexicon
-from geoql.app.cpu.model import CpuConfig, CpuModel, default_model_dir, learn_aliases
+from geoql.app.cpu.lite import TreeEnsemble
+from geoql.app.cpu.model import CpuConfig, CpuModel, check_model_dir, default_model_dir, learn_aliases
 from geoql.app.cpu.request import known_places
 from geoql.core.errors import ConfigError
-from geoql.core.files import check_writable_dir
 from geoql.eval import dataset as eval_dataset
 from geoql.eval.metrics import get_scorer
 from geoql.nl.request import read_request
@@ -316,7 +316,9 @@ def train(nls: list[str], queries: list[str], config: CpuTrainConfig | None = No
     if hints is not None:
         model.hints, model.index_fingerprint = hints, hints.fingerprint
     feats, labels, groups = training_rows(model, config, scorer=scorer, progress=progress)
-    model.selector = fit_selector(feats, labels, config, groups)
+    fitted = fit_selector(feats, labels, config, groups)
+    # Saved and predicted as numpy trees (the same numbers): no scikit-learn at inference.
+    model.selector = TreeEnsemble.from_sklearn(fitted)
     pools = np.unique(groups)
     first_copy = config.requests_of(len(nls))  # copies' pools come after the requests'
     model.stats = {
@@ -324,7 +326,7 @@ def train(nls: list[str], queries: list[str], config: CpuTrainConfig | None = No
         "train_copies": int(np.sum(pools >= first_copy)),
         "train_candidates": int(len(labels)),
         "train_seconds": round(time.time() - start, 1),
-        "train_fit_oqs": selection_quality(model.selector, feats, labels, groups),
+        "train_fit_oqs": selection_quality(fitted, feats, labels, groups),
     }
     return model
 
@@ -338,9 +340,9 @@ def ensure_index(index_dir=None, data_dir=None) -> bool:
     try:
         load_manifest(index_dir)
         return True
-    except IndexMissingError:
-        pass
-    print("geoql: building the tag index first (one time, a few minutes; same as `geoql index build`)", file=sys.stderr)
+    except IndexMissingError as exc:  # none yet, or damaged: say which before the minute of building
+        print(f"geoql: {exc}", file=sys.stderr)
+    print("geoql: building the tag index now (one time; the same as `geoql index build`)", file=sys.stderr)
     try:
         build_index(IndexConfig(out_dir=index_dir, data_dir=data_dir))
         return True
@@ -354,7 +356,7 @@ def train_and_save(out_dir: Path | None = None, data_dir=None, config: CpuTrainC
                    progress: bool = True) -> CpuModel:
     """Train from the dataset's training split and write the model (atomically)."""
     target = Path(out_dir) if out_dir else default_model_dir()
-    check_writable_dir(target)  # before minutes of training, not at the save
+    check_model_dir(target)  # before minutes of training, not at the save
     examples = eval_dataset.load_split("train", data_dir)
     model = train([e.nl for e in examples], [e.query for e in examples], config, progress=progress)
     model.save(target)

@@ -210,3 +210,43 @@ def test_quick_start_keeps_answering_when_the_full_training_fails(tmp_path, smal
     assert "the full one failed: OSError" in backend.describe()
     (query,) = backend.generate(_request("cafes in Bonn")).texts
     overpassql.parse(query)
+
+
+def test_a_damaged_index_is_rebuilt_never_answered_from(tmp_path, small_index_dir, hinted_cpu_model_dir, overpassnl_dir,
+                                                        monkeypatch, capsys):
+    """A flipped byte in examples.faiss wrote empty lines, exit 0; in examples.e5.npy it turned tram stops into parking.
+    Now the backend says which file is damaged, builds the index again, and answers as from the undamaged one."""
+    import shutil
+    import warnings
+
+    from fixtures_index import build_small_index
+
+    from geoql.app.cpu import train as cpu_train
+    from geoql.app.cpu.model import CpuModel
+    from geoql.retrieval import artifacts as A
+
+    index, model_dir = tmp_path / "index", tmp_path / "model"
+    shutil.copytree(small_index_dir, index)
+    shutil.copytree(hinted_cpu_model_dir, model_dir)
+    requests = ["tram stops in Zurich", "cafes in Bonn", "Museen in Stuttgart"]
+    want = [CpuModel.load(model_dir, small_index_dir).compile(nl)[0] for nl in requests]
+    for name in (A.EXAMPLES_FAISS, A.EXAMPLES_E5):
+        data = bytearray((index / name).read_bytes())
+        data[len(data) // 2: len(data) // 2 + 64] = bytes(b ^ 0xFF for b in data[len(data) // 2: len(data) // 2 + 64])
+        (index / name).write_bytes(bytes(data))
+    built = []
+
+    def build(config):  # the real build, with the tests' registry instead of npm's
+        built.append(config.out_dir)
+        return build_small_index(config.out_dir, overpassnl_dir, tmp_path / "sources")
+
+    monkeypatch.setattr(cpu_train, "build_index", build)
+    backend = get_backend("cpu", model_dir=model_dir, index_dir=index)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [backend.generate(_request(nl)).texts[0] for nl in requests]
+    assert got == want and built == [index]
+    # the index built again from the same sources is the same index to the model (another build time, same content)
+    assert not [w for w in caught if "not the one the CPU model was trained with" in str(w.message)]
+    err = capsys.readouterr().err
+    assert f"does not match its manifest ({A.EXAMPLES_E5}, {A.EXAMPLES_FAISS}" in err and "building the tag index" in err

@@ -28,8 +28,9 @@ def test_train_with_tag_hints_then_ablation(tmp_path, capsys, monkeypatch, small
     assert "+ tag edits" in capsys.readouterr().out
     shipped = tmp_path / "shipped"
     assert main(["cpu", "ship", "--model-dir", str(tmp_path), "--index-dir", str(small_index_dir), "--out", str(shipped)]) == 0
-    assert capsys.readouterr().out.count("wrote ") == 3
-    assert sorted(p.name for p in shipped.iterdir()) == ["ranker.json", "selector.json", "selector.npz"]
+    assert capsys.readouterr().out.count("wrote ") == 6
+    assert sorted(p.name for p in shipped.iterdir()) == ["ranker.json", "selector.json", "selector.npz",
+                                                         "vectors-english.npz", "vectors-multilingual.npz", "vectors.json"]
 
 
 def test_ceiling_per_language(tmp_path, capsys, small_cpu_model_dir):

@@ -1,18 +1,17 @@
-"""A saved CPU model read without scikit-learn or scipy chooses exactly as the scikit-learn objects do."""
+"""The selector as numpy trees chooses exactly as the scikit-learn regressor it was converted from."""
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from geoql.app.cpu.lite import NotLite, TreeEnsemble, read_lite, read_model
-from geoql.app.cpu.model import MODEL_FILE, CpuModel, _ModelUnpickler, current_name
+from geoql.app.cpu.lite import NotConvertible, TreeEnsemble
+from geoql.app.cpu.model import CpuModel
+from geoql.app.cpu.train import CpuTrainConfig, fit_selector, training_rows
 from geoql.eval.dataset import load_split
 
 
@@ -21,52 +20,59 @@ def dev_requests():
     return [e.nl for e in load_split("dev")[:80]] + ["", "!!!", "Кафе в Москве", "benches near a playground in Zurich"]
 
 
-def _lite(model_dir):
-    with open(model_dir / MODEL_FILE, "rb") as f:
-        return read_lite(f, current_name)
+@pytest.fixture(scope="module")
+def fitted(small_cpu_model):
+    """The scikit-learn regressor and its training rows, fitted as ``geoql cpu train`` fits it."""
+    config = CpuTrainConfig(k=5, limit=40, max_iter=30)
+    features, labels, groups = training_rows(small_cpu_model, config, progress=False)
+    return fit_selector(features, labels, config, groups), features
 
 
-def test_the_lite_model_has_no_scikit_learn_objects(small_cpu_model_dir):
-    lite = _lite(small_cpu_model_dir)
-    assert isinstance(lite, CpuModel) and isinstance(lite.selector, TreeEnsemble)
-    assert type(lite.neighbours.vectorizer).__module__ == "geoql.retrieval.char_tfidf"
-
-
-def test_neighbours_and_selector_agree_bit_for_bit(small_cpu_model_dir, dev_requests):
-    full = CpuModel.load(small_cpu_model_dir)  # scikit-learn objects
-    lite = _lite(small_cpu_model_dir)
+def test_the_trees_predict_what_scikit_learn_predicts_bit_for_bit(fitted, small_cpu_model, dev_requests):
+    regressor, features = fitted
+    trees = TreeEnsemble.from_sklearn(regressor)
+    assert np.array_equal(trees.predict(features), regressor.predict(features))
     for nl in dev_requests:
-        want, got = full.neighbours.search(nl, 10), lite.neighbours.search(nl, 10)
-        assert got == want, nl
-        _, cands, features = full.pool(nl)
-        if not cands:
-            continue
-        assert np.array_equal(lite.selector.predict(features), full.selector.predict(features)), nl
-        assert lite.compile(nl, n=3) == full.compile(nl, n=3), nl
+        _, cands, pool = small_cpu_model.pool(nl)
+        if cands:
+            assert np.array_equal(trees.predict(pool), regressor.predict(pool)), nl
     # odd feature values: NaN goes where the tree says, infinities compare as numbers
     probe = np.tile(features[:1], (4, 1))
     probe[1, :] = np.nan
     probe[2, :] = np.inf
     probe[3, :] = -np.inf
-    assert np.array_equal(lite.selector.predict(probe), full.selector.predict(probe))
+    assert np.array_equal(trees.predict(probe), regressor.predict(probe))
 
 
-def test_the_numpy_product_is_the_scipy_product(small_cpu_model_dir, dev_requests):
-    lite = _lite(small_cpu_model_dir)
-    rows = lite.neighbours.vectorizer.transform(dev_requests)
-    assert np.array_equal(rows.matmul_numpy(lite.neighbours.matrix), (rows @ lite.neighbours.matrix).toarray())
+def test_the_arrays_round_trip(fitted):
+    regressor, features = fitted
+    trees = TreeEnsemble.from_sklearn(regressor)
+    again = TreeEnsemble.from_arrays(trees.to_arrays())
+    assert np.array_equal(again.predict(features), trees.predict(features))
 
 
-def test_anything_else_is_unpickled_the_ordinary_way(small_cpu_model):
+def test_other_regressors_are_not_guessed_at(fitted):
     from sklearn.linear_model import Ridge
 
-    model = pickle.loads(pickle.dumps(small_cpu_model))
-    model.selector = Ridge().fit(np.zeros((3, len(model.feature_names))), [0.0, 1.0, 0.5])
-    data = pickle.dumps(model)
-    with pytest.raises(NotLite, match="Ridge"):
-        read_lite(io.BytesIO(data))
-    loaded = read_model(io.BytesIO(data), _ModelUnpickler, current_name)
-    assert isinstance(loaded.selector, Ridge)
+    _, features = fitted
+    with pytest.raises(NotConvertible, match="Ridge"):
+        TreeEnsemble.from_sklearn(Ridge().fit(features[:5], np.arange(5.0)))
+
+
+def test_the_numpy_product_is_the_scipy_product(small_cpu_model, dev_requests):
+    neighbours = small_cpu_model.neighbours
+    rows = neighbours.vectorizer.transform(dev_requests)
+    assert np.array_equal(rows.matmul_numpy(neighbours.matrix), (rows @ neighbours.matrix).toarray())
+
+
+def test_the_neighbours_are_scikit_learns(small_cpu_model, dev_requests):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    reference = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), dtype=np.float32)
+    matrix = reference.fit_transform(small_cpu_model.train_nls).T.tocsr()
+    want = (reference.transform(dev_requests) @ matrix).toarray()
+    neighbours = small_cpu_model.neighbours
+    assert np.array_equal((neighbours.vectorizer.transform(dev_requests) @ neighbours.matrix).toarray(), want)
 
 
 def test_a_request_on_the_cpu_default_loads_no_sklearn_scipy_or_torch(hinted_cpu_model_dir, small_index_dir):
@@ -82,3 +88,4 @@ def test_a_request_on_the_cpu_default_loads_no_sklearn_scipy_or_torch(hinted_cpu
     assert result.returncode == 0, result.stderr
     query, heavy = result.stdout.strip().splitlines()
     assert "Dublin" in query and heavy == "[]"
+    assert query == CpuModel.load(hinted_cpu_model_dir, small_index_dir).compile("pubs in Dublin")[0]

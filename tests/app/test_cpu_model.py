@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import sys
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 import overpassql
-from geoql.app.cpu.model import FALLBACK_QUERY, MANIFEST, MODEL_FILE, CpuConfig, CpuModel, ModelMissingError, learn_aliases
+from geoql.app.cpu.lite import TreeEnsemble
+from geoql.app.cpu.model import (FALLBACK_QUERY, MANIFEST, MODEL_JSON, NEIGHBOURS_NPZ, OLD_PICKLE, SELECTOR_NPZ, CpuConfig,
+                                 CpuModel, ModelMissingError, learn_aliases)
 from geoql.eval.dataset import load_split
 
 
@@ -40,10 +47,18 @@ def test_nothing_parseable_falls_back():
 
 def test_save_and_load_round_trip(model, tmp_path):
     model.save(tmp_path)
-    assert json.loads((tmp_path / MANIFEST).read_text())["train_size"] == 300
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert manifest["train_size"] == 300 and sorted(manifest["files"]) == [MODEL_JSON, NEIGHBOURS_NPZ, SELECTOR_NPZ]
     loaded = CpuModel.load(tmp_path)
-    assert loaded.compile("benches in Paris") == model.compile("benches in Paris")
+    assert isinstance(loaded.selector, TreeEnsemble)
+    for nl in ["benches in Paris", "Cafes in Bonn", "How many pharmacies in Rome?", "", "Кафе в Москве"]:
+        assert loaded.compile(nl, n=3) == model.compile(nl, n=3), nl
+    assert loaded.neighbours.vectorizer.vocabulary_ == model.neighbours.vectorizer.vocabulary_
+    assert np.array_equal(loaded.neighbours.matrix.data, model.neighbours.matrix.data)
+    assert loaded.lexicon == model.lexicon and loaded.config == model.config and loaded.places == model.places
+    assert loaded.place_spellings() == model.place_spellings()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+    assert not [p for p in tmp_path.parent.iterdir() if p.name.startswith(f".{tmp_path.name}.")]
 
 
 def test_missing_model_names_the_command(tmp_path):
@@ -51,16 +66,90 @@ def test_missing_model_names_the_command(tmp_path):
         CpuModel.load(tmp_path / "nothing")
 
 
-def test_corrupt_model_names_the_command(model, tmp_path):
+def _flip(path, at=None):
+    """One flipped bit in the middle of ``path``, written in place as a disk or an editor would."""
+    data = bytearray(path.read_bytes())
+    at = len(data) // 2 if at is None else at
+    data[at] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name", [MODEL_JSON, NEIGHBOURS_NPZ, SELECTOR_NPZ])
+def test_a_flipped_byte_in_any_file_is_a_clear_error(model, tmp_path, name):
     model.save(tmp_path)
-    (tmp_path / MODEL_FILE).write_bytes(b"not a pickle")
-    with pytest.raises(ModelMissingError, match="geoql cpu train"):
+    _flip(tmp_path / name)
+    with pytest.raises(ModelMissingError, match=f"does not match its manifest \\({name}.*geoql cpu train"):
         CpuModel.load(tmp_path)
+
+
+def test_a_flipped_byte_is_caught_even_with_the_old_modification_time(model, tmp_path):
+    """The digests are remembered against size, mtime, ctime and inode: resetting mtime moves ctime."""
+    model.save(tmp_path)
+    CpuModel.load(tmp_path)  # its digests are remembered now
+    path = tmp_path / NEIGHBOURS_NPZ
+    before = path.stat()
+    _flip(path, at=before.st_size - 100)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_mtime_ns == before.st_mtime_ns and path.stat().st_size == before.st_size
+    with pytest.raises(ModelMissingError, match="does not match its manifest"):
+        CpuModel.load(tmp_path)
+
+
+def test_an_edited_setting_in_the_manifest_is_caught(model, tmp_path):
+    model.save(tmp_path)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["config"]["k"] = manifest["config"]["k"] + 1  # still valid JSON, still a valid setting
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ModelMissingError, match="does not match its own checksum"):
+        CpuModel.load(tmp_path)
+    (tmp_path / MANIFEST).write_text("{not json")
+    with pytest.raises(ModelMissingError, match="unreadable"):
+        CpuModel.load(tmp_path)
+
+
+class _Planted:
+    """A pickle that runs code when it is loaded: what anyone who can write the model directory could plant."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_pickle_is_never_loaded(tmp_path):
+    marker = tmp_path / "the-pickle-ran"
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / OLD_PICKLE).write_bytes(pickle.dumps(_Planted(marker)))
+    pickle.loads((model_dir / OLD_PICKLE).read_bytes())  # the test's own proof that it would run
+    assert marker.exists()
+    marker.unlink()
+    for manifest in (None, {"format_version": 1, "feature_names": ["rank"], "config": {}}):
+        if manifest is not None:  # an old model directory: format 1, the pickle beside its manifest
+            (model_dir / MANIFEST).write_text(json.dumps(manifest))
+        with pytest.raises(ModelMissingError, match=r"pickle.*no\s+longer loads.*geoql cpu train --out"):
+            CpuModel.load(model_dir)
+        assert not marker.exists()
+
+
+def test_saving_replaces_an_old_pickle(model, tmp_path):
+    (tmp_path / OLD_PICKLE).write_bytes(b"an older GeoQL's model")
+    (tmp_path / MANIFEST).write_text(json.dumps({"format_version": 1}))
+    model.save(tmp_path)
+    assert not (tmp_path / OLD_PICKLE).exists() and CpuModel.load(tmp_path).compile("Cafes in Bonn")
+
+
+def test_a_directory_of_other_files_is_not_overwritten(model, tmp_path):
+    (tmp_path / "thesis.tex").write_text("mine")
+    with pytest.raises(ValueError, match="no part of a GeoQL CPU model.*thesis.tex"):
+        model.save(tmp_path)
+    assert (tmp_path / "thesis.tex").read_text() == "mine"
 
 
 def test_failed_save_keeps_the_old_model(model, tmp_path, monkeypatch):
     model.save(tmp_path)
-    before = (tmp_path / MODEL_FILE).read_bytes()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
     def boom(*args, **kwargs):
         raise OSError("disk full")
@@ -68,29 +157,22 @@ def test_failed_save_keeps_the_old_model(model, tmp_path, monkeypatch):
     monkeypatch.setattr("os.replace", boom)
     with pytest.raises(OSError):
         model.save(tmp_path)
-    assert (tmp_path / MODEL_FILE).read_bytes() == before
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert not [p for p in tmp_path.parent.iterdir() if p.name.startswith(f".{tmp_path.name}.")]
+    monkeypatch.undo()
+    assert CpuModel.load(tmp_path).compile("Cafes in Bonn") == model.compile("Cafes in Bonn")
 
 
-def test_models_saved_under_the_old_module_names_still_load(model, tmp_path):
-    """Models trained before the packages moved under ``geoql`` name ``app.cpu.model.CpuModel``."""
-    import pickle
-
-    from geoql.app.cpu import model as model_module
-    from geoql.app.cpu.train import CpuTrainConfig
+def test_loading_imports_no_scikit_learn(model, tmp_path):
+    import subprocess
 
     model.save(tmp_path)
-    # Protocol 2 writes each class as "module\nname\n" text: rename them as an old save had them.
-    old = pickle.dumps(model, protocol=2).replace(b"cgeoql.app.", b"capp.")
-    assert b"capp.cpu.model\nCpuModel\n" in old and b"geoql" not in old
-    (tmp_path / MODEL_FILE).write_bytes(old)
-    loaded = CpuModel.load(tmp_path)
-    assert isinstance(loaded, CpuModel) and loaded.compile("Cafes in Bonn", n=3) == model.compile("Cafes in Bonn", n=3)
-    # and the CPU trainer's config, renamed from TrainConfig
-    renamed = pickle.dumps(CpuTrainConfig(k=7), protocol=2).replace(b"cgeoql.app.cpu.train\nCpuTrainConfig\n",
-                                                                     b"capp.cpu.train\nTrainConfig\n")
-    assert b"TrainConfig" in renamed and b"geoql" not in renamed
-    assert model_module._ModelUnpickler(__import__("io").BytesIO(renamed)).load() == CpuTrainConfig(k=7)
+    code = (f"import sys; from geoql.app.cpu.model import CpuModel; m = CpuModel.load({str(tmp_path)!r}); "
+            "print(m.compile('Cafes in Bonn')[0]); print(sorted({n.split('.')[0] for n in sys.modules} & {'sklearn', 'scipy'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    query, heavy = result.stdout.strip().splitlines()
+    assert query == model.compile("Cafes in Bonn")[0] and heavy == "[]"
 
 
 def test_config_checks():
@@ -134,13 +216,17 @@ def test_lower_case_place_reaches_the_query(model):
     assert f'"{name}"' in model.compile(f"restaurants in {name}")[0]
 
 
+def _older(model, dropped) -> CpuModel:
+    """The model as one whose selector was trained before the features ``dropped`` existed (no trees: the
+    configuration is what is checked)."""
+    return replace(model, feature_names=tuple(n for n in model.feature_names if not dropped(n)), selector=None)
+
+
 def test_a_model_trained_before_example_picks_runs_without_them(model, tmp_path):
     """A selector that never saw candidates from the index's example search is not offered any."""
     model.save(tmp_path)
     assert CpuModel.load(tmp_path).config.example_k == model.config.example_k == 5
-    manifest = json.loads((tmp_path / MANIFEST).read_text())
-    manifest["feature_names"] = [n for n in manifest["feature_names"] if n not in ("example_pick", "dense_similarity")]
-    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    _older(model, lambda n: n in ("example_pick", "dense_similarity")).save(tmp_path)
     old = CpuModel.load(tmp_path)
     assert old.config.example_k == 0 and old.compile("Cafes in Bonn")
 
@@ -148,9 +234,7 @@ def test_a_model_trained_before_example_picks_runs_without_them(model, tmp_path)
 def test_a_model_trained_before_multilingual_picks_runs_without_them(model, tmp_path):
     model.save(tmp_path)
     assert CpuModel.load(tmp_path).config.e5_k == model.config.e5_k == 5
-    manifest = json.loads((tmp_path / MANIFEST).read_text())
-    manifest["feature_names"] = [n for n in manifest["feature_names"] if not n.startswith("e5_")]
-    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    _older(model, lambda n: n.startswith("e5_")).save(tmp_path)
     old = CpuModel.load(tmp_path)
     assert old.config.e5_k == 0 and old.config.example_k == 5 and old.compile("Cafes in Bonn")
 

@@ -146,3 +146,52 @@ def test_check_writable_dir(tmp_path):
     blocker.write_text("")
     with pytest.raises(OSError, match="is not a directory; choose an output path in a writable directory"):
         check_writable_dir(blocker / "out")
+
+
+def _holder(target):
+    """A process inside ``staging_dir(target)``, as a build is; its staging directory."""
+    import subprocess
+    import sys
+
+    code = ("import sys, time; from pathlib import Path; from geoql.core.files import staging_dir\n"
+            "with staging_dir(Path(sys.argv[1])) as s:\n    (s / 'part.faiss').write_bytes(b'x' * 1000); print(s, flush=True); time.sleep(600)")
+    process = subprocess.Popen([sys.executable, "-c", code, str(target)], stdout=subprocess.PIPE, text=True)
+    return process, Path(process.stdout.readline().strip())
+
+
+def test_a_killed_builds_staging_is_removed_and_a_live_one_kept(tmp_path):
+    import time
+
+    target = tmp_path / "v1"
+    live, live_dir = _holder(target)
+    killed, killed_dir = _holder(target)
+    try:
+        killed.kill()  # SIGKILL: no cleanup of its own
+        killed.wait()
+        assert live_dir.name.startswith(".v1.build-") and killed_dir.is_dir()
+        assert files.remove_dead_staging(target) == []  # both younger than a minute: one may be locking it right now
+        hour_ago = time.time() - 3600
+        for path in (live_dir, killed_dir):
+            os.utime(path, (hour_ago, hour_ago))
+        assert files.is_live_staging(live_dir) and not files.is_live_staging(killed_dir)
+        assert files.remove_dead_staging(target) == [killed_dir]
+        assert live_dir.is_dir() and (live_dir / "part.faiss").is_file() and not killed_dir.exists()
+    finally:
+        live.kill()
+        live.wait()
+    # the next staging_dir of the same target (the next build) removes the rest
+    os.utime(live_dir, (time.time() - 3600,) * 2)
+    with files.staging_dir(target):
+        assert not live_dir.exists()
+
+
+def test_the_previous_copy_set_aside_is_kept_while_it_is_the_only_one(tmp_path):
+    import time
+
+    target = tmp_path / "v1"
+    aside = tmp_path / ".v1.old.abc123"
+    (aside / "previous").mkdir(parents=True)
+    os.utime(aside, (time.time() - 3600,) * 2)
+    assert files.remove_dead_staging(target) == [] and aside.is_dir()  # killed between the two renames: the only copy
+    target.mkdir()
+    assert files.remove_dead_staging(target) == [aside] and not aside.exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fixtures_index import FakeNpmRegistry
+from fixtures_index import FakeNpmRegistry, reseal
 from geoql.app.cli import main
 from geoql.index import prebuilt
 from geoql.retrieval.artifacts import content_key
@@ -65,6 +65,7 @@ def test_fit_ranker_command(small_index_dir, tmp_path, capsys):
     copy = tmp_path / "idx"
     shutil.copytree(small_index_dir, copy)
     (copy / "ranker.json").unlink(missing_ok=True)
+    reseal(copy)
     assert TagRetriever.load(copy).ranker is None  # learned fusion without a ranker falls back to linear
     assert main(["index", "fit-ranker", "--index-dir", str(copy), "--every", "4", "--rerank", "10", "--c2", "0.1"]) == 0
     out = capsys.readouterr().out
@@ -73,7 +74,7 @@ def test_fit_ranker_command(small_index_dir, tmp_path, capsys):
     assert data["trained_on"]["every"] == 4 and "same gold query" in data["trained_on"]["leave_one_out"]
     assert "glossed" not in data  # the small index has too few code-switched copies (MIN_GLOSSED_COPIES)
     assert data["stage2"]["rerank"] == 10 and data["trained_on"]["C2"] == 0.1
-    assert TagRetriever.load(copy).ranker is not None
+    assert TagRetriever.load(copy).ranker is not None  # the manifest lists the new ranker.json's SHA-256
 
 
 def test_fit_ranker_without_index_is_a_user_error(tmp_path, capsys):
@@ -105,3 +106,48 @@ def test_fit_ranker_fits_even_where_the_shipped_one_fits(small_index_dir, overpa
     assert capsys.readouterr().out.rstrip().endswith("; ranker fitted")
     assert json.loads((out / "manifest.json").read_text())["ranker"] == "fitted"
     assert content_key(out) == content_key(small_index_dir)  # without the flag the shipped one would fit
+
+
+def test_verify_hashes_every_file(small_index_dir, tmp_path, capsys):
+    import os
+    import shutil
+
+    copy = tmp_path / "idx"
+    shutil.copytree(small_index_dir, copy)
+    assert main(["index", "verify", "--index-dir", str(copy)]) == 0
+    assert "files match their SHA-256" in capsys.readouterr().out
+    path = copy / "examples.e5.npy"
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    data[-7] ^= 0x40
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert main(["index", "verify", "--index-dir", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert "examples.e5.npy" in err and "geoql index build --out" in err and "Traceback" not in err
+
+
+def test_the_next_build_removes_what_a_killed_build_left(tmp_path, overpassnl_dir, capsys):
+    """A killed `geoql index build` leaves .NAME.build-* (19-134 MB); the next build of NAME removes it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "idx"
+    with FakeNpmRegistry() as registry:
+        argv = ["index", "build", "--out", str(out), "--data-dir", str(overpassnl_dir), "--cache-dir", str(tmp_path / "c"),
+                "--registry", registry.url, "--no-taginfo", "--no-glossaries", "--train-limit", "8"]
+        build = subprocess.Popen([sys.executable, "-m", "geoql", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob(".idx.build-*/tags.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(build.pid, signal.SIGKILL)
+        build.wait()
+        (left,) = tmp_path.glob(".idx.build-*")
+        assert not out.exists()
+        os.utime(left, (time.time() - 3600,) * 2)  # a minute on: no build could still be starting in it
+        assert main(argv) == 0
+    assert not left.exists() and (out / "manifest.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "idx"]

@@ -428,3 +428,15 @@ def test_without_the_schema_there_is_no_korean_glossary(tmp_path):
     info = G.build_glossaries(["ko"], Counter(), tmp_path, tmp_path / "cache")
     assert info["ko"]["status"] == "skipped: the id-tagging-schema translations name nothing in ko"
     assert not (tmp_path / A.glossary_file("ko")).exists()
+
+
+def test_two_processes_write_the_same_glossaries_as_one(tmp_path):
+    """The index build makes the BESIDE languages in a second process: the same files, the same manifest."""
+    vocabulary = Counter({"museum": 60, "pharmacy": 50, "drugstore": 1})
+    one = G.build_glossaries(["zh", "yue", "ko"], vocabulary, tmp_path / "one", tmp_path / "cache", workers=1)
+    two = G.build_glossaries(["zh", "yue", "ko"], vocabulary, tmp_path / "two", tmp_path / "cache", workers=2)
+    assert list(two) == ["zh", "yue", "ko"] and two == one
+    written = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert written == sorted(p.name for p in (tmp_path / "two").iterdir()) and A.glossary_file("zh") in written
+    for name in written:
+        assert (tmp_path / "two" / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name

@@ -81,3 +81,67 @@ def _edit_manifest(index_dir, edit) -> None:
     manifest = json.loads(path.read_text(encoding="utf-8"))
     edit(manifest)
     path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+# -- the shipped vectors --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vectors(small_index_dir, tmp_path_factory):
+    """The small index's vectors, shipped as GeoQL ships the canonical index's."""
+    from geoql.retrieval import multilingual
+    from geoql.retrieval.embedding import DEFAULT_MODEL, vectors_key
+
+    folder = tmp_path_factory.mktemp("vectors")
+    keys = {"english": vectors_key(DEFAULT_MODEL), "multilingual": multilingual.vectors_key()}
+    assert keys["english"] and "onnxruntime==" in keys["english"]
+    prebuilt.ship_vectors(small_index_dir, keys, folder)
+    return folder, keys
+
+
+def _no_encoding(*args, **kwargs):
+    raise AssertionError("a vector was computed although GeoQL ships it")
+
+
+def test_a_build_with_the_shipped_vectors_writes_the_same_files_without_encoding(small_index_dir, vectors, overpassnl_dir,
+                                                                                 tmp_path, monkeypatch):
+    from geoql.index import build
+    from geoql.retrieval import multilingual
+
+    folder, _ = vectors
+    monkeypatch.setattr(prebuilt, "SHIPPED_DIR", folder)
+    monkeypatch.setattr(build, "encode", _no_encoding)
+    monkeypatch.setattr(multilingual, "load_encoder", _no_encoding)
+    again = build_small_index(tmp_path / "index", overpassnl_dir, tmp_path / "cache")
+    for name in (A.EXAMPLES_FAISS, A.TAG_SURFACES_FAISS, A.EXAMPLES_E5):
+        assert (again / name).read_bytes() == (small_index_dir / name).read_bytes(), name
+    manifest = json.loads((again / A.MANIFEST).read_text(encoding="utf-8"))
+    assert all(entry["shipped"] == entry["texts"] > 0 for entry in manifest["vectors"].values())
+
+
+@pytest.mark.parametrize("spoil", ["another model", "a damaged file"])
+def test_vectors_of_another_model_or_a_damaged_file_are_computed(small_index_dir, vectors, tmp_path, spoil):
+    folder, keys = vectors
+    copy = tmp_path / "shipped"
+    shutil.copytree(folder, copy)
+    if spoil == "another model":
+        keys = {**keys, "english": keys["english"].replace("onnxruntime==", "onnxruntime==0.")}
+    else:
+        data = bytearray((copy / prebuilt.vectors_file("english")).read_bytes())
+        data[len(data) // 2] ^= 1
+        (copy / prebuilt.vectors_file("english")).write_bytes(bytes(data))
+    assert prebuilt.shipped_vectors("english", keys["english"], copy) == {}
+    assert prebuilt.shipped_vectors("english", None, copy) == {}
+    assert len(prebuilt.shipped_vectors("multilingual", keys["multilingual"], copy)) > 0
+
+
+def test_the_shipped_vectors_are_the_canonical_index_s():
+    """What GeoQL ships: float32 vectors of every text of the index a build from the pinned sources writes."""
+    meta = json.loads((prebuilt.SHIPPED_DIR / prebuilt.VECTORS_META).read_text(encoding="utf-8"))
+    assert meta["english"]["texts"] > 20_000 and meta["multilingual"]["texts"] > 6_000
+    from geoql.retrieval import multilingual
+
+    vectors = prebuilt.shipped_vectors("multilingual", multilingual.vectors_key())
+    assert len(vectors) == meta["multilingual"]["texts"]
+    some = next(iter(vectors.values()))
+    assert some.dtype.name == "float32" and some.shape == (384,) and abs(float(some @ some) - 1.0) < 1e-5

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pytest
 
@@ -58,15 +56,33 @@ def test_fit_transform_and_scores_are_bit_identical(texts, settings):
     assert np.array_equal((got_rows @ got_columns).toarray(), want)  # scipy is loaded here: its own product
 
 
-def test_a_pickled_vectorizer_converts_without_scikit_learn(texts):
+@pytest.mark.parametrize("settings", SETTINGS)
+def test_the_saved_arrays_give_the_same_vectorizer(texts, settings):
     train, dev = texts
-    sk = _sklearn({})
-    sk.fit(train)
-    state = pickle.loads(pickle.dumps(sk)).__getstate__()
-    mine = CharTfidf.from_sklearn_state(state, state["_tfidf"].__getstate__())
-    assert np.array_equal(mine.transform(dev).data, sk.transform(dev).data)
-    with pytest.raises(ValueError, match="analyzer"):
-        CharTfidf.from_sklearn_state({**state, "analyzer": "word"}, state["_tfidf"].__getstate__())
+    mine = CharTfidf((2, 4), **settings)
+    columns = mine.fit_transform(train + ["nul\0 inside", "trailing nul\0"]).transpose()
+    again, again_columns = CharTfidf.from_arrays(dict(np.load(_saved(mine.to_arrays(columns)), allow_pickle=False)))
+    assert again.vocabulary_ == mine.vocabulary_ and again.settings() == mine.settings()
+    assert np.array_equal(again.idf_, mine.idf_) and again.idf_.dtype == mine.idf_.dtype
+    assert np.array_equal(again.transform(dev).matmul_numpy(again_columns), mine.transform(dev).matmul_numpy(columns))
+
+
+def test_arrays_that_do_not_make_a_vectorizer_are_refused(texts):
+    mine = CharTfidf((2, 4))
+    arrays = mine.to_arrays(mine.fit_transform(texts[0][:50]).transpose())
+    for broken in ({**arrays, "idf": arrays["idf"][:-1]}, {**arrays, "indices": arrays["indices"] + 10**6},
+                   {k: v for k, v in arrays.items() if k != "terms_end"}):
+        with pytest.raises(ValueError):
+            CharTfidf.from_arrays(broken)
+
+
+def _saved(arrays):
+    import io
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    buffer.seek(0)
+    return buffer
 
 
 def test_fit_columns_is_cached_by_content(texts, monkeypatch, tmp_path):

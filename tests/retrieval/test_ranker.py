@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+from fixtures_index import reseal
 
 from geoql.retrieval import RetrievalConfig, TagHit, TagRetriever
 from geoql.retrieval.ranker import (
@@ -30,7 +31,7 @@ def index_copy(small_index_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("ranker") / "index"
     shutil.copytree(small_index_dir, out)
     (out / RANKER_JSON).unlink(missing_ok=True)
-    return out
+    return reseal(out).parent
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,7 @@ def fitted(index_copy):
     linear = TagRetriever.load(index_copy, RetrievalConfig(fusion="linear"))
     ranker = fit_ranker(linear, every=2, glossed=True, min_copies=1)  # the small index has ~130 copies
     write_ranker(ranker, index_copy)
+    reseal(index_copy)  # as `geoql index fit-ranker` lists the new file in the manifest
     return ranker
 
 
@@ -151,6 +153,7 @@ def test_stale_ranker_falls_back_to_linear(index_copy, tmp_path):
     other = tmp_path / "index"
     shutil.copytree(index_copy, other)
     (other / RANKER_JSON).write_text(json.dumps({"format": 2, "features": ["dense"], "coef": [1.0], "intercept": 0.0}))
+    reseal(other)  # an old ranker listed as it is (unlisted, the index would be refused as damaged)
     with pytest.warns(UserWarning, match="fit-ranker"):
         retriever = TagRetriever.load(other)
     assert retriever.ranker is None and retriever.search("post box", 3)[0].tag == "amenity=post_box"

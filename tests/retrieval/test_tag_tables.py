@@ -8,6 +8,7 @@ import shutil
 import pytest
 from fakes.support import run_concurrently
 
+from geoql.core import checksums
 from geoql.retrieval import TagRetriever
 from geoql.retrieval import artifacts as A
 from geoql.retrieval import tag_tables as T
@@ -28,7 +29,7 @@ def index_copy(small_index_dir, tmp_path):
 
 
 def _entries(folder):
-    return sorted(p.name for p in folder.iterdir() if p.name != T.HASHES_FILE)
+    return sorted(p.name for p in folder.iterdir())
 
 
 def test_tables_are_the_index_files_without_per_language_names(small_index_dir, cache):
@@ -119,7 +120,7 @@ def test_old_cache_files_are_pruned(small_index_dir, cache):
 def test_file_hashes_follow_the_files(index_copy, cache):
     key = T.cache_key(index_copy)
     assert T.cache_key(index_copy) == key  # from the remembered hashes
-    memo = cache / T.HASHES_FILE
+    memo = cache.parent / checksums.MEMO_FILE
     memo.write_text(json.dumps({str((index_copy / name).resolve()): {"stat": [0], "sha256": "zz"} for name in T.SOURCES}))
     assert T.cache_key(index_copy) == key  # a stale or bad entry is hashed again
     memo.write_text("[1, 2")
