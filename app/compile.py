@@ -67,6 +67,10 @@ class Compilation:
     no_output: bool = False
     # One sentence per doubt (off topic, low confidence, uncovered words, far, no output): shown by the CLI and the demo.
     doubts: list[str] = field(default_factory=list)
+    # No answer because something other than the request failed (the backend could not start or raised,
+    # the prompt or the checks raised): asking again may answer it. A batch run records such a line as
+    # failed and retries it, instead of keeping an empty line as the request's answer.
+    failed: bool = False
 
     @property
     def status(self) -> str:
@@ -105,7 +109,8 @@ class Compilation:
                 "unsupported": [plain(c) for c in self.unsupported], "confidence": self.confidence,
                 "uncovered": list(self.uncovered), "nearest": self.nearest, "far": self.far,
                 "off_topic": self.off_topic, "low_confidence": self.low_confidence,
-                "no_output": self.no_output, "doubts": list(self.doubts), "status": self.status}
+                "no_output": self.no_output, "doubts": list(self.doubts), "failed": self.failed,
+                "status": self.status}
 
 
 def _split_options(options: dict) -> tuple[dict, dict]:
@@ -130,6 +135,11 @@ def check_request(nl: Any, max_chars: int) -> str | None:
         return f"the request must be text, got {type(nl).__name__}"
     if not nl.strip():
         return "empty request: describe what to find, e.g. 'drinking water taps in Vienna'"
+    if any("\ud800" <= ch <= "\udfff" for ch in nl):
+        # Lone surrogates: bytes that were not UTF-8, e.g. a command line in another encoding
+        # (Python keeps them as U+DC80..U+DCFF); no text library downstream can encode them.
+        return ("the request has bytes that are not UTF-8 text (lone surrogates): "
+                "pass it as UTF-8, e.g. set your terminal or file to UTF-8")
     # Punctuation alone asks for nothing, and any answer would be a guess; symbols
     # such as emoji (category S) may name a thing, so they still compile.
     if all(unicodedata.category(ch)[0] in "PZC" for ch in nl):
@@ -302,10 +312,12 @@ class Compiler:
         except BackendError as exc:
             for c in comps:
                 c.errors.append(str(exc))
+                c.failed = True
             return comps
         except Exception as exc:  # a broken install must not crash the caller
             for c in comps:
                 c.errors.append(f"cannot start backend {self.backend_name!r}: {type(exc).__name__}: {exc}")
+                c.failed = True
             return comps
         pending: list[tuple[Compilation, GenerationRequest]] = []
         for comp, nl in zip(comps, nls):
@@ -318,6 +330,7 @@ class Compiler:
                 req, warnings = self._request(nl.strip(), backend, config)
             except Exception as exc:
                 comp.errors.append(f"cannot build the prompt: {type(exc).__name__}: {exc}")
+                comp.failed = True
                 continue
             comp.warnings = warnings
             comp.timings["retrieval_s"] = time.perf_counter() - t0
@@ -343,11 +356,13 @@ class Compiler:
             comp.timings["generate_s"] = gen_s
             if isinstance(texts, Exception):
                 comp.errors.append(str(texts))
+                comp.failed = True
                 continue
             try:
                 self._finish(comp, list(texts), config)
             except Exception as exc:
                 comp.errors.append(f"cannot check the output: {type(exc).__name__}: {exc}")
+                comp.failed = True
         total = time.perf_counter() - t_start
         for comp in comps:
             comp.timings["total_s"] = total / len(comps)

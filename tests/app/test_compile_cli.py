@@ -39,6 +39,8 @@ def test_json_output(tiny_args, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["compile"], "give a request"),
     (["compile", "   "], "empty request"),
+    # bytes that are not UTF-8 on the command line reach Python as lone surrogates (issue 42)
+    (["compile", "cafes in Bonn \udced\udca0\udc80"], "not UTF-8 text (lone surrogates)"),
     (["compile", "x", "--option", "novalue"], "KEY=VALUE"),
     (["compile", "x", "--n", "0"], "n must be >= 1"),
     (["compile", "--split", "dev"], "--out"),
