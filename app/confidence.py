@@ -49,7 +49,7 @@ from geoql.core.files import write_atomic
 from geoql.eval.faithfulness import CORE_KINDS, Constant, query_constants
 from geoql.nl.cues import all_tables as cue_tables
 from geoql.nl.frame import Frame, read_frame
-from geoql.nl.text import fold, spaceless
+from geoql.nl.text import fold, plain_number, spaceless
 
 CALIBRATOR_FILE = "confidence_cpu.json"  # packaged with this module
 MODEL_CALIBRATOR_FILE = "confidence.json"  # optional, in a CPU model's folder
@@ -316,7 +316,7 @@ def _km(number: str) -> str:
         metres = float(number.replace(",", ".")) * 1000
     except ValueError:
         return ""
-    return str(int(metres)) if metres == int(metres) else str(metres)
+    return plain_number(metres)
 
 
 def lexicon_strength(nl: str, lexicon: Any, lang: str = "en") -> float:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import overpassql
 from geoql.app.cpu.edits import parses
 from geoql.app.cpu.faithful import request_ids
+from geoql.nl.text import plain_number
 from overpassql import ast as A
 
 TYPES = ("node", "way", "relation")
@@ -238,7 +239,7 @@ def _settings() -> list:
 def _number(x: float, digits: int = 0) -> str:
     if digits:
         return f"{x:.{digits}f}".rstrip("0").rstrip(".")
-    return str(int(x)) if float(x) == int(x) else str(x)
+    return plain_number(float(x))
 
 
 def compose(info, frame, *, place: str | None, what: list[tuple[str, float]], of: list[tuple[str, float]] = (),

@@ -20,6 +20,7 @@ from overpassql import ast as A
 from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon
 from geoql.app.cpu.request import RequestInfo, content_words
 from geoql.core.errors import ConfigError
+from geoql.nl.text import plain_number
 
 AREA_PLACEHOLDERS = ("{{geocodeArea:", "{{nominatimArea:")
 NAME_KEYS = ("name", "name:en", "name:de", "name:fr", "int_name", "official_name")
@@ -470,8 +471,8 @@ def edit_numbers(script, ctx: EditContext) -> bool:
     for node in A.walk(script):
         if isinstance(node, A.Around) and distance:
             value = float(distance.group(1)) * (1000 if distance.group(2).lower().startswith("k") else 1)
-            radius = str(int(value)) if value == int(value) else str(value)
-            if node.radius != radius:
+            radius = plain_number(value)
+            if radius and node.radius != radius:
                 node.radius, changed = radius, True
         elif isinstance(node, A.Newer) and dates:
             new = f'"{dates[0]}"' if node.date.startswith('"') else dates[0]
