@@ -148,8 +148,9 @@ class LogState:
 
 
 def read_log(path: Path, count: int) -> LogState:
-    """The records of the log at ``path`` for ``count`` requests; lines that are not records are
-    counted and skipped (their requests are compiled again), a line cut off mid-write is left out."""
+    """The records of the log at ``path`` for ``count`` requests (0: its first line alone); lines that
+    are not records are counted and skipped (their requests are compiled again), a line cut off
+    mid-write is left out."""
     state = LogState()
     if not path.exists():
         return state
@@ -160,6 +161,8 @@ def read_log(path: Path, count: int) -> LogState:
             if not line.endswith(b"\n"):
                 break  # cut off while it was written
             state.end = offset
+            if not count and n:
+                break  # only the header was asked for
             try:
                 record = json.loads(line)
             except ValueError:
@@ -439,7 +442,8 @@ def run_batch(batch: Batch, engine: Callable[[CompileConfig, bool, int], Engine]
         _drop_finished_log(tmp, name)
         print(f"geoql compile: {out} is complete ({len(batch.requests)} lines); delete it to recompute")
         return 0
-    fresh = not tmp.exists() or tmp.stat().st_size == 0
+    # No whole line (none, or a first line cut off by a crash or a full disk): nothing in it to keep.
+    fresh = read_log(tmp, 0).end == 0
     if rows and fresh and batch.jsonl.exists() and not _vouched(batch.jsonl, (record or {}).get("jsonl")):
         raise UserError(f"{batch.jsonl} exists and is not the --jsonl of this run: move it away or pass another --jsonl")
     log = RunLog(tmp)

@@ -171,6 +171,10 @@ def test_damaged_and_cut_off_lines_of_the_log_are_compiled_again(cpu_env, reques
     assert _compile(requests_file, out) == 0
     assert f"5 of {N} answered (1 damaged lines of the log are compiled again)" in capsys.readouterr().out
     assert out.read_bytes() == reference
+    # a log whose first line was cut off (the disk filled up while it was written) holds nothing: started over
+    out.unlink()
+    log_path(out).write_text(json.dumps(log[0])[:50], encoding="utf-8")
+    assert _compile(requests_file, out) == 0 and out.read_bytes() == reference
 
 
 def test_jsonl_rows_come_in_order_and_a_damaged_jsonl_file_is_refused(cpu_env, requests_file, tmp_path, reference,
