@@ -7,11 +7,12 @@ Every run is ``geoql compile --split SPLIT --out FILE`` in a new process, on the
 that ``GEOQL_INDEX_DIR`` / ``GEOQL_CPU_MODEL_DIR`` (or the user directories) hold, after one unmeasured
 warm-up of 32 requests (the page cache). In this order: ``--before REV`` (optional: that revision
 checked out into a temporary worktree, one process, as batch runs were before ``--workers``), this
-checkout with ``--workers 1``, this checkout with ``--workers N``. Printed per run: the wall time,
+checkout with ``--workers 1``, this checkout with ``--workers N``, ``--rounds`` times, every other
+round in reverse order. Printed per run: the wall time,
 the CPU time of the whole process tree, the time to the first answer in the run's log (start-up:
 the processes' start, imports and model load), the peak RSS of each process of the tree (every
 worker holds its own model and index) and of the tree, and whether the prediction file is
-byte-identical to the one-worker run's; then the speed-up of N workers over one.
+byte-identical to the one-worker run's; then the speed-up of N workers over one, per round and its median.
 
 On a machine shared with other jobs the wall times vary from day to day; take the ratio, measured
 within the same minutes, as the figure (and run it under the heavy-job lock).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -114,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N requests of the split")
     parser.add_argument("--workers", type=int, default=2, help="workers of the parallel run (default 2)")
     parser.add_argument("--before", help="also run this revision (one process, as before --workers), e.g. main")
+    parser.add_argument("--rounds", type=int, default=1, help="runs per side, the sides taking turns (default 1)")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="geoql-bench-workers-"))
@@ -133,29 +136,43 @@ def main(argv: list[str] | None = None) -> int:
         one = ["--workers", "1"]
         sides.append(("--workers 1", env, REPO, one, one, 1))
         sides.append((f"--workers {args.workers}", env, REPO, ["--workers", str(args.workers)], one, 1))
-        print(f"{args.split}{f' (first {args.limit})' if args.limit else ''}; load average {os.getloadavg()[0]:.1f} "
-              f"on {os.cpu_count()} CPUs; index {os.environ.get('GEOQL_INDEX_DIR', '(user dir)')}", flush=True)
-        results = {}
+        print(f"{args.split}{f' (first {args.limit})' if args.limit else ''}; {os.cpu_count()} CPUs; index "
+              f"{os.environ.get('GEOQL_INDEX_DIR', '(user dir)')}; {args.rounds} round(s), the sides taking turns", flush=True)
         for n, (label, side_env, cwd, extra, warm_extra, header) in enumerate(sides):
             _measured([sys.executable, "-m", "geoql", "compile", "--split", args.split, "--limit", "32", "--out",
                        str(work / f"warm{n}.pred"), *warm_extra], side_env, cwd)  # the page cache
-            out = work / f"run{n}.pred"
-            results[label] = run(label, [sys.executable, "-m", "geoql", "compile", "--split", args.split, *limit,
-                                         "--out", str(out), *extra], side_env, cwd, out, header)
-            r = results[label]
-            print(f"{label:24} wall {r['wall']:7.1f} s  CPU {r['cpu']:7.1f} s  first answer {r['first'] or 0:5.1f} s  "
-                  f"peak RSS: tree {r['tree_mb']:6.0f} MB, main process {r['root_mb']:5.0f} MB, workers "
-                  f"{', '.join(f'{w:.0f}' for w in r['workers_mb']) or '-'} MB", flush=True)
-        one, many = results["--workers 1"], results[f"--workers {args.workers}"]
-        lines = one["pred"].count(b"\n")
-        print(f"\nspeed-up of --workers {args.workers} over --workers 1: {one['wall'] / many['wall']:.2f}x "
-              f"({one['wall']:.1f} s -> {many['wall']:.1f} s on {lines} requests; CPU {one['cpu']:.1f} s -> {many['cpu']:.1f} s)")
-        for label, r in results.items():
-            print(f"  {label:24} predictions byte-identical to --workers 1: {r['pred'] == one['pred']}")
+        results: dict[str, list[dict]] = {side[0]: [] for side in sides}
+        for round_ in range(args.rounds):
+            order = list(enumerate(sides))
+            if round_ % 2:
+                order.reverse()  # a machine that gets busier or quieter during the run favours no side
+            for n, (label, side_env, cwd, extra, _, header) in order:
+                out = work / f"run{round_}-{n}.pred"
+                load = os.getloadavg()[0]
+                r = run(label, [sys.executable, "-m", "geoql", "compile", "--split", args.split, *limit,
+                                "--out", str(out), *extra], side_env, cwd, out, header)
+                results[label].append(r)
+                print(f"round {round_ + 1} {label:24} wall {r['wall']:6.1f} s  CPU {r['cpu']:6.1f} s  first answer "
+                      f"{r['first'] or 0:4.1f} s  peak RSS: tree {r['tree_mb']:5.0f} MB, main process "
+                      f"{r['root_mb']:4.0f} MB, workers {', '.join(f'{w:.0f}' for w in r['workers_mb']) or '-'} MB  "
+                      f"(load before {load:.1f})", flush=True)
+        ones, manys = results["--workers 1"], results[f"--workers {args.workers}"]
+        ratios = [a["wall"] / b["wall"] for a, b in zip(ones, manys)]
+        lines = ones[0]["pred"].count(b"\n")
+        print(f"\nspeed-up of --workers {args.workers} over --workers 1 on {lines} requests, per round: "
+              + ", ".join(f"{x:.2f}x" for x in ratios) + f"; median {statistics.median(ratios):.2f}x "
+              f"(median wall {statistics.median(r['wall'] for r in ones):.1f} s -> "
+              f"{statistics.median(r['wall'] for r in manys):.1f} s; CPU {statistics.median(r['cpu'] for r in ones):.1f} s "
+              f"-> {statistics.median(r['cpu'] for r in manys):.1f} s)")
+        reference = ones[0]["pred"]
+        for label, runs in results.items():
+            print(f"  {label:24} predictions byte-identical to the first --workers 1 run: "
+                  f"{all(r['pred'] == reference for r in runs)} ({len(runs)} runs)")
         if args.before:
-            before = results[sides[0][0]]
-            print(f"  --workers 1 against before: {before['wall'] / one['wall']:.2f}x; "
-                  f"--workers {args.workers} against before: {before['wall'] / many['wall']:.2f}x")
+            before = statistics.median(r["wall"] for r in results[sides[0][0]])
+            print(f"  against before (median wall {before:.1f} s): --workers 1 "
+                  f"{before / statistics.median(r['wall'] for r in ones):.2f}x, --workers {args.workers} "
+                  f"{before / statistics.median(r['wall'] for r in manys):.2f}x")
     finally:
         for tree in trees:
             tree.remove()
