@@ -37,9 +37,20 @@ class _Worker:
         return answer_chunk(self.compiler, chunk, self.rows)
 
 
-def worker_env() -> dict:
-    """The variables the actors run with: the driver's ``GEOQL_*`` and :data:`PASSED_ON`, one thread each."""
-    env = {key: value for key, value in os.environ.items() if key.startswith("GEOQL_") or key in PASSED_ON}
+def worker_env(environ=None) -> dict:
+    """The variables the actors run with: the driver's (``environ``, default ``os.environ``) ``GEOQL_*``
+    and :data:`PASSED_ON`, one thread each. A relative directory is made absolute: an actor does not
+    run in the driver's working directory.
+
+    >>> env = worker_env({"GEOQL_DATA_DIR": "data", "HF_HUB_OFFLINE": "1", "HOME": "/home/me"})
+    >>> env["GEOQL_DATA_DIR"] == os.path.abspath("data"), env["HF_HUB_OFFLINE"], "HOME" in env, env["OMP_NUM_THREADS"]
+    (True, '1', False, '1')
+    """
+    environ = os.environ if environ is None else environ
+    env = {key: value for key, value in environ.items() if key.startswith("GEOQL_") or key in PASSED_ON}
+    for key, value in env.items():
+        if key.endswith("_DIR") and value and not os.path.isabs(value):
+            env[key] = os.path.abspath(value)
     return {**env, **ONE_THREAD}
 
 
