@@ -8,7 +8,9 @@ that ``GEOQL_INDEX_DIR`` / ``GEOQL_CPU_MODEL_DIR`` (or the user directories) hol
 warm-up of 32 requests (the page cache). In this order: ``--before REV`` (optional: that revision
 checked out into a temporary worktree, one process, as batch runs were before ``--workers``), this
 checkout with ``--workers 1``, this checkout with ``--workers N``, ``--rounds`` times, every other
-round in reverse order. Printed per run: the wall time,
+round in reverse order (``--one-thread`` adds ``--workers 1`` with one OpenBLAS/OpenMP thread, as
+each worker runs: the CPU default's single process otherwise spends about half its CPU time in
+OpenBLAS's second thread). Printed per run: the wall time,
 the CPU time of the whole process tree, the time to the first answer in the run's log (start-up:
 the processes' start, imports and model load), the peak RSS of each process of the tree (every
 worker holds its own model and index) and of the tree, and whether the prediction file is
@@ -34,6 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_cold_start import Tree, _measured  # noqa: E402 (a revision's worktree; the child's wall, CPU, peak RSS)
+
+from geoql.app.batch import ONE_THREAD  # noqa: E402
 
 
 class TreeWatch:
@@ -117,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="workers of the parallel run (default 2)")
     parser.add_argument("--before", help="also run this revision (one process, as before --workers), e.g. main")
     parser.add_argument("--rounds", type=int, default=1, help="runs per side, the sides taking turns (default 1)")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="also run --workers 1 with one OpenBLAS/OpenMP thread, as each worker runs")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="geoql-bench-workers-"))
@@ -135,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             sides.append((f"before ({tree.rev}), 1 process", tree.env(), tree.path, [], [], 0))
         one = ["--workers", "1"]
         sides.append(("--workers 1", env, REPO, one, one, 1))
+        if args.one_thread:  # what each worker gets: one thread for OpenBLAS and OpenMP
+            sides.append(("--workers 1, one thread", {**env, **ONE_THREAD}, REPO, one, one, 1))
         sides.append((f"--workers {args.workers}", env, REPO, ["--workers", str(args.workers)], one, 1))
         print(f"{args.split}{f' (first {args.limit})' if args.limit else ''}; {os.cpu_count()} CPUs; index "
               f"{os.environ.get('GEOQL_INDEX_DIR', '(user dir)')}; {args.rounds} round(s), the sides taking turns", flush=True)
@@ -168,6 +176,13 @@ def main(argv: list[str] | None = None) -> int:
         for label, runs in results.items():
             print(f"  {label:24} predictions byte-identical to the first --workers 1 run: "
                   f"{all(r['pred'] == reference for r in runs)} ({len(runs)} runs)")
+        if args.one_thread:
+            lone = results["--workers 1, one thread"]
+            ratios = [a["wall"] / b["wall"] for a, b in zip(lone, manys)]
+            print(f"speed-up of --workers {args.workers} over --workers 1 with one thread, per round: "
+                  + ", ".join(f"{x:.2f}x" for x in ratios) + f"; median {statistics.median(ratios):.2f}x "
+                  f"(median wall {statistics.median(r['wall'] for r in lone):.1f} s, CPU "
+                  f"{statistics.median(r['cpu'] for r in lone):.1f} s)")
         if args.before:
             before = statistics.median(r["wall"] for r in results[sides[0][0]])
             print(f"  against before (median wall {before:.1f} s): --workers 1 "
