@@ -143,6 +143,8 @@ def run_many(args, config) -> int:
         examples = examples[: max(0, args.limit)]
     out = Path(args.out)
     jsonl = Path(args.jsonl) if args.jsonl else None
+    if jsonl is not None and jsonl.resolve() == out.resolve():
+        raise UserError("--jsonl and --out name the same file: give each its own")
     for path in filter(None, (out, jsonl)):  # before any compiling: a run of minutes must not fail at its first write
         check_writable_dir(path.parent)
         path.parent.mkdir(parents=True, exist_ok=True)

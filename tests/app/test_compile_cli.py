@@ -48,6 +48,8 @@ def test_json_output(tiny_args, capsys):
     (["compile", "--requests", "requests.nl", "--split", "dev", "--out", "x.pred"], "not both"),
     (["compile", "cafes in Bonn", "--requests", "requests.nl", "--out", "x.pred"], "not both"),
     (["compile", "--requests", "no-such-file.nl", "--out", "x.pred"], "no-such-file.nl does not exist"),
+    (["compile", "--split", "dev", "--out", "x.pred", "--jsonl", "./x.pred"], "--jsonl and --out name the same file"),
+    (["compile", "cafes in Bonn", "--workers", "2"], "--workers and --cluster are for --split or --requests"),
 ])
 def test_user_errors_exit_2(argv, message, capsys):
     assert main(argv) == 2
