@@ -74,6 +74,10 @@ class Compilation:
     # The request as it was read, once (geoql.nl.Request): what every step took. None when it could
     # not be read (not text, empty). Not in as_dict: the reading is the request's, not the answer's.
     request: Request | None = field(default=None, repr=False, compare=False)
+    # No answer because something other than the request failed (the backend could not start or raised,
+    # the prompt or the checks raised): asking again may answer it. A batch run records such a line as
+    # failed and retries it, instead of keeping an empty line as the request's answer.
+    failed: bool = False
 
     @property
     def status(self) -> str:
@@ -112,7 +116,8 @@ class Compilation:
                 "unsupported": [plain(c) for c in self.unsupported], "confidence": self.confidence,
                 "uncovered": list(self.uncovered), "nearest": self.nearest, "far": self.far,
                 "off_topic": self.off_topic, "low_confidence": self.low_confidence,
-                "no_output": self.no_output, "doubts": list(self.doubts), "status": self.status}
+                "no_output": self.no_output, "doubts": list(self.doubts), "failed": self.failed,
+                "status": self.status}
 
 
 def _split_options(options: dict) -> tuple[dict, dict]:
@@ -137,6 +142,11 @@ def check_request(nl: Any, max_chars: int) -> str | None:
         return f"the request must be text, got {type(nl).__name__}"
     if not nl.strip():
         return "empty request: describe what to find, e.g. 'drinking water taps in Vienna'"
+    if any("\ud800" <= ch <= "\udfff" for ch in nl):
+        # Lone surrogates: bytes that were not UTF-8, e.g. a command line in another encoding
+        # (Python keeps them as U+DC80..U+DCFF); no text library downstream can encode them.
+        return ("the request has bytes that are not UTF-8 text (lone surrogates): "
+                "pass it as UTF-8, e.g. set your terminal or file to UTF-8")
     # Punctuation alone asks for nothing, and any answer would be a guess; symbols
     # such as emoji (category S) may name a thing, so they still compile.
     if all(unicodedata.category(ch)[0] in "PZC" for ch in nl):
@@ -314,10 +324,12 @@ class Compiler:
         except BackendError as exc:
             for c in comps:
                 c.errors.append(str(exc))
+                c.failed = True
             return comps
         except Exception as exc:  # a broken install must not crash the caller
             for c in comps:
                 c.errors.append(f"cannot start backend {self.backend_name!r}: {type(exc).__name__}: {exc}")
+                c.failed = True
             return comps
         pending: list[tuple[Compilation, GenerationRequest]] = []
         todo = []
@@ -334,10 +346,12 @@ class Compiler:
         except BackendError as exc:  # the CPU default's model could not be loaded (or trained)
             for comp, _ in todo:
                 comp.errors.append(str(exc))
+                comp.failed = True
             return comps
         except Exception as exc:
             for comp, _ in todo:
                 comp.errors.append(f"backend {backend.name} failed: {type(exc).__name__}: {exc}")
+                comp.failed = True
             return comps
         for comp, nl in todo:
             t0 = time.perf_counter()
@@ -348,6 +362,7 @@ class Compiler:
                 req, warnings = self._request(comp.request, backend, config)
             except Exception as exc:
                 comp.errors.append(f"cannot build the prompt: {type(exc).__name__}: {exc}")
+                comp.failed = True
                 continue
             comp.warnings = warnings
             comp.timings["retrieval_s"] = time.perf_counter() - t0
@@ -373,12 +388,14 @@ class Compiler:
             if isinstance(generation, Exception):
                 comp.tags, comp.examples = list(req.tags), list(req.examples)
                 comp.errors.append(str(generation))
+                comp.failed = True
                 continue
             comp.tags, comp.examples = list(generation.tags), list(generation.examples)  # what the backend used
             try:
                 self._finish(comp, generation, config)
             except Exception as exc:
                 comp.errors.append(f"cannot check the output: {type(exc).__name__}: {exc}")
+                comp.failed = True
         total = time.perf_counter() - t_start
         for comp in comps:
             comp.timings["total_s"] = total / len(comps)

@@ -7,10 +7,12 @@
 ``--requests`` takes any file of one request a line (UTF-8), such as OsmNL's ``dev.de.nl``;
 ``geoql eval --gold FILE --requests FILE --pred runs/mine.pred`` then scores it.
 
-A split or file run writes ``FILE.pred.tmp`` line by line and renames it to
-``FILE.pred`` when every request is done, so an interrupted run leaves no
-file that looks finished; running the same command again resumes after the
-last complete line.
+A split or file run (``geoql.app.batch``) uses every core (``--workers N``) or a Ray cluster
+(``--cluster ADDRESS``). It logs each answer to ``FILE.pred.tmp`` and writes ``FILE.pred`` only
+when every request has its answer, with ``FILE.pred.run.json`` naming the requests and settings
+it answers. Running the same command again resumes; a request whose compile failed (the
+backend, not the request) is tried again, never kept as an empty line; another run's files
+are refused, never mixed in or overwritten.
 
 A single request prints its query alone on stdout; when the answer is in doubt (the
 request is not about places, or its confidence is under the threshold chosen on dev:
@@ -22,15 +24,16 @@ request is not about places, or its confidence is under the threshold chosen on 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
+from geoql.app.batch import Batch, local_workers, run_batch
+from geoql.app.batch_ray import ray_workers
 from geoql.app.compile import Compiler
 from geoql.app.config import CompileConfig, load_config
 from geoql.core.cli import positive_int
 from geoql.core.errors import UserError
-from geoql.core.files import check_writable_dir, write_atomic
+from geoql.core.files import check_writable_dir
 from geoql.eval.dataset import Example, load_split, read_example_lines
 
 
@@ -52,7 +55,13 @@ def register(subparsers) -> None:
     p.add_argument("--out", help="prediction file for --split or --requests (one query per line)")
     p.add_argument("--jsonl", help="also write one JSON object per example (candidates, errors, timings)")
     p.add_argument("--limit", type=positive_int, help="only the first N examples of the split or file")
-    p.add_argument("--batch-size", type=int, default=16, help="requests per backend call")
+    p.add_argument("--batch-size", type=positive_int, default=16, help="requests per backend call (and per chunk of work)")
+    p.add_argument("--workers", type=positive_int, metavar="N",
+                   help="worker processes for --split/--requests (default: one per core for the CPU default, "
+                        "as many as free memory holds at 1 GB each; 1 for the other backends; with --cluster: "
+                        "the cluster's CPUs)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="run --split/--requests on a Ray cluster, e.g. 10.0.0.5:6379 or auto (pip install 'geoql[ray]')")
     p.add_argument("--json", action="store_true",
                    help="print the full result as JSON (single request; with confidence, uncovered, nearest, far, off_topic)")
     p.set_defaults(handler=run)
@@ -87,6 +96,8 @@ def run(args) -> int:
     config = _config(args)
     if args.split and args.requests:
         raise UserError("give --split or --requests, not both")
+    if (args.workers or args.cluster) and not (args.split or args.requests):
+        raise UserError("--workers and --cluster are for --split or --requests")
     if args.split or args.requests:
         if not args.out:
             raise UserError(f"{'--split' if args.split else '--requests'} needs --out FILE.pred")
@@ -120,74 +131,24 @@ def doubt_line(comp) -> str:
     return "; ".join(comp.doubts)
 
 
-def _complete_lines(path: Path) -> list[str]:
-    """Lines of an interrupted file, without a last line cut off mid-write."""
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    return lines[:-1]  # the part after the last newline is incomplete (or empty)
-
-
-def _rewrite(path: Path, lines: list[str]) -> None:
-    write_atomic(path, "".join(line + "\n" for line in lines))
-
-
 def run_many(args, config) -> int:
-    """Compile a split (``--split``) or a file of requests (``--requests``) to ``--out``, resumably."""
+    """Compile a split (``--split``) or a file of requests (``--requests``) to ``--out``: ``geoql.app.batch``."""
     if args.requests:
         examples = [Example("requests", i, nl, "", "") for i, nl in enumerate(read_example_lines(args.requests, "--requests"))]
+        source = args.requests
     else:
         examples = load_split(args.split, args.data_dir)
+        source = f"OverpassNL {args.split}"
     if args.limit is not None:
         examples = examples[: max(0, args.limit)]
     out = Path(args.out)
     jsonl = Path(args.jsonl) if args.jsonl else None
+    if jsonl is not None and jsonl.resolve() == out.resolve():
+        raise UserError("--jsonl and --out name the same file: give each its own")
     for path in filter(None, (out, jsonl)):  # before any compiling: a run of minutes must not fail at its first write
         check_writable_dir(path.parent)
         path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if out.exists() and not tmp.exists():
-        done_lines = _complete_lines(out)
-        if len(done_lines) == len(examples):
-            print(f"geoql compile: {out} is complete ({len(examples)} lines); delete it to recompute")
-            return 0
-        raise UserError(f"{out} exists with {len(done_lines)} lines for {len(examples)} examples: "
-                        "move it away or pass another --out")
-    done = _complete_lines(tmp)
-    if len(done) > len(examples):
-        raise UserError(f"{tmp} has more lines than the requests: delete it to start over")
-    _rewrite(tmp, done)
-    if jsonl is not None:
-        rows = [line for line in _complete_lines(jsonl) if line.strip()]
-        rows = [r for r in rows if json.loads(r).get("i", 1 << 30) < len(done)]
-        _rewrite(jsonl, rows)
-    if done:
-        print(f"geoql compile: resuming after {len(done)} of {len(examples)} lines")
-    compiler = Compiler(config=config)
-    todo = examples[len(done):]
-    from tqdm import tqdm
-
-    bar = tqdm(total=len(examples), initial=len(done), desc=f"compile {args.split or Path(args.requests).name} ({config.backend})",
-               unit="q")
-    invalid = 0
-    try:
-        with open(tmp, "a", encoding="utf-8") as pred_f, \
-                (open(jsonl, "a", encoding="utf-8") if jsonl else open(os.devnull, "w")) as json_f:
-            for start in range(0, len(todo), max(1, args.batch_size)):
-                chunk = todo[start:start + args.batch_size]
-                comps = compiler.compile_batch([ex.nl for ex in chunk], batch_size=args.batch_size)
-                for k, (ex, comp) in enumerate(zip(chunk, comps)):
-                    row = {"i": len(done) + start + k, "index": ex.index, **comp.as_dict()}
-                    json_f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-                    json_f.flush()
-                    # The official format: exactly one line per example.
-                    pred_f.write(comp.query.replace("\n", " ") + "\n")
-                    pred_f.flush()
-                    invalid += not comp.valid
-                bar.update(len(chunk))
-    finally:
-        bar.close()
-    os.replace(tmp, out)
-    print(f"geoql compile: wrote {out} ({len(examples)} lines; {invalid} of {len(todo)} new ones invalid)")
-    return 0
+    batch = Batch(requests=[ex.nl for ex in examples], indices=[ex.index for ex in examples], source=source,
+                  out=out, jsonl=jsonl, config=config, batch_size=args.batch_size,
+                  label=args.split or Path(args.requests).name)
+    return run_batch(batch, ray_workers(args.cluster, args.workers) if args.cluster else local_workers(args.workers))

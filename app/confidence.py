@@ -49,7 +49,7 @@ from geoql.core.errors import ConfigError
 from geoql.core.files import write_atomic
 from geoql.eval.faithfulness import CORE_KINDS, Constant, query_constants
 from geoql.nl.request import Request
-from geoql.nl.text import fold
+from geoql.nl.text import fold, plain_number
 from geoql.nl.words import WORD, content_words, cue_words, stem
 
 CALIBRATOR_FILE = "confidence_cpu.json"  # packaged with this module
@@ -246,7 +246,7 @@ def _km(number: str) -> str:
         metres = float(number.replace(",", ".")) * 1000
     except ValueError:
         return ""
-    return str(int(metres)) if metres == int(metres) else str(metres)
+    return plain_number(metres)
 
 
 def lexicon_strength(request: Request, word_tags: Mapping[str, Mapping[str, float]] | None) -> float:

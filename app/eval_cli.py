@@ -270,14 +270,19 @@ def compile_language(lang: Language, compiler: Compiler, out: Path, kept: dict, 
         for start in range(0, len(todo), config.batch_size):
             chunk = todo[start:start + config.batch_size]
             comps = compiler.compile_batch([e.nl for e in chunk], batch_size=config.batch_size)
-            if not any(c.query for c in comps) and comps[0].errors and len({tuple(c.errors) for c in comps}) == 1:
-                # The backend cannot answer at all (no model, no server): say so instead of writing empty lines.
-                raise UserError(f"the {compiler.backend_name} backend gives no query: {comps[0].errors[0]}")
-            for comp in comps:
+            failed = next((k for k, comp in enumerate(comps) if comp.failed), None)
+            for comp in comps[:failed]:
                 lines.append(comp.query.replace("\n", " "))
                 stats["no_query"] += not comp.query
-            stats["compiled"] += len(chunk)
-            since_save += len(chunk)
+            answered = len(comps) if failed is None else failed
+            stats["compiled"] += answered
+            since_save += answered
+            if failed is not None:
+                # The backend failed (no model, no server, a damaged index): a failure is no answer, so it is
+                # not written as an empty line that the next run would keep; what came before it is kept.
+                why = comps[failed].errors[0] if comps[failed].errors else "it failed"
+                where = f" (request {len(lines) + 1} of {lang.code}; the {len(lines)} before it are kept)" if lines else ""
+                raise UserError(f"the {compiler.backend_name} backend gives no query{where}: {why}")
             if bar is not None:
                 bar.update(len(chunk))
             if since_save >= CHECKPOINT_EVERY:

@@ -1,7 +1,8 @@
 """The one home of writing files and directories that an interruption cannot damage.
 
 - :func:`write_atomic`: a file is written beside its destination and renamed over
-  it, so readers see the old content or the new one, never half of it.
+  it, so readers see the old content or the new one, never half of it;
+  :func:`open_atomic` is the same for a file written piece by piece.
 - :func:`atomic_dir` / :func:`staging_dir` / :func:`replace_dir`: a directory is built
   beside its destination and swapped in; until the swap the old one stays as it was. A
   staging directory is locked (``flock``) by the process that builds it, so the one a killed
@@ -22,7 +23,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
@@ -40,12 +41,30 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
     >>> oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
     True
     """
+    with open_atomic(path) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return Path(path)
+
+
+@contextmanager
+def open_atomic(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` piece by piece; it takes the place of ``path`` when the
+    ``with`` block ends without an exception, else it is removed and ``path`` keeps its content.
+
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "rows.jsonl"
+    >>> with open_atomic(target) as f:
+    ...     for n in range(3):
+    ...         _ = f.write(b"%d\\n" % n)
+    >>> target.read_bytes()
+    b'0\\n1\\n2\\n'
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            yield f
         # mkstemp makes the file owner-only; give it the mode a plain open() would have.
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
@@ -53,7 +72,6 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return target
 
 
 def _umask() -> int:
@@ -245,5 +263,5 @@ def check_writable_dir(path: str | os.PathLike) -> None:
         raise OSError(f"cannot write to {target}: {exc.strerror or exc} in {existing}; {fix}") from None
 
 
-__all__ = ["write_atomic", "replace_dir", "atomic_dir", "staging_dir", "is_live_staging", "remove_dead_staging",
+__all__ = ["write_atomic", "open_atomic", "replace_dir", "atomic_dir", "staging_dir", "is_live_staging", "remove_dead_staging",
            "check_writable_dir"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from geoql.nl.cues import LANGUAGES, Matcher, Token, all_tables, table, tokens
-from geoql.nl.text import SPACELESS_SCRIPTS, fold, main_script, script_of, scripts
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, main_script, plain_number, script_of, scripts
 
 # Long input is read up to here: requests are a sentence or two; a pasted page must
 # not cost more than a glance.
@@ -659,9 +659,9 @@ class _Reader:
             hit = lex.time_units.match_at(toks, k, self.taken) if k < self.n else None
             if hit:
                 unit = hit[1]
-                if unit in _PERIOD_UNITS:
-                    n = int(count) if count == int(count) else count
-                    f.periods.append(f"{n} {unit}{'s' if n != 1 else ''}")
+                n = plain_number(count)
+                if unit in _PERIOD_UNITS and n:  # not a 309-digit number of days
+                    f.periods.append(f"{n} {unit}{'s' if n != '1' else ''}")
                     self.take(s, hit[0])
         for s, e, period in self.find(lex.relative, True):
             f.periods.append(period)
@@ -680,6 +680,8 @@ class _Reader:
                 continue
             end, unit = hit
             radius = _number(t.text) * _UNIT_METRES[unit]
+            if not plain_number(radius):
+                continue  # a number past float's range is no distance
             before = self._cue_before(lex.around_before, i, 2)
             after = lex.around_after.match_at(toks, end, self.taken) if end < self.n else None
             marker = next((s for s in range(max(0, i - 3), i)

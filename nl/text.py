@@ -8,10 +8,13 @@ True
 (True, False)
 >>> scripts("Museen in 成都")
 {'Latin': 8, 'Han': 2}
+>>> plain_number(2000.0), plain_number(float("9" * 309))
+('2000', '')
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections import Counter
 from functools import lru_cache
@@ -33,6 +36,22 @@ _NAME_PREFIXES = (
     ("TELUGU", "Telugu"), ("KANNADA", "Kannada"), ("MALAYALAM", "Malayalam"), ("GUJARATI", "Gujarati"),
     ("GURMUKHI", "Gurmukhi"), ("SINHALA", "Sinhala"), ("FULLWIDTH LATIN", "Latin"),
 )
+
+
+def plain_number(value: float) -> str:
+    """A number read from a request as a query writes it (``2000.0`` -> ``"2000"``, ``2.5`` -> ``"2.5"``),
+    or ``""`` when it is not finite.
+
+    ``float()`` reads a number of 309 digits or more as infinity (float's range ends near 1.8e308), and
+    ``int()`` of that raises ``OverflowError``. No distance, count or period is that long: such a number is
+    no number at all for a query, and every place that turns a request's number into query text asks here.
+
+    >>> plain_number(2.5), plain_number(1e3 * 2), plain_number(float("inf")), plain_number(float("nan"))
+    ('2.5', '2000', '', '')
+    """
+    if not math.isfinite(value):
+        return ""
+    return str(int(value)) if value == int(value) else str(value)
 
 
 def base_language(lang: str) -> str:

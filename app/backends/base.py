@@ -147,6 +147,10 @@ class Backend(ABC):
     #: ``CompileConfig`` fields the backend also reads: ``Compiler`` passes them to
     #: the constructor unless ``backend_options`` sets them (the CPU backend: ``index_dir``).
     compile_options: ClassVar[tuple[str, ...]] = ()
+    #: Processes a batch run (``geoql compile --split/--requests``) starts when ``--workers`` is not
+    #: given: 1 for a model that fills an accelerator or a server that batches by itself; None for
+    #: one per core (the CPU default: one request is one core's work).
+    batch_workers: ClassVar[int | None] = 1
 
     @abstractmethod
     def generate(self, request: GenerationRequest) -> Generation:

@@ -63,6 +63,7 @@ class CpuBackend(Backend):
     supports_grammar: ClassVar[bool] = False
     needs_prompt: ClassVar[bool] = False
     compile_options: ClassVar[tuple[str, ...]] = ("index_dir",)
+    batch_workers: ClassVar[int | None] = None  # one worker per core
     # One compile asks for the model up to twice (batch, then one by one);
     # without a dataset each ask would retry the download and the index build.
     retry_training_after_s: ClassVar[float] = 60.0

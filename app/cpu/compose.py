@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import overpassql
 from geoql.app.cpu.edits import parses
+from geoql.nl.text import plain_number
 from overpassql import ast as A
 
 TYPES = ("node", "way", "relation")
@@ -237,7 +238,7 @@ def _settings() -> list:
 def _number(x: float, digits: int = 0) -> str:
     if digits:
         return f"{x:.{digits}f}".rstrip("0").rstrip(".")
-    return str(int(x)) if float(x) == int(x) else str(x)
+    return plain_number(float(x))
 
 
 def compose(info, request, *, place: str | None, what: list[tuple[str, float]], of: list[tuple[str, float]] = (),

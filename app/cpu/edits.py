@@ -21,6 +21,7 @@ from geoql.app.cpu.lexicon import MAIN_SHARE, TagLexicon
 from geoql.core.errors import ConfigError
 from geoql.nl.english import EnglishReading
 from geoql.nl.words import word_stems
+from geoql.nl.text import plain_number
 
 AREA_PLACEHOLDERS = ("{{geocodeArea:", "{{nominatimArea:")
 NAME_KEYS = ("name", "name:en", "name:de", "name:fr", "int_name", "official_name")
@@ -457,8 +458,8 @@ def edit_numbers(script, ctx: EditContext) -> bool:
     for node in A.walk(script):
         if isinstance(node, A.Around) and distance:
             value = float(distance[0]) * (1000 if distance[1].lower().startswith("k") else 1)
-            radius = str(int(value)) if value == int(value) else str(value)
-            if node.radius != radius:
+            radius = plain_number(value)
+            if radius and node.radius != radius:
                 node.radius, changed = radius, True
         elif isinstance(node, A.Newer) and dates:
             new = f'"{dates[0]}"' if node.date.startswith('"') else dates[0]

@@ -162,6 +162,15 @@ def test_backend_failures_stay_inside_the_compilation():
     assert comps[0].valid and comps[0].query == 'node["amenity"="cafe"];out;'
     assert "kaputt" in comps[1].errors[0] and not comps[1].valid
     assert comps[2].errors == ["server says no"]
+    # issue 42: a failure is said as one, apart from a request that has no answer (a retry may answer it)
+    empty = Compiler(_Failing()).compile("   ")
+    assert [c.failed for c in comps] == [False, True, True] and not empty.failed and empty.errors
+    assert comps[1].as_dict()["failed"] is True
+
+
+def test_a_backend_that_cannot_start_is_a_failure():
+    comp = Compiler("nope").compile("cafes in Bonn")
+    assert comp.failed and "unknown backend" in comp.errors[0]
 
 
 def test_compile_options_are_config_fields_or_backend_options():

@@ -39,6 +39,8 @@ def test_json_output(tiny_args, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["compile"], "give a request"),
     (["compile", "   "], "empty request"),
+    # bytes that are not UTF-8 on the command line reach Python as lone surrogates (issue 42)
+    (["compile", "cafes in Bonn \udced\udca0\udc80"], "not UTF-8 text (lone surrogates)"),
     (["compile", "x", "--option", "novalue"], "KEY=VALUE"),
     (["compile", "x", "--n", "0"], "n must be >= 1"),
     (["compile", "--split", "dev"], "--out"),
@@ -46,6 +48,8 @@ def test_json_output(tiny_args, capsys):
     (["compile", "--requests", "requests.nl", "--split", "dev", "--out", "x.pred"], "not both"),
     (["compile", "cafes in Bonn", "--requests", "requests.nl", "--out", "x.pred"], "not both"),
     (["compile", "--requests", "no-such-file.nl", "--out", "x.pred"], "no-such-file.nl does not exist"),
+    (["compile", "--split", "dev", "--out", "x.pred", "--jsonl", "./x.pred"], "--jsonl and --out name the same file"),
+    (["compile", "cafes in Bonn", "--workers", "2"], "--workers and --cluster are for --split or --requests"),
 ])
 def test_user_errors_exit_2(argv, message, capsys):
     assert main(argv) == 2
@@ -66,26 +70,37 @@ def test_unwritable_output_is_said_before_compiling(option, tmp_path, capsys, ov
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
-def test_split_run_resumes_and_writes_the_official_format(tiny_args, tmp_path, capsys, overpassnl_dir):
+def _interrupted_run(tmp, requests, config, source, answers: dict) -> None:
+    """The log an interrupted run leaves: its name, then one record per answered request."""
+    from geoql.app.batch import LOG_FORMAT, run_name
+
+    records = [{"format": LOG_FORMAT, **run_name(requests, source, config)}]
+    records += [{"i": i, "query": q, "valid": True, "row": {"nl": requests[i], "query": q}} for i, q in answers.items()]
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"i": 2, "qu', encoding="utf-8")  # + a cut-off line
+
+
+def test_split_run_resumes_and_writes_the_official_format(tiny_args, tiny_model_dir, tmp_path, capsys, overpassnl_dir):
+    from geoql.app.config import CompileConfig
     from geoql.eval.dataset import load_split
 
     dev = load_split("dev")[:4]
     out = tmp_path / "dev.pred"
     jsonl = tmp_path / "dev.jsonl"
     tmp = tmp_path / "dev.pred.tmp"
-    # An interrupted earlier run: two finished lines and half a third one.
-    tmp.write_text("node[a];out;\nway[b];out;\nrel[", encoding="utf-8")
-    jsonl.write_text(json.dumps({"i": 0}) + "\n" + json.dumps({"i": 1}) + "\n" + '{"i": 2, "tr', encoding="utf-8")
     argv = ["compile", "--split", "dev", "--limit", "4", "--out", str(out), "--jsonl", str(jsonl), *tiny_args]
+    config = CompileConfig(backend="transformers", backend_options={"model": str(tiny_model_dir), "device": "cpu"},
+                           max_new_tokens=32)  # what tiny_args asks for
+    # An interrupted earlier run of the same command: two finished answers and half a third one.
+    _interrupted_run(tmp, [e.nl for e in dev], config, "OverpassNL dev", {0: "node[a];out;", 1: "way[b];out;"})
     assert main(argv) == 0
-    assert "resuming after 2 of 4" in capsys.readouterr().out
+    assert "resuming " + str(tmp) + ": 2 of 4 answered" in capsys.readouterr().out
     lines = out.read_text(encoding="utf-8").split("\n")
     assert lines[-1] == "" and len(lines) == 5  # one query per line, newline-terminated
     assert lines[:2] == ["node[a];out;", "way[b];out;"]  # finished lines are not redone
     assert not tmp.exists()
     rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
-    assert [r["i"] for r in rows] == [0, 1, 2, 3]
-    assert [r["index"] for r in rows[2:]] == [ex.index for ex in dev[2:]]
+    assert [r["i"] for r in rows] == [0, 1, 2, 3] and [r["query"] for r in rows[:2]] == lines[:2]
+    assert [r["index"] for r in rows] == [ex.index for ex in dev]
     # Running again leaves the finished file alone.
     assert main(argv) == 0
     assert "is complete" in capsys.readouterr().out
@@ -95,6 +110,8 @@ def test_a_file_of_requests_in_any_language_gives_one_line_each(hinted_cpu_model
                                                                  capsys, monkeypatch):
     """``--requests``: any file of one request a line (here OsmNL's German and Mandarin requests, a blank line
     and an emoji), one query a line back, in order, resumable like a split run."""
+    from geoql.app.config import CompileConfig
+
     monkeypatch.setenv("GEOQL_CPU_MODEL_DIR", str(hinted_cpu_model_dir))
     monkeypatch.setenv("GEOQL_INDEX_DIR", str(small_index_dir))
     requests = [*(osmnl_dir() / "dev.de.nl").read_text(encoding="utf-8").splitlines()[:2], "",
@@ -102,9 +119,9 @@ def test_a_file_of_requests_in_any_language_gives_one_line_each(hinted_cpu_model
     path = tmp_path / "mine.nl"
     path.write_text("\n".join(requests) + "\n", encoding="utf-8")
     out = tmp_path / "mine.pred"
-    (tmp_path / "mine.pred.tmp").write_text("node[a];out;\n", encoding="utf-8")  # an interrupted run
+    _interrupted_run(tmp_path / "mine.pred.tmp", requests, CompileConfig(), str(path), {0: "node[a];out;"})
     assert main(["compile", "--requests", str(path), "--out", str(out)]) == 0
-    assert "resuming after 1 of 6" in capsys.readouterr().out
+    assert "1 of 6 answered" in capsys.readouterr().out
     lines = out.read_text(encoding="utf-8").split("\n")
     assert len(lines) == 7 and lines[-1] == "" and lines[0] == "node[a];out;"
     assert lines[2] == ""  # a blank request gets an empty line: no answer, and the lines stay aligned

@@ -47,6 +47,25 @@ def test_uncovered_words(nl, query, uncovered):
     assert uncovered_words(read_request(nl), query) == uncovered
 
 
+HUGE = "9" * 309  # float() reads it as infinity
+
+
+def test_a_number_past_float_s_range_is_an_uncovered_word_not_an_overflow():
+    """Issue 42: "cafes in Bonn 99…9" (309 digits) said "Compiled." while the confidence had failed
+    with an OverflowError (``int(inf)`` in the km reading of a number)."""
+    query = '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;'
+    assert uncovered_words(read_request(f"cafes in Bonn {HUGE}"), query) == [HUGE]
+    assert uncovered_words(read_request(f"cafes within {HUGE} km of Bonn"), query) == [HUGE, "km"]
+
+
+@pytest.mark.parametrize("nl", [f"cafes in Bonn {HUGE}", f"benches within {HUGE} m of a playground in Zurich",
+                                f"nodes changed in the last {HUGE} days", "9" * 1990])
+def test_a_309_digit_number_compiles_with_its_confidence(hinted, nl):
+    comp = hinted.compile(nl)
+    assert comp.query and not comp.errors and not comp.failed, comp.errors
+    assert comp.warnings == [] and comp.confidence is not None
+
+
 def test_a_lexicon_or_a_used_hit_covers_a_word():
     query = '{{geocodeArea:"Vienna"}}->.a;nwr["amenity"="drinking_water"](area.a);out;'
 

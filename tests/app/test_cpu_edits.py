@@ -112,6 +112,14 @@ def test_numbers_distance_date_user_uid():
     assert applied == ("numbers",)
 
 
+def test_a_distance_past_float_s_range_leaves_the_radius_alone():
+    """Issue 42: a 309-digit distance was infinity and ``int(inf)`` crashed the CPU default's whole answer."""
+    query = '[out:json];node["amenity"="cafe"](around:100,50.7,7.1);out;'
+    ctx = EditContext(info=read_english("cafes within " + "9" * 309 + " km of Bonn"), example_nl="x", lexicon=LEXICON,
+                      aliases={})
+    assert apply_edits(query, ctx, EditOptions.parse("numbers")) == (query, ())
+
+
 def test_a_days_window_moves_to_the_requests_day():
     """The neighbour's "2019-08-27 00:00 to 23:58:59" becomes the request's day, hours kept; the
     date written in words comes from the intent frame."""

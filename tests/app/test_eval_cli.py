@@ -348,3 +348,29 @@ def test_requests_wrong_number_of_answers(capsys, tmp_path):
     preds.write_text("node;out;\n", encoding="utf-8")
     rc, _, err = _requests(capsys, "--split", "dev", "--pred", preds)
     assert rc == 2 and "1 predictions but the benchmark split has" in err
+
+
+
+
+def test_a_request_the_backend_fails_on_is_no_empty_line(tmp_path, small_osmnl):
+    """Issue 42: a failed compile was written as an empty prediction, and the next run kept it."""
+    from fakes.support import LookupBackend
+
+    from geoql.app.compile import Compiler
+    from geoql.app.eval_cli import STAMP, Language, compile_language
+    from geoql.core.errors import UserError
+    from geoql.eval.dataset import Example
+
+    base, _ = small_osmnl
+    nls = _lines(base / "dev.de.nl")
+    lang = Language("de", [Example("de", i, nl, "", "") for i, nl in enumerate(nls)], 6)
+    config = LanguagesConfig(osmnl_dir=str(base), batch_size=4, progress=False)
+    table = {nl: f"node({i + 1});out;" for i, nl in enumerate(nls) if i != 4}  # the server fails on request 5
+    kept = {"key": "k", "stamp": {}, "requests": {}}
+    with pytest.raises(UserError, match=r"the lookup backend gives no query \(request 5 of de; the 4 before it are kept\)"):
+        compile_language(lang, Compiler(LookupBackend(table)), tmp_path, kept, config)
+    assert _lines(tmp_path / "dev.de.pred") == [f"node({i});out;" for i in range(1, 5)]
+    table[nls[4]] = "node(5);out;"  # the server is back
+    kept = json.loads((tmp_path / STAMP).read_text(encoding="utf-8"))
+    lines, stats = compile_language(lang, Compiler(LookupBackend(table)), tmp_path, kept, config)
+    assert lines == [f"node({i});out;" for i in range(1, 7)] and stats["kept"] == 4 and stats["compiled"] == 2

@@ -99,6 +99,15 @@ def test_bad_input_never_raises(nl):
     assert isinstance(frame.what, list) and isinstance(frame.places, list)
 
 
+@pytest.mark.parametrize("nl", ["benches within {} m of a playground in Zurich", "im Umkreis von {} km um den Bahnhof",
+                                "nodes changed in the last {} days"])
+def test_a_number_past_float_s_range_is_no_distance_and_no_period(nl):
+    """Issue 42: 309 digits read as an infinite radius (an ``OverflowError`` where the query wrote it)."""
+    frame = read_frame(nl.format("9" * 309))
+    assert frame.around is None and frame.periods == []
+    assert read_frame(nl.format("100")).around is not None or read_frame(nl.format("100")).periods
+
+
 def test_two_places_are_both_kept():
     frame = read_frame("cafés in Paris and in Berlin")
     assert frame.places == ["Paris", "Berlin"] and frame.place == "Paris"
