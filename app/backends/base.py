@@ -98,6 +98,9 @@ class Backend(ABC):
     #: ``CompileConfig`` fields the backend also reads: ``Compiler`` passes them to
     #: the constructor unless ``backend_options`` sets them (the CPU backend: ``index_dir``).
     compile_options: ClassVar[tuple[str, ...]] = ()
+    #: True when ``generate`` may run in several threads at once (the demo then compiles
+    #: independent requests side by side; else it takes them one at a time).
+    thread_safe: ClassVar[bool] = False
 
     @abstractmethod
     def generate(self, request: GenerationRequest) -> list[str]:
