@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import signal
 import sys
 
 from geoql.app.backends import DEFAULT_BACKEND, backend_class
@@ -84,6 +85,8 @@ def _ui(args: argparse.Namespace) -> int:
     # (they share the terminal, and the page shows the same steps).
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     print(f"GeoQL demo: http://{shown}:{args.port}/ (Ctrl+C stops it)", flush=True)
+    # A service manager stops it with SIGTERM: as Ctrl+C, so that its temporary files go with it.
+    signal.signal(signal.SIGTERM, _interrupt)
     if not args.no_warm_up:
         print("geoql ui: preparing the compiler in the background; the page shows its progress", file=sys.stderr, flush=True)
         service.warm_up_in_background()
@@ -93,6 +96,10 @@ def _ui(args: argparse.Namespace) -> int:
         demo.close()
         service.close()
     return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _loopback(host: str) -> bool:
