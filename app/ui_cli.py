@@ -76,24 +76,28 @@ def _ui(args: argparse.Namespace) -> int:
               + ("; visitors must give the shared secret (no TLS here: put an HTTPS proxy in front)." if token else
                  f". Set ${TOKEN_ENV} (or --auth-token) to ask for a shared secret."), file=sys.stderr, flush=True)
     service = DemoService(config)
-    try:
-        demo = launch(service, host=args.host, port=args.port, block=False, auth_token=token)
-    except OSError as exc:
-        service.close()
-        raise UserError(f"cannot serve on {args.host}:{args.port} ({exc}): pass another --port") from None
-    # The address first, on a line of its own; the preparation's progress bars come after it
-    # (they share the terminal, and the page shows the same steps).
-    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-    print(f"GeoQL demo: http://{shown}:{args.port}/ (Ctrl+C stops it)", flush=True)
     # A service manager stops it with SIGTERM: as Ctrl+C, so that its temporary files go with it.
     signal.signal(signal.SIGTERM, _interrupt)
-    if not args.no_warm_up:
-        print("geoql ui: preparing the compiler in the background; the page shows its progress", file=sys.stderr, flush=True)
-        service.warm_up_in_background()
+    demo = None
     try:
+        try:
+            demo = launch(service, host=args.host, port=args.port, block=False, auth_token=token)
+        except OSError as exc:
+            raise UserError(f"cannot serve on {args.host}:{args.port} ({exc}): pass another --port") from None
+        # The address first, on a line of its own; the preparation's progress bars come after it
+        # (they share the terminal, and the page shows the same steps).
+        shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+        print(f"GeoQL demo: http://{shown}:{args.port}/ (Ctrl+C stops it)", flush=True)
+        if not args.no_warm_up:
+            print("geoql ui: preparing the compiler in the background; the page shows its progress", file=sys.stderr,
+                  flush=True)
+            service.warm_up_in_background()
         demo.block_thread()
+    except KeyboardInterrupt:  # stopped before the page served
+        pass
     finally:
-        demo.close()
+        if demo is not None:
+            demo.close()
         service.close()
     return 0
 
