@@ -80,6 +80,8 @@ EXPLAINED_LANGUAGES = ("en", "de", "fr")
 MAX_REQUEST_CHARS = 500
 # The longest gold query is 541 characters; a query box of 10,000 is checked in milliseconds.
 MAX_QUERY_CHARS = 10_000
+# 99 % of real requests are shorter (OverpassNL dev 208, OsmNL dev fr 238): longer ones take turns.
+LONG_REQUEST_CHARS = 250
 
 
 @dataclass
@@ -102,6 +104,9 @@ class DemoConfig:
     max_answer_mb: float = field(default=16.0, metadata={
         "help": "the most of one Overpass answer read, in MB (decompressed); a larger answer is refused in words"})
     max_request_chars: int = field(default=MAX_REQUEST_CHARS, metadata={"help": "longer requests are refused in words"})
+    long_request_chars: int = field(default=LONG_REQUEST_CHARS, metadata={
+        "help": "longer requests compile one at a time (the others side by side), so that many of them slow "
+                "a short request no more than one does"})
     max_query_chars: int = field(default=MAX_QUERY_CHARS, metadata={"help": "longer queries are refused in words"})
     kept_downloads: int = field(default=100, metadata={
         "help": "downloads kept in the demo's folder (the oldest go first; all go when the demo stops)"})
@@ -131,7 +136,7 @@ class DemoConfig:
         # Check the endpoints now (their configs name the fix), not on the first run.
         self.overpass_options()
         NominatimConfig(url=self.nominatim_url)
-        for name in ("max_request_chars", "max_query_chars", "kept_downloads"):
+        for name in ("max_request_chars", "long_request_chars", "max_query_chars", "kept_downloads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.max_map_features < 1:
@@ -513,6 +518,9 @@ class DemoService:
         # Only for a backend that is not thread-safe (Backend.thread_safe): the CPU default compiles
         # independent requests side by side.
         self._compile_lock = threading.Lock()
+        # Long requests (long_request_chars) take turns: their CPU time is shared with the others, and
+        # a flood of them would otherwise leave a short request a small share.
+        self._long_lane = threading.Lock()
         self._client_lock = threading.Lock()
         # One client per server of the operator's and of the list (a bounded set); a server a visitor
         # typed gets a client for the one run, with no cache, so nothing accumulates per URL.
@@ -672,8 +680,10 @@ class DemoService:
             compiler = self.compiler()
             self.preparation.wait()  # the first request waits for (or starts) the one-time preparation
             backend = compiler.backend()
-            # A backend that is not thread-safe takes one request at a time; the others run side by side.
-            with nullcontext() if backend.thread_safe else self._compile_lock:
+            # A backend that is not thread-safe takes one request at a time; the others run side by
+            # side, long requests one at a time among themselves.
+            long = len(request) > self.config.long_request_chars
+            with self._long_lane if long else nullcontext(), nullcontext() if backend.thread_safe else self._compile_lock:
                 compilation = compiler.compile(request)
         except Exception as exc:  # shown in words; the details go to the server log
             log.exception("compile failed for %r", request)

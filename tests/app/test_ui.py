@@ -570,3 +570,21 @@ def test_a_shared_secret_guards_the_page_and_its_api(fake_overpass, fake_nominat
         assert out["query"] and "Compiled" in out["status"]
     finally:
         demo.close()
+
+
+def test_long_requests_take_turns_and_short_ones_pass_them(fake_overpass, fake_nominatim, tmp_path):
+    """Many long requests share the CPU with a short one no more than one long request does."""
+    query = 'node["amenity"="cafe"]({{bbox}});out;'
+    first, second = "slow " + "cafes " * 60, "cafes " * 60
+    backend = GatedBackend({first.strip(): query, second.strip(): query, "cafes": query}, True)
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend)
+    first_done, _ = _compile_in_thread(service, first)
+    assert backend.slow_started.wait(60)
+    second_done, _ = _compile_in_thread(service, second)
+    short_done, short = _compile_in_thread(service, "cafes")
+    try:
+        assert short_done.wait(60) and short["view"].query
+        assert not second_done.wait(1.0)  # the second long one waits for the first
+    finally:
+        backend.release.set()
+    assert first_done.wait(60) and second_done.wait(60)
