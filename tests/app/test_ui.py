@@ -588,3 +588,16 @@ def test_long_requests_take_turns_and_short_ones_pass_them(fake_overpass, fake_n
     finally:
         backend.release.set()
     assert first_done.wait(60) and second_done.wait(60)
+
+
+@pytest.mark.parametrize("body", [
+    '{"elements": [1, "node", null]}',
+    '{"elements": [{"type": "node", "id": 1, "lat": null, "lon": 8.7, "tags": {"amenity": "bench"}}]}',
+    '{"elements": [{"type": "node", "id": [1], "lat": 49.4, "lon": 8.7, "tags": ["a"]}, {"type": "way", "id": 2, "nodes": "x"}]}',
+], ids=["not objects", "lat null", "odd fields"])
+def test_a_broken_answer_is_shown_as_what_can_be_read(fake_overpass, fake_nominatim, tmp_path, body):
+    """Issue 42: the demo read the table (element_rows) outside its try: a broken answer was an exception."""
+    fake_overpass.default = Reply(200, body)
+    view = make_service(fake_overpass, fake_nominatim, tmp_path).run('node["amenity"="bench"]({{bbox}});out;')
+    assert view.status.startswith("Ran on") and view.sent and view.download
+    assert "iframe" in view.map and isinstance(view.rows, list)
