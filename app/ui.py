@@ -872,7 +872,7 @@ def build_app(service: DemoService):
             while not heard.empty():
                 message = heard.get_nowait()
             update = [gr.skip()] * n_outputs
-            update[status_at] = "↻ " + message
+            update[status_at] = "↻ " + _md_text(message)  # it names the server, which a visitor may have typed
             yield tuple(update)
         worker.join()
         yield finish(box["view"])

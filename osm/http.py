@@ -30,6 +30,7 @@ from __future__ import annotations
 import errno
 import http.client
 import ipaddress
+import re
 import socket
 import ssl
 import threading
@@ -45,6 +46,8 @@ __all__ = ["HttpError", "Answer", "fetch", "public_address", "typed_url_problem"
 
 STANDARD_PORTS = {"http": 80, "https": 443}
 _CHUNK = 64 * 1024
+# What RFC 3986 lets a URL hold (anything else is %-encoded): a typed address is shown back in words.
+_URL_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
 # NAT64's well-known prefix: 64:ff9b::a.b.c.d reaches the IPv4 address a.b.c.d.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -100,6 +103,8 @@ def typed_url_problem(url: str) -> str | None:
         return "the address is not a valid URL"
     if parts.scheme not in STANDARD_PORTS:
         return "a server address must start with http:// or https://"
+    if not _URL_CHARACTERS.fullmatch(url):
+        return "the address has characters a URL does not (spaces, quotes, < >): write it %-encoded"
     if "@" in parts.netloc:
         return "a server address must not carry a user name or password"
     if not parts.hostname:

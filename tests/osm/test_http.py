@@ -187,6 +187,7 @@ def test_the_operator_s_own_endpoint_may_be_on_loopback(fake_overpass, tmp_path)
     ("https://overpass.example.org:80/api/interpreter", "standard port"),
     ("ftp://overpass.example.org/api/interpreter", "must start with http"),
     ("http:///api/interpreter", "host name"),
+    ('https://overpass.example.org/<img src=x onerror="alert(1)">', "characters a URL does not"),
 ])
 def test_a_typed_server_address_has_a_plain_form(url, words):
     with pytest.raises(ValueError, match=words):
