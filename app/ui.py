@@ -683,7 +683,8 @@ class DemoService:
             # A backend that is not thread-safe takes one request at a time; the others run side by
             # side, long requests one at a time among themselves.
             long = len(request) > self.config.long_request_chars
-            with self._long_lane if long else nullcontext(), nullcontext() if backend.thread_safe else self._compile_lock:
+            alone = not getattr(backend, "thread_safe", False)
+            with self._long_lane if long else nullcontext(), self._compile_lock if alone else nullcontext():
                 compilation = compiler.compile(request)
         except Exception as exc:  # shown in words; the details go to the server log
             log.exception("compile failed for %r", request)
