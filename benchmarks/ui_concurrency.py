@@ -184,6 +184,9 @@ def main() -> None:
                  (f"  its delay s", lambda r, n=n: r[f"short_behind_{n}_long_s"] - r["short_alone_s"], "{:.3f}"),
                  (f"  a long one s", lambda r, n=n: r[f"long_{n}_s"], "{:.3f}")]
     names = list(results)
+    for name in names:  # each round's two headline figures, so that the spread is seen
+        print(f"{name} by round: parallel p95 " + ", ".join(f"{r['parallel']['p95_s']:.2f}" for r in runs[name])
+              + " s; short alone " + ", ".join(f"{r['short_alone_s']:.3f}" for r in runs[name]) + " s")
     print(f"{'':26}" + "".join(f"{name:>12}" for name in names) + ("     after/before" if "before" in results else ""))
     for label, get, form in rows:
         values = [get(results[name]) for name in names]
