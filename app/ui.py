@@ -82,9 +82,6 @@ MAX_REQUEST_CHARS = 500
 MAX_QUERY_CHARS = 10_000
 # 99 % of real requests are shorter (OverpassNL dev 208, OsmNL dev fr 238): longer ones take turns.
 LONG_REQUEST_CHARS = 250
-# The CPU default's compile is mostly Python: two at a time keep the CPU busy while others wait
-# for Overpass, and a long request can hold only one of them.
-COMPILE_SLOTS = 2
 
 
 @dataclass
@@ -107,12 +104,9 @@ class DemoConfig:
     max_answer_mb: float = field(default=16.0, metadata={
         "help": "the most of one Overpass answer read, in MB (decompressed); a larger answer is refused in words"})
     max_request_chars: int = field(default=MAX_REQUEST_CHARS, metadata={"help": "longer requests are refused in words"})
-    compile_slots: int = field(default=COMPILE_SLOTS, metadata={
-        "help": "requests a thread-safe backend compiles at the same time, in turn; a long one holds at most one "
-                "of them, so short requests always have one (at least 2)"})
     long_request_chars: int = field(default=LONG_REQUEST_CHARS, metadata={
-        "help": "longer requests compile one at a time among themselves, so that many of them slow a short "
-                "request no more than one does"})
+        "help": "longer requests compile one at a time (the others side by side), so that many of them slow "
+                "a short request no more than one does"})
     max_query_chars: int = field(default=MAX_QUERY_CHARS, metadata={"help": "longer queries are refused in words"})
     kept_downloads: int = field(default=100, metadata={
         "help": "downloads kept in the demo's folder (the oldest go first; all go when the demo stops)"})
@@ -142,8 +136,6 @@ class DemoConfig:
         # Check the endpoints now (their configs name the fix), not on the first run.
         self.overpass_options()
         NominatimConfig(url=self.nominatim_url)
-        if self.compile_slots < 2:
-            raise ConfigError(f"compile_slots must be >= 2 (got {self.compile_slots}): one is for short requests")
         for name in ("max_request_chars", "long_request_chars", "max_query_chars", "kept_downloads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
@@ -526,9 +518,8 @@ class DemoService:
         # Only for a backend that is not thread-safe (Backend.thread_safe): the CPU default compiles
         # independent requests side by side.
         self._compile_lock = threading.Lock()
-        # A thread-safe backend compiles in compile_slots at a time, long requests (long_request_chars)
-        # in one of them at most: a flood of long ones leaves the short ones the other slots.
-        self._slots = threading.BoundedSemaphore(self.config.compile_slots)
+        # Long requests (long_request_chars) take turns: their CPU time is shared with the others, and
+        # a flood of them would otherwise leave a short request a small share.
         self._long_lane = threading.Lock()
         self._client_lock = threading.Lock()
         # One client per server of the operator's and of the list (a bounded set); a server a visitor
@@ -693,7 +684,7 @@ class DemoService:
             # side, long requests one at a time among themselves.
             long = len(request) > self.config.long_request_chars
             alone = not getattr(backend, "thread_safe", False)
-            with self._long_lane if long else nullcontext(), self._slots, self._compile_lock if alone else nullcontext():
+            with self._long_lane if long else nullcontext(), self._compile_lock if alone else nullcontext():
                 compilation = compiler.compile(request)
         except Exception as exc:  # shown in words; the details go to the server log
             log.exception("compile failed for %r", request)
