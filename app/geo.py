@@ -1,10 +1,16 @@
 """Overpass JSON -> what the demo shows: GeoJSON, an element table, a count, a map page.
 
-Geometry is assembled by osm2geojson (ways from their node lists, multipolygon
-relations from their member ways). The map is a self-contained Leaflet page
-(Leaflet's JS and CSS inlined from the ``django-js-lib-leaflet`` package) so
-the GeoJSON layer renders without internet; only the background tiles come
-from the tile server, and the map works without them.
+An answer is read once (:func:`read_answer`): whatever a server sent (an element that is
+not an object, ``lat: null``, an id that is a list, tags that are not text), the rest of
+this module sees well-formed elements. Geometry is assembled by osm2geojson (ways from
+their node lists, multipolygon relations from their member ways). The map is a
+self-contained Leaflet page (Leaflet's JS and CSS inlined from the
+``django-js-lib-leaflet`` package) so the GeoJSON layer renders without internet; only
+the background tiles come from the tile server, and the map works without them.
+
+Everything in an answer is data, never markup: the popups are built with ``textContent``,
+the GeoJSON is embedded with ``<`` escaped, and the page runs in a sandboxed frame
+(scripts, but not the demo's origin), which tells the page its view by ``postMessage``.
 
 >>> data = {"elements": [{"type": "node", "id": 1, "lat": 49.4, "lon": 8.7, "tags": {"name": "Café"}},
 ...                      {"type": "count", "id": 0, "tags": {"total": "7", "nodes": "7"}}]}
@@ -16,12 +22,16 @@ from the tile server, and the map works without them.
 '1 element (1 node) · 1 on the map · count: 7 (7 nodes)'
 >>> summarize({"elements": [{"type": "count", "id": 0, "tags": {"total": "15", "nodes": "12", "ways": "3"}}]})
 'count: 15 (12 nodes, 3 ways)'
+>>> read_answer({"elements": [7, {"type": "node", "id": [1], "lat": None, "lon": 8.7, "tags": {"a": 1}}]})["elements"]
+[{'type': 'node', 'id': '[1]', 'tags': {'a': '1'}}]
 """
 
 from __future__ import annotations
 
 import html
 import json
+import logging
+import math
 import os
 import tempfile
 from collections import Counter
@@ -31,8 +41,10 @@ from typing import Any
 
 from geoql.core.files import write_atomic
 
-__all__ = ["to_geojson", "element_rows", "summarize", "map_html", "write_geojson", "write_counts", "counts",
-           "is_count", "skeleton_ids", "TABLE_HEADERS"]
+__all__ = ["read_answer", "to_geojson", "element_rows", "summarize", "map_html", "write_geojson", "write_counts",
+           "counts", "is_count", "skeleton_ids", "TABLE_HEADERS", "MAP_FRAME_SANDBOX", "MAP_MESSAGE_LISTENER"]
+
+log = logging.getLogger(__name__)
 
 TABLE_HEADERS = ["type", "id", "name", "tags", "geometry"]
 # The fields of an ``out count`` element, in the order they are shown and exported.
@@ -41,14 +53,135 @@ TILE_URL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 _CDN = "https://unpkg.com/leaflet@1.9.4/dist/"
 
 
+# ---------------------------------------------------------------- reading an answer
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) if isinstance(
+        value, (dict, list)) else str(value)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any, limit: float) -> float | None:
+    """A finite number within ``±limit``; None for anything else (``null``, text, 1e400, true)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return None
+    return value if math.isfinite(value) and -limit <= value <= limit else None
+
+
+def _point(item: Any) -> dict[str, float] | None:
+    if not isinstance(item, dict):
+        return None
+    lat, lon = _number(item.get("lat"), 90), _number(item.get("lon"), 180)
+    return None if lat is None or lon is None else {"lat": lat, "lon": lon}
+
+
+def _points(items: Any) -> list[dict[str, float]] | None:
+    """A geometry list whose every point is good, else None (a gap would join distant points)."""
+    if not isinstance(items, list):
+        return None
+    points = [_point(p) for p in items]
+    return points if points and all(points) else None
+
+
+def _member(item: Any) -> dict[str, Any] | None:
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        return None
+    member = {"type": item["type"], "ref": item.get("ref") if _whole(item.get("ref")) else _text(item.get("ref")),
+              "role": _text(item.get("role", ""))}
+    geometry = _points(item.get("geometry"))
+    if geometry:
+        member["geometry"] = geometry
+    point = _point(item)
+    if point:
+        member.update(point)
+    return member
+
+
+# The fields of an element read below; any other field is kept when it is a plain value (out meta's
+# timestamp, version, user...).
+_READ = frozenset({"type", "id", "tags", "lat", "lon", "nodes", "members", "geometry", "center", "bounds"})
+
+
+def _element(item: Any) -> dict[str, Any] | None:
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        return None
+    ident = item.get("id", "")
+    element: dict[str, Any] = {"type": item["type"], "id": ident if _whole(ident) or isinstance(ident, str) else _text(ident)}
+    for key, value in item.items():
+        if key not in _READ and isinstance(key, str) and (isinstance(value, (str, bool)) or _whole(value)):
+            element[key] = value
+    tags = item.get("tags")
+    if isinstance(tags, dict):
+        element["tags"] = {_text(k): _text(v) for k, v in tags.items()}
+    point = _point(item)
+    if point:
+        element.update(point)
+    if isinstance(item.get("nodes"), list):
+        element["nodes"] = [n for n in item["nodes"] if _whole(n)]
+    if isinstance(item.get("members"), list):
+        element["members"] = [m for m in map(_member, item["members"]) if m]
+    geometry = _points(item.get("geometry"))
+    if geometry:
+        element["geometry"] = geometry
+    center = _point(item.get("center"))
+    if center:
+        element["center"] = center
+    bounds = item.get("bounds")
+    if isinstance(bounds, dict):
+        box = {k: _number(bounds.get(k), 180) for k in ("minlat", "minlon", "maxlat", "maxlon")}
+        if all(v is not None for v in box.values()):
+            element["bounds"] = box
+    return element
+
+
+def read_answer(data: Any) -> dict[str, Any]:
+    """An Overpass JSON answer as this module reads it: ``elements`` a list of objects, each with
+    a text ``type``, an id that is a number or text, ``tags`` text to text, and coordinates only
+    where they are finite numbers in range; ``remark`` text. What cannot be read is left out,
+    so a hostile or broken answer gives fewer results, never an exception. Idempotent."""
+    if not isinstance(data, dict):
+        return {"elements": []}
+    elements = data.get("elements")
+    read: dict[str, Any] = {key: value for key, value in data.items() if isinstance(key, str)
+                            and isinstance(value, (str, bool, int)) and key not in ("elements", "remark")}
+    read["elements"] = [e for e in map(_element, elements if isinstance(elements, list) else []) if e]
+    if data.get("remark") is not None:
+        read["remark"] = _text(data["remark"])
+    return read
+
+
+def _elements(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects among ``data``'s elements (an answer not read by :func:`read_answer` may hold others)."""
+    elements = data.get("elements") if isinstance(data, dict) else None
+    return [e for e in elements if isinstance(e, dict)] if isinstance(elements, list) else []
+
+
+# ---------------------------------------------------------------- what is shown
+
+
 def to_geojson(data: dict[str, Any]) -> dict[str, Any]:
     """A GeoJSON FeatureCollection of every element with a geometry (ways/relations assembled)."""
     import osm2geojson
 
-    elements = [e for e in data.get("elements") or [] if e.get("type") in ("node", "way", "relation", "area")]
+    # A node without coordinates (``out tags``, ``out ids``, or coordinates read_answer left out) has
+    # nothing to draw and stops osm2geojson: it stays in the table.
+    elements = [e for e in _elements(data) if e.get("type") in ("way", "relation", "area")
+                or (e.get("type") == "node" and "lat" in e and "lon" in e)]
     if not elements:
         return {"type": "FeatureCollection", "features": []}
-    collection = osm2geojson.json2geojson({"elements": elements}, log_level="CRITICAL")
+    try:
+        collection = osm2geojson.json2geojson({"elements": elements}, log_level="CRITICAL")
+    except Exception:  # noqa: BLE001 (an answer read_answer has not cleaned): read it, then try again
+        log.info("osm2geojson could not read the answer as it came; reading it first", exc_info=True)
+        collection = osm2geojson.json2geojson(read_answer({"elements": elements}), log_level="CRITICAL")
     collection.setdefault("features", [])
     return collection
 
@@ -87,7 +220,7 @@ def element_rows(data: dict[str, Any], limit: int = 500) -> list[list[Any]]:
     """Rows ``[type, id, name, tags, geometry]`` for the table, at most ``limit``: the
     skeleton elements (:func:`skeleton_ids`) are folded into the rows of their parents,
     whose ``geometry`` says what they are built from ("5 nodes"); counts are not rows."""
-    elements = [e for e in data.get("elements") or [] if e.get("type") != "count"]
+    elements = [e for e in _elements(data) if e.get("type") != "count"]
     folded = skeleton_ids(elements)
     rows = []
     for element in elements:
@@ -104,14 +237,14 @@ def element_rows(data: dict[str, Any], limit: int = 500) -> list[list[Any]]:
 
 def is_count(data: dict[str, Any]) -> bool:
     """The answer is only ``out count`` results (what a "how many" query prints)."""
-    elements = data.get("elements") or []
+    elements = _elements(data)
     return bool(elements) and all(e.get("type") == "count" for e in elements)
 
 
 def counts(data: dict[str, Any]) -> list[dict[str, int | str]]:
     """The ``out count`` results, one dict per count element (``total``, ``nodes``, ...)."""
     found = []
-    for element in data.get("elements") or []:
+    for element in _elements(data):
         if element.get("type") != "count":
             continue
         tags = element.get("tags") or {}
@@ -133,7 +266,7 @@ def _count_line(row: dict) -> str:
 def summarize(data: dict[str, Any], geojson: dict[str, Any] | None = None) -> str:
     """One line: the results by type (skeleton elements folded into them), how many are
     drawn, and any ``out count`` result as a count."""
-    elements = data.get("elements") or []
+    elements = _elements(data)
     if not elements:
         return "No elements: the query ran but matched nothing here."
     shown = [_count_line(row) for row in counts(data)]
@@ -165,6 +298,33 @@ def _leaflet_assets() -> tuple[str, str] | None:
         return None
 
 
+# The map's frame may run scripts (Leaflet) but is not of the demo's origin: nothing in it can
+# reach the page, its cookies or its API, whatever an answer smuggles into it.
+MAP_FRAME_SANDBOX = "allow-scripts"
+
+# On the demo's page: the map frame says its view by postMessage (it cannot reach the page
+# itself); this writes it into the map-area field, from the map frames only and as a box only.
+MAP_MESSAGE_LISTENER = """<script>
+window.addEventListener('message', function (event) {
+  var said = event.data, box = /^-?[0-9]+(\\.[0-9]+)?(,-?[0-9]+(\\.[0-9]+)?){3}$/;
+  if (!said || said.geoql !== 'bbox' || typeof said.bbox !== 'string' || !box.test(said.bbox)) return;
+  var frames = document.querySelectorAll('iframe.geoql-map'), ours = false;
+  for (var i = 0; i < frames.length; i++) { if (frames[i].contentWindow === event.source) ours = true; }
+  var field = document.querySelector('#bbox textarea, #bbox input');
+  if (ours && field && field.value !== said.bbox) {
+    field.value = said.bbox;
+    field.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+});
+</script>"""
+
+
+def _script_json(value: Any) -> str:
+    """JSON to embed in a ``<script>``: no ``<`` at all, so no text of an answer can close the
+    element or open a comment (``</script>``, ``<!--``); JSON reads ``\\u003c`` back as ``<``."""
+    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
+
+
 def _page(geojson: dict[str, Any], view: tuple[float, float, float, float] | None = None) -> str:
     assets = _leaflet_assets()
     if assets is None:
@@ -172,55 +332,81 @@ def _page(geojson: dict[str, Any], view: tuple[float, float, float, float] | Non
     else:
         css, js = assets
         head = f"<style>{css}</style><script>{js}</script>"
-    # "</" inside JSON would end the script element early.
-    payload = json.dumps(geojson, ensure_ascii=False).replace("</", "<\\/")
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8">{head}
-<style>html,body,#map{{height:100%;margin:0}} .leaflet-container{{background:#eef2f3}}</style></head>
+<style>html,body,#map{{height:100%;margin:0}} .leaflet-container{{background:#eef2f3}}
+.leaflet-popup-content td{{vertical-align:top;overflow-wrap:anywhere}}</style></head>
 <body><div id="map"></div><script>
-var data = {payload};
+var data = {_script_json(geojson)};
 var map = L.map('map', {{preferCanvas: false}});
 L.tileLayer('{TILE_URL}', {{maxZoom: 19, attribution: '&copy; OpenStreetMap contributors'}}).addTo(map);
+// What an answer holds is text, never markup: the popup is built from nodes with textContent.
+function cell(row, text) {{
+  var td = document.createElement('td');
+  td.textContent = String(text);
+  row.appendChild(td);
+}}
 function popup(f) {{
-  var p = f.properties || {{}}, t = p.tags || {{}}, rows = [];
-  for (var k in t) rows.push('<tr><td>' + k + '</td><td>' + String(t[k]).replace(/</g, '&lt;') + '</td></tr>');
-  return '<b>' + p.type + ' ' + p.id + '</b><table>' + rows.join('') + '</table>';
+  var p = f.properties || {{}}, t = p.tags || {{}}, box = document.createElement('div');
+  var head = document.createElement('b'), table = document.createElement('table');
+  head.textContent = String(p.type) + ' ' + String(p.id);
+  for (var k in t) {{
+    if (!Object.prototype.hasOwnProperty.call(t, k)) continue;
+    var row = document.createElement('tr');
+    cell(row, k);
+    cell(row, t[k]);
+    table.appendChild(row);
+  }}
+  box.appendChild(head);
+  box.appendChild(table);
+  return box;
 }}
 var layer = L.geoJSON(data, {{
   style: function () {{ return {{color: '#d33', weight: 3, fillOpacity: 0.3}}; }},
   pointToLayer: function (f, latlng) {{ return L.circleMarker(latlng, {{radius: 7, color: '#d33', fillOpacity: 0.6}}); }},
-  onEachFeature: function (f, l) {{ l.bindPopup(popup(f)); }}
+  onEachFeature: function (f, l) {{ l.bindPopup(function () {{ return popup(f); }}); }}
 }}).addTo(map);
 var view = {json.dumps(list(view) if view else None)};
-if (layer.getLayers().length) {{ map.fitBounds(layer.getBounds(), {{padding: [20, 20], maxZoom: 17}}); }}
-else if (view) {{ map.fitBounds([[view[0], view[1]], [view[2], view[3]]]); }}
-else {{ map.setView([20, 0], 2); }}
+function fit() {{
+  if (layer.getLayers().length) {{ map.fitBounds(layer.getBounds(), {{padding: [20, 20], maxZoom: 17}}); }}
+  else if (view) {{ map.fitBounds([[view[0], view[1]], [view[2], view[3]]]); }}
+  else {{ map.setView([20, 0], 2); }}
+}}
 document.body.setAttribute('data-features', String(layer.getLayers().length));
 // The view is the area of {{{{bbox}}}}, as in overpass-turbo: each move the person makes
-// (drag, zoom, shift-drag a box) writes it into the page's map-area field.
-function round(x) {{ return Math.round(x * 1e5) / 1e5; }}
+// (drag, zoom, shift-drag a box) is told to the page (MAP_MESSAGE_LISTENER writes it into
+// its map-area field); the sandboxed frame cannot reach the page itself.
+function round(x, limit) {{ return Math.max(-limit, Math.min(limit, Math.round(x * 1e5) / 1e5)); }}
 function share() {{
-  var b = map.getBounds(), text = [round(b.getSouth()), round(b.getWest()), round(b.getNorth()), round(b.getEast())].join(',');
+  var b = map.getBounds();
+  var text = [round(b.getSouth(), 90), round(b.getWest(), 180), round(b.getNorth(), 90), round(b.getEast(), 180)].join(',');
   document.body.setAttribute('data-bbox', text);
-  try {{
-    var field = window.parent.document.querySelector('#bbox textarea, #bbox input');
-    if (field && field.value !== text) {{
-      field.value = text;
-      field.dispatchEvent(new Event('input', {{bubbles: true}}));
-    }}
-  }} catch (e) {{}}  // a page that embeds the map elsewhere has no field
+  if (window.parent !== window) window.parent.postMessage({{geoql: 'bbox', bbox: text}}, '*');
 }}
-map.on('moveend', share);
+// The frame may have no size yet when this runs: the view is fitted once it has one, and only
+// the moves after that are the person's.
+function start() {{ fit(); map.on('moveend', share); }}
+if (map.getSize().x && map.getSize().y) {{ start(); }}
+else {{
+  fit();
+  window.addEventListener('resize', function sized() {{
+    map.invalidateSize();
+    if (!map.getSize().x || !map.getSize().y) return;
+    window.removeEventListener('resize', sized);
+    start();
+  }});
+}}
 </script></body></html>"""
 
 
 def map_html(geojson: dict[str, Any], height: int = 480, view: tuple[float, float, float, float] | None = None) -> str:
-    """An ``<iframe srcdoc>`` holding the Leaflet page (scripts run inside the frame).
+    """An ``<iframe srcdoc>`` holding the Leaflet page, sandboxed (:data:`MAP_FRAME_SANDBOX`:
+    scripts run inside the frame, without the page's origin).
 
     ``view`` (south, west, north, east) is shown when there is nothing to draw; moving the
-    map writes its view into the page's ``#bbox`` field (the frame is same-origin)."""
+    map posts its view to the page, whose :data:`MAP_MESSAGE_LISTENER` writes it into ``#bbox``."""
     n = len(geojson.get("features") or [])
     return (
-        f'<iframe class="geoql-map" data-features="{n}" title="result map" '
+        f'<iframe class="geoql-map" data-features="{n}" title="result map" sandbox="{MAP_FRAME_SANDBOX}" '
         f'style="width:100%;height:{height}px;border:0" srcdoc="{html.escape(_page(geojson, view), quote=True)}"></iframe>'
     )
 
@@ -243,7 +429,7 @@ def write_counts(data: dict[str, Any], directory: str | os.PathLike, stem: str =
     import io
 
     rows = counts(data)
-    header = list(dict.fromkeys(k for row in rows for k in row))
+    header = list(dict.fromkeys(k for row in rows for k in row)) or ["total"]  # a count that says nothing: blank
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)

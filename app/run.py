@@ -27,14 +27,14 @@ from urllib.parse import quote
 
 import overpassql
 
-from geoql.app.geo import counts, is_count, summarize, to_geojson, write_counts, write_geojson
+from geoql.app.geo import counts, is_count, read_answer, summarize, to_geojson, write_counts, write_geojson
 from geoql.core.errors import ConfigError
 from geoql.eval.dataset import benchmark_geocodes
 from geoql.nl.text import fold
 from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL, Nominatim, NominatimConfig
 from geoql.osm.overpass import DEFAULT_OVERPASS_URL, OverpassClient, OverpassConfig, OverpassError, RetryWait
 
-__all__ = ["ENDPOINTS", "SyntaxProblem", "RunResult", "syntax_problems", "mark_problems", "make_client",
+__all__ = ["ENDPOINTS", "SyntaxProblem", "RunResult", "syntax_problems", "mark_problems", "make_client", "make_geocoder",
            "run_query", "wait_message", "turbo_link", "slug", "export", "endpoint_url"]
 
 # Public Overpass instances (the OSM wiki's list of ones open to everyone), by host name.
@@ -179,12 +179,20 @@ class RunResult:
         return to_geojson(self.data or {})
 
 
+def make_geocoder(*, cache_dir: str | None = None, nominatim_url: str = DEFAULT_NOMINATIM_URL) -> Nominatim:
+    """The geocoder of the ``{{geocodeArea:...}}`` shortcuts, knowing the benchmark's places first."""
+    return Nominatim(NominatimConfig(url=nominatim_url, cache_dir=cache_dir), seed=benchmark_geocodes())
+
+
 def make_client(endpoint: str | None = None, *, cache_dir: str | None = None,
-                nominatim_url: str = DEFAULT_NOMINATIM_URL, **config) -> OverpassClient:
-    """An Overpass client for ``endpoint`` (a listed name or a URL) whose geocoder knows the
-    benchmark's places first; ``config``: more ``OverpassConfig`` fields."""
-    geocoder = Nominatim(NominatimConfig(url=nominatim_url, cache_dir=cache_dir), seed=benchmark_geocodes())
-    return OverpassClient(OverpassConfig(url=endpoint_url(endpoint), cache_dir=cache_dir, **config), geocoder=geocoder)
+                nominatim_url: str = DEFAULT_NOMINATIM_URL, geocoder: Nominatim | None = None,
+                **config) -> OverpassClient:
+    """An Overpass client for ``endpoint`` (a listed name or a URL) whose geocoder (``geocoder``,
+    else a new :func:`make_geocoder`) knows the benchmark's places first; ``config``: more
+    ``OverpassConfig`` fields."""
+    overpass = OverpassConfig(url=endpoint_url(endpoint), cache_dir=cache_dir, **config)  # a bad URL fails first
+    geocoder = geocoder or make_geocoder(cache_dir=cache_dir, nominatim_url=nominatim_url)
+    return OverpassClient(overpass, geocoder=geocoder)
 
 
 _WAIT_REASON = {
@@ -255,8 +263,9 @@ def run_query(query: str, *, bbox: str | None = None, endpoint: str | None = Non
     message = f"Ran on {url} ({source})."
     if result.remark:
         message += f" The server remarked: {result.remark}"
+    # Read once, here: whatever the server sent, the table, map, counts and downloads see well-formed elements.
     return RunResult(query, url, ok=True, message=message, sent=not result.from_cache, final=result.query,
-                     data=result.data, elapsed_s=result.elapsed_s, attempts=attempts,
+                     data=read_answer(result.data), elapsed_s=result.elapsed_s, attempts=attempts,
                      from_cache=result.from_cache, remark=result.remark)
 
 

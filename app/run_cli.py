@@ -85,21 +85,19 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     _say(result.message)
     _say(result.summary())
-    if args.out == "-":
-        path = export(result, Path(_tmpdir()), name or "result")
-        sys.stdout.write(path.read_text(encoding="utf-8"))
-        return 0
-    path = export(result, Path(_tmpdir()), name or _name_of(query))
-    target = Path(args.out) if args.out else Path.cwd() / path.name
-    if target.is_dir():
-        target = target / path.name
-    write_atomic(target, path.read_bytes())
+    # The export is made in a folder of its own that goes with it, whatever happens next.
+    with tempfile.TemporaryDirectory(prefix="geoql-run-") as scratch:
+        if args.out == "-":
+            path = export(result, Path(scratch), name or "result")
+            sys.stdout.write(path.read_text(encoding="utf-8"))
+            return 0
+        path = export(result, Path(scratch), name or _name_of(query))
+        target = Path(args.out) if args.out else Path.cwd() / path.name
+        if target.is_dir():
+            target = target / path.name
+        write_atomic(target, path.read_bytes())
     _say(f"wrote {target}")
     return 0
-
-
-def _tmpdir() -> str:
-    return tempfile.mkdtemp(prefix="geoql-run-")
 
 
 def _name_of(query: str) -> str:

@@ -18,12 +18,16 @@ page can show each with its time left, and the buttons say why they wait.
 
 from __future__ import annotations
 
+import hmac
 import html
 import logging
 import queue
+import re
+import shutil
 import tempfile
 import threading
 import time
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -35,9 +39,9 @@ from geoql.app.backends.cpu import QUICK_TRAINING, CpuBackend
 from geoql.app.compile import Compiler
 from geoql.app.cpu.model import MANIFEST as MODEL_MANIFEST, default_model_dir
 from geoql.app.explain import explain
-from geoql.app.geo import TABLE_HEADERS, element_rows, map_html
-from geoql.app.run import (ENDPOINTS, endpoint_url, export, make_client, mark_problems, run_query, syntax_problems,
-                           turbo_link)
+from geoql.app.geo import MAP_MESSAGE_LISTENER, TABLE_HEADERS, element_rows, map_html
+from geoql.app.run import (ENDPOINTS, endpoint_url, export, make_client, make_geocoder, mark_problems, run_query,
+                           syntax_problems, turbo_link)
 from geoql.core.errors import ConfigError
 from geoql.eval.dataset import RELEASE_BASE_URL, DatasetError, resolve_data_dir
 from geoql.nl.frame import guess_language
@@ -48,8 +52,8 @@ from geoql.osm.turbo import ExpansionError, parse_bbox
 from geoql.retrieval import IndexMissingError
 from geoql.retrieval.artifacts import load_manifest
 
-__all__ = ["DemoConfig", "DemoService", "CompileView", "RunView", "Preparation", "build_app", "launch", "EXAMPLES",
-           "COMPILE_OUTPUTS", "RUN_OUTPUTS"]
+__all__ = ["DemoConfig", "DemoService", "CompileView", "RunView", "Preparation", "build_app", "launch", "token_check",
+           "EXAMPLES", "COMPILE_OUTPUTS", "RUN_OUTPUTS"]
 
 log = logging.getLogger(__name__)
 
@@ -71,16 +75,41 @@ RUN_OUTPUTS = ("map", "table", "summary", "download", "status", "query_errors")
 EXPLAINED_LANGUAGES = ("en", "de", "fr")
 
 
+# The longest request of OverpassNL (train, dev) is 380 characters and of OsmNL dev (8 languages)
+# 353; a request of 2,000 characters held a CPU core for ~14 s. Longer ones are refused in words.
+MAX_REQUEST_CHARS = 500
+# The longest gold query is 541 characters; a query box of 10,000 is checked in milliseconds.
+MAX_QUERY_CHARS = 10_000
+# 99 % of real requests are shorter (OverpassNL dev 208, OsmNL dev fr 238): longer ones take turns.
+LONG_REQUEST_CHARS = 250
+
+
 @dataclass
 class DemoConfig:
     backend: str | None = field(default=None, metadata={"help": "backend name (default: the CPU default)"})
     overpass_url: str = field(default=DEFAULT_OVERPASS_URL, metadata={
-        "help": "the endpoint the page starts with: a listed server's name or an Overpass interpreter URL"})
+        "help": "the endpoint the page starts with: a listed server's name or an Overpass interpreter URL "
+                "(the operator's choice: trusted, loopback and private addresses included)"})
+    more_overpass_urls: tuple[str, ...] = field(default=(), metadata={
+        "help": "more Overpass interpreters of the operator's that the page offers, trusted like overpass_url"})
+    allow_custom_server: bool = field(default=False, metadata={
+        "help": "let visitors type a server URL of their own (public addresses only, checked after DNS "
+                "resolution; standard ports; no redirects); else only the listed servers run queries"})
     nominatim_url: str = field(default=DEFAULT_NOMINATIM_URL, metadata={"help": "Nominatim /search URL"})
     cache_dir: str | None = field(default=None, metadata={"help": "result and geocoder caches (default: user cache)"})
     default_bbox: str = field(default=DEFAULT_BBOX, metadata={"help": "first map view, for {{bbox}}: south,west,north,east"})
     query_timeout_s: int = field(default=EVAL_TIMEOUT_S, metadata={"help": "[timeout:N] for runs"})
-    http_timeout_s: float = field(default=120.0, metadata={"help": "seconds to wait for Overpass"})
+    http_timeout_s: float = field(default=120.0, metadata={
+        "help": "seconds to wait for Overpass' whole answer (a total, not per read)"})
+    max_answer_mb: float = field(default=16.0, metadata={
+        "help": "the most of one Overpass answer read, in MB (decompressed); a larger answer is refused in words"})
+    max_request_chars: int = field(default=MAX_REQUEST_CHARS, metadata={"help": "longer requests are refused in words"})
+    long_request_chars: int = field(default=LONG_REQUEST_CHARS, metadata={
+        "help": "longer requests compile one at a time (the others side by side), so that many of them slow "
+                "a short request no more than one does"})
+    max_query_chars: int = field(default=MAX_QUERY_CHARS, metadata={"help": "longer queries are refused in words"})
+    kept_downloads: int = field(default=100, metadata={
+        "help": "downloads kept in the demo's folder (the oldest go first; all go when the demo stops)"})
     max_retries: int = field(default=3, metadata={"help": "retries after 429/504/no answer (shown with a countdown)"})
     backoff_s: float = field(default=2.0, metadata={"help": "first retry delay in seconds; doubles each retry"})
     max_table_rows: int = field(default=500, metadata={"help": "rows shown in the element table"})
@@ -99,18 +128,36 @@ class DemoConfig:
             raise ConfigError(f"default_bbox: {exc}") from None
         try:
             self.overpass_url = endpoint_url(self.overpass_url)
+            self.more_overpass_urls = tuple(dict.fromkeys(endpoint_url(u) for u in self.more_overpass_urls))
         except ConfigError as exc:
             raise ConfigError(f"overpass_url: {exc}") from None
+        if self.max_answer_mb <= 0:
+            raise ConfigError(f"max_answer_mb must be > 0 (got {self.max_answer_mb}); e.g. 16")
         # Check the endpoints now (their configs name the fix), not on the first run.
-        OverpassConfig(url=self.overpass_url, query_timeout_s=self.query_timeout_s, http_timeout_s=self.http_timeout_s,
-                       max_retries=self.max_retries, backoff_s=self.backoff_s)
+        self.overpass_options()
         NominatimConfig(url=self.nominatim_url)
+        for name in ("max_request_chars", "long_request_chars", "max_query_chars", "kept_downloads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.max_map_features < 1:
             raise ConfigError(f"max_map_features must be >= 1 (got {self.max_map_features})")
         if self.max_table_rows < 1:
             raise ConfigError(f"max_table_rows must be >= 1 (got {self.max_table_rows})")
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be >= 1 (got {self.concurrency}); 8 is a good start")
+
+    def overpass_options(self, url: str | None = None, **more) -> dict:
+        """``OverpassConfig`` fields of the page's clients (checked: a bad value is a ``ConfigError``)."""
+        options = dict(cache_dir=self.cache_dir, query_timeout_s=self.query_timeout_s,
+                       http_timeout_s=self.http_timeout_s, max_answer_bytes=int(self.max_answer_mb * 2**20),
+                       max_retries=self.max_retries, backoff_s=self.backoff_s, **more)
+        OverpassConfig(url=url or self.overpass_url, **options)
+        return options
+
+    @property
+    def operator_urls(self) -> tuple[str, ...]:
+        """The servers the operator configured: trusted, whatever their address."""
+        return (self.overpass_url, *self.more_overpass_urls)
 
 
 @dataclass
@@ -143,6 +190,25 @@ class RunView:
 
 def _md_escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+_MARKUP = re.compile(r"([\\`*_\[\]|!#~$])")
+
+
+def _md_text(text: Any) -> str:
+    """Text from outside (what a server said, a visitor's words) as Markdown that shows it as
+    written, on one line: no HTML (``<``, ``&`` escaped), no link, image, emphasis or code.
+
+    >>> _md_text('<img src=x onerror="alert(1)"> [a](javascript:x) *b*')
+    '&lt;img src=x onerror="alert(1)"&gt; \\\\[a\\\\](javascript:x) \\\\*b\\\\*'
+    """
+    return _MARKUP.sub(r"\\\1", html.escape(str(text), quote=False)).replace("\n", " ")
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``, so the text cannot end the block."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def _query_tags(query: str) -> tuple[set[str], set[str]]:
@@ -193,7 +259,7 @@ def _format_doubts(compilation) -> str:
     doubts = [str(d) for d in (getattr(compilation, "doubts", None) or [])]
     if not doubts:
         return ""
-    return "⚠ **Check this query:** " + " · ".join(_md_escape(d) for d in doubts)
+    return "⚠ **Check this query:** " + " · ".join(_md_text(d) for d in doubts)  # they quote the request's words
 
 
 def _format_examples(examples) -> str:
@@ -205,7 +271,7 @@ def _format_examples(examples) -> str:
         query = getattr(ex, "query", str(ex))
         index = getattr(ex, "index", None)
         head = f"**{_md_escape(nl)}**" + (f" (train #{index})" if index is not None else "")
-        parts.append(f"{head}\n```\n{query}\n```")
+        parts.append(f"{head}\n{_fence(query)}\n{query}\n{_fence(query)}")
     return "\n\n".join(parts)
 
 
@@ -233,7 +299,8 @@ def _format_problems(query: str, problems) -> str:
     if not problems:
         return ""
     # The first error is the one to fix: the parser's later ones mostly follow from it.
-    return "**Syntax error — this query will not be sent:**\n```\n" + mark_problems(query, problems, limit=1) + "\n```"
+    marked = mark_problems(query, problems, limit=1)
+    return f"**Syntax error — this query will not be sent:**\n{_fence(marked)}\n{marked}\n{_fence(marked)}"
 
 
 def _turbo_html(query: str) -> str:
@@ -448,14 +515,23 @@ class DemoService:
         self._backend = backend if backend is not None else self.config.backend
         self._compiler = compiler
         self._compiler_lock = threading.Lock()
+        # Only for a backend that is not thread-safe (Backend.thread_safe): the CPU default compiles
+        # independent requests side by side.
         self._compile_lock = threading.Lock()
+        # Long requests (long_request_chars) take turns: their CPU time is shared with the others, and
+        # a flood of them would otherwise leave a short request a small share.
+        self._long_lane = threading.Lock()
         self._client_lock = threading.Lock()
+        # One client per server of the operator's and of the list (a bounded set); a server a visitor
+        # typed gets a client for the one run, with no cache, so nothing accumulates per URL.
         self._clients: dict[str, Any] = {}
+        self._geocoder = None
         if client is not None:
             self._clients[client.config.url] = client
         self._notices: list[str] | None = None
         self._notices_lock = threading.Lock()
         self.download_dir = Path(tempfile.mkdtemp(prefix="geoql-ui-"))
+        self._downloads_lock = threading.Lock()
         self.preparation = Preparation(self._prepare, background=self.background_note)
 
     # -- collaborators, built lazily so the app starts at once
@@ -473,15 +549,55 @@ class DemoService:
         """The client of the page's default endpoint."""
         return self.client_for(self.config.overpass_url)
 
+    def geocoder(self):
+        """The one geocoder of every client of the page (one cache file, one rate limit)."""
+        with self._client_lock:
+            if self._geocoder is None:
+                self._geocoder = make_geocoder(cache_dir=self.config.cache_dir, nominatim_url=self.config.nominatim_url)
+            return self._geocoder
+
     def client_for(self, endpoint: str | None):
-        url = endpoint_url(endpoint or self.config.overpass_url)
+        """The client for ``endpoint`` (a listed name or a URL; default: the page's first server).
+
+        The operator's servers (``overpass_url``, ``more_overpass_urls``) are trusted; the listed
+        public ones and, where ``allow_custom_server``, a URL a visitor typed are reached only
+        at public addresses (``OverpassConfig.public_only``). Anything else is a ``ConfigError``
+        that names what the page accepts."""
+        cfg = self.config
+        url = endpoint_url(endpoint or cfg.overpass_url)
+        listed = url in {u for _, u in ENDPOINTS}
+        if url not in cfg.operator_urls and not listed and not cfg.allow_custom_server:
+            names = ", ".join(dict.fromkeys([*cfg.operator_urls, *(n for n, _ in ENDPOINTS)]))
+            raise ConfigError(f"this demo runs queries only on the servers in its list ({names}); choose one of them")
+        trusted = url in cfg.operator_urls
+        if not trusted and not listed:
+            # Answers of a typed server are not cached: one visitor's server cannot fill the disk or the cache.
+            return make_client(url, geocoder=self.geocoder(), **cfg.overpass_options(url, public_only=True,
+                                                                                     use_cache=False))
+        geocoder = self.geocoder()
         with self._client_lock:
             if url not in self._clients:
-                cfg = self.config
-                self._clients[url] = make_client(url, cache_dir=cfg.cache_dir, nominatim_url=cfg.nominatim_url,
-                                                 query_timeout_s=cfg.query_timeout_s, http_timeout_s=cfg.http_timeout_s,
-                                                 max_retries=cfg.max_retries, backoff_s=cfg.backoff_s)
+                self._clients[url] = make_client(url, geocoder=geocoder,
+                                                 **cfg.overpass_options(url, public_only=not trusted))
             return self._clients[url]
+
+    def close(self) -> None:
+        """Close the clients and remove the download folder (``launch`` calls it when the page stops)."""
+        with self._client_lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+        shutil.rmtree(self.download_dir, ignore_errors=True)
+
+    def _export(self, result, name: str) -> Path | None:
+        """The run's download in the demo's folder, of which only the newest ``kept_downloads`` stay
+        (the page's file component serves its own copy)."""
+        with self._downloads_lock:
+            self.download_dir.mkdir(parents=True, exist_ok=True)
+            folders = sorted(self.download_dir.glob("result-*"), key=lambda p: p.stat().st_mtime)
+            for old in folders[: max(0, len(folders) - self.config.kept_downloads + 1)]:
+                shutil.rmtree(old, ignore_errors=True)
+        return export(result, self.download_dir, name)
 
     def _prepare(self) -> None:
         backend = self.compiler().backend()
@@ -555,12 +671,20 @@ class DemoService:
         request = (request or "").strip()
         if not request:
             return CompileView(None, "", "", "", "Type a request first, e.g. “cafés with outdoor seating in Heidelberg”.")
+        if len(request) > self.config.max_request_chars:
+            return CompileView(None, "", "", "", f"**The request is too long:** {len(request):,} characters; this "
+                               f"demo takes up to {self.config.max_request_chars:,}. Ask for one thing, e.g. "
+                               "“cafés with outdoor seating in Heidelberg”.")
         started = time.perf_counter()
         try:
             compiler = self.compiler()
             self.preparation.wait()  # the first request waits for (or starts) the one-time preparation
-            # One compilation at a time: model backends are not all thread-safe.
-            with self._compile_lock:
+            backend = compiler.backend()
+            # A backend that is not thread-safe takes one request at a time; the others run side by
+            # side, long requests one at a time among themselves.
+            long = len(request) > self.config.long_request_chars
+            alone = not getattr(backend, "thread_safe", False)
+            with self._long_lane if long else nullcontext(), self._compile_lock if alone else nullcontext():
                 compilation = compiler.compile(request)
         except Exception as exc:  # shown in words; the details go to the server log
             log.exception("compile failed for %r", request)
@@ -618,48 +742,62 @@ class DemoService:
         query = query or ""
         if not query.strip():
             return "", "", ""
+        if len(query) > self.config.max_query_chars:
+            return self._too_long(query), "", ""
         problems = syntax_problems(query)
         words = "" if problems else self._explain(query, self._compiler, request or "")
         return _format_problems(query, problems), words, _turbo_html(query)
 
+    def _too_long(self, query: str) -> str:
+        return (f"**The query is too long:** {len(query):,} characters; this demo takes up to "
+                f"{self.config.max_query_chars:,}. Nothing was sent.")
+
     def run(self, query: str, bbox: str | None = None, endpoint: str | None = None, request: str = "",
             on_wait: Optional[Callable[[str], None]] = None) -> RunView:
-        """Run ``query`` (as written in the box) on ``endpoint``; ``request`` names the download."""
+        """Run ``query`` (as written in the box) on ``endpoint``; ``request`` names the download.
+
+        What the server sent reaches the page as text only: the status and the summary are
+        escaped (:func:`_md_text`), the map draws it in a sandboxed frame (``geoql.app.geo``)."""
         bbox = (bbox or "").strip() or self.config.default_bbox
         try:
             view = parse_bbox(bbox)
         except ExpansionError:
             view = parse_bbox(self.config.default_bbox)
         empty_map = map_html({"type": "FeatureCollection", "features": []}, view=view)
+        query = query or ""
+        if len(query) > self.config.max_query_chars:
+            return RunView(empty_map, [], "", None, self._too_long(query))
         try:
             client = self.client_for(endpoint)
         except ConfigError as exc:
-            return RunView(empty_map, [], "", None, f"**The query did not run:** {exc}")
+            return RunView(empty_map, [], "", None, f"**The query did not run:** {_md_text(exc)}")
         try:
-            result = run_query(query or "", bbox=bbox, client=client, on_wait=on_wait)
+            result = run_query(query, bbox=bbox, client=client, on_wait=on_wait)
         except Exception as exc:  # run_query says what went wrong itself; this is a bug's last word
             log.exception("run failed for %r", query)
-            return RunView(empty_map, [], "", None, f"**Something went wrong while running the query:** {_first_line(exc)}")
+            return RunView(empty_map, [], "", None, f"**Something went wrong while running the query:** {_md_text(_first_line(exc))}")
         if not result.ok:
             head, _, rest = result.message.partition(": ")
-            status = f"**{head}:** {rest}" if rest else result.message
+            status = f"**{_md_text(head)}:** {_md_text(rest)}" if rest else _md_text(result.message)
             return RunView(empty_map, [], "", None, status, _format_problems(query, result.problems), result.sent)
         try:
             geojson = result.geojson()
-            path = export(result, self.download_dir, request or _name_from(query))
-        except Exception as exc:
+            path = self._export(result, request or _name_from(query))
+            summary = _md_text(result.summary(geojson))
+            shown = geojson
+            if len(geojson["features"]) > self.config.max_map_features:
+                # A browser tab chokes on huge inline layers; the download has everything.
+                shown = {"type": "FeatureCollection", "features": geojson["features"][: self.config.max_map_features]}
+                summary += f" (the map shows the first {self.config.max_map_features}; the download has all)"
+            if result.is_count:
+                summary = f"**{summary}**"
+            rows = element_rows(result.data, self.config.max_table_rows)
+            drawn = map_html(shown, view=view)
+        except Exception as exc:  # read_answer leaves nothing unreadable; this is a bug's last word
             log.exception("reading the result failed for %r", query)
-            return RunView(empty_map, [], "", None, f"**The answer could not be read:** {_first_line(exc)}", "", True)
-        summary = result.summary(geojson)
-        shown = geojson
-        if len(geojson["features"]) > self.config.max_map_features:
-            # A browser tab chokes on huge inline layers; the download has everything.
-            shown = {"type": "FeatureCollection", "features": geojson["features"][: self.config.max_map_features]}
-            summary += f" (the map shows the first {self.config.max_map_features}; the download has all)"
-        if result.is_count:
-            summary = f"**{summary}**"
-        rows = element_rows(result.data, self.config.max_table_rows)
-        return RunView(map_html(shown, view=view), rows, summary, str(path) if path else None, result.message, "", True)
+            return RunView(empty_map, [], "", None, f"**The answer could not be read:** {_md_text(_first_line(exc))}",
+                           "", True)
+        return RunView(drawn, rows, summary, str(path) if path else None, _md_text(result.message), "", True)
 
     def compile_and_run(self, request: str, bbox: str | None = None, endpoint: str | None = None,
                         on_wait: Optional[Callable[[str], None]] = None) -> tuple[CompileView, RunView | None]:
@@ -689,11 +827,15 @@ CSS = """
 """
 
 
-def _endpoint_choices(default: str) -> list[tuple[str, str]]:
-    choices = [(f"{name} — {url}", url) for name, url in ENDPOINTS]
-    if default not in {url for _, url in ENDPOINTS}:
-        choices.insert(0, (f"this server's default — {default}", default))
-    return choices
+def _endpoint_choices(config: DemoConfig) -> list[tuple[str, str]]:
+    """The operator's servers first (the page's default among them), then the public list."""
+    listed = {url for _, url in ENDPOINTS}
+    own = [u for u in config.operator_urls if u not in listed]
+    labels = ["this server's default"] + ["this server's"] * (len(own) - 1)
+    if config.overpass_url in listed:
+        labels = ["this server's"] * len(own)
+    return ([(f"{label} — {url}", url) for label, url in zip(labels, own)]
+            + [(f"{name} — {url}", url) for name, url in ENDPOINTS])
 
 
 def build_app(service: DemoService):
@@ -731,7 +873,7 @@ def build_app(service: DemoService):
             while not heard.empty():
                 message = heard.get_nowait()
             update = [gr.skip()] * n_outputs
-            update[status_at] = "↻ " + message
+            update[status_at] = "↻ " + _md_text(message)  # it names the server, which a visitor may have typed
             yield tuple(update)
         worker.join()
         yield finish(box["view"])
@@ -781,7 +923,9 @@ def build_app(service: DemoService):
         )
 
     default_view = parse_bbox(service.config.default_bbox)
-    with gr.Blocks(title="GeoQL: plain words to OverpassQL", analytics_enabled=False) as demo:
+    # delete_cache: Gradio's copies of the downloads go after an hour, and all of them when the page stops.
+    with gr.Blocks(title="GeoQL: plain words to OverpassQL", analytics_enabled=False,
+                   delete_cache=(600, 3600)) as demo:
         gr.Markdown(
             "# GeoQL\nAsk for places in plain words; GeoQL writes the "
             "[Overpass](https://wiki.openstreetmap.org/wiki/Overpass_API) query, says what it does and shows the result."
@@ -790,7 +934,8 @@ def build_app(service: DemoService):
         ready_md = gr.Markdown(elem_id="readiness")
         with gr.Row():
             with gr.Column(scale=3):
-                request = gr.Textbox(label="Request", placeholder=EXAMPLES[0], lines=2, elem_id="request")
+                request = gr.Textbox(label="Request", placeholder=EXAMPLES[0], lines=2, elem_id="request",
+                                     max_length=service.config.max_request_chars)
                 with gr.Row():
                     compile_btn = gr.Button("Compile", elem_id="compile")
                     go_btn = gr.Button("Compile & run", variant="primary", elem_id="compile-and-run")
@@ -811,9 +956,11 @@ def build_app(service: DemoService):
                 query_errors = gr.Markdown(elem_id="query-errors")
                 explanation = gr.Markdown(elem_id="explanation")
                 with gr.Row():
-                    endpoint = gr.Dropdown(choices=_endpoint_choices(service.config.overpass_url),
-                                           value=service.config.overpass_url, allow_custom_value=True,
-                                           label="Overpass server (or type a URL)", elem_id="endpoint", scale=3)
+                    custom = service.config.allow_custom_server  # else the list is all a visitor may choose
+                    endpoint = gr.Dropdown(choices=_endpoint_choices(service.config),
+                                           value=service.config.overpass_url, allow_custom_value=custom,
+                                           label="Overpass server" + (" (or type a URL)" if custom else ""),
+                                           elem_id="endpoint", scale=3)
                     run_btn = gr.Button("Run on Overpass", elem_id="run", scale=1)
                 bbox = gr.Textbox(label="Map area for {{bbox}}: south,west,north,east — follows the map (drag, zoom, "
                                   "or shift-drag a box)", value=service.config.default_bbox, elem_id="bbox", max_lines=1)
@@ -823,8 +970,10 @@ def build_app(service: DemoService):
                                    elem_id="map")
         summary = gr.Markdown(elem_id="summary")
         with gr.Row():
+            # datatype "str": the cells are text (an answer's tags are data, never markup)
             rows = gr.Dataframe(headers=TABLE_HEADERS, label="Elements (untagged nodes of ways and members of "
-                                "relations are folded into them)", interactive=False, wrap=True, elem_id="elements")
+                                "relations are folded into them)", interactive=False, wrap=True, elem_id="elements",
+                                datatype="str")
         download = gr.File(label="Download (GeoJSON, or CSV for a count)", elem_id="download", height=90,
                            interactive=False)
         with gr.Accordion("Candidate tags and few-shot examples used", open=False):
@@ -853,11 +1002,32 @@ def build_app(service: DemoService):
     return demo
 
 
-def launch(service: DemoService, *, host: str = "127.0.0.1", port: int | None = 7860, block: bool = True):
-    """Start the app; returns the Blocks object (already serving when ``block`` is False)."""
+def token_check(token: str) -> Callable[[str, str], bool]:
+    """Gradio's ``auth``: any user name, ``token`` as the password (compared in constant time)."""
+    expected = token.encode("utf-8")
+
+    def check(user: str, password: str) -> bool:
+        return hmac.compare_digest(str(password).encode("utf-8"), expected)
+
+    return check
+
+
+def launch(service: DemoService, *, host: str = "127.0.0.1", port: int | None = 7860, block: bool = True,
+           auth_token: str | None = None):
+    """Start the app; returns the Blocks object (already serving when ``block`` is False).
+
+    ``auth_token``: a shared secret every visitor must give (Gradio's login page: any user name,
+    the token as the password; ``gradio_client.Client(url, auth=(name, token))``). When the
+    server stops, the service closes (its clients, its download folder)."""
     demo = build_app(service)
     # The start checks may ask two servers (seconds): begun now, they are done when the page loads.
     threading.Thread(target=service.notices, name="geoql-ui-checks", daemon=True).start()
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        service.close()
+
     demo.launch(
         server_name=host,
         server_port=port,
@@ -866,5 +1036,10 @@ def launch(service: DemoService, *, host: str = "127.0.0.1", port: int | None = 
         quiet=not block,
         allowed_paths=[str(service.download_dir)],
         css=CSS,
+        head=MAP_MESSAGE_LISTENER,  # the sandboxed map tells the page its view
+        auth=token_check(auth_token) if auth_token else None,
+        auth_message="This GeoQL demo asks for its shared secret: any user name, the secret as the password."
+        if auth_token else None,
+        app_kwargs={"lifespan": lifespan},
     )
     return demo

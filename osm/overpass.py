@@ -7,7 +7,9 @@ One request path for everything that runs a query:
 2. :func:`prepare_query` sets the settings the official OverpassNL execution
    evaluation sets: ``[timeout:300]``, ``maxsize`` capped at 1 GiB and
    ``[out:json]``;
-3. :class:`OverpassClient` sends the query (HTTP GET ``data=``), retries only
+3. :class:`OverpassClient` sends the query (HTTP GET ``data=``, through
+   :func:`geoql.osm.http.fetch`: a total deadline and a size cap per answer, no
+   redirects, and with ``public_only`` public addresses only), retries only
    where retrying can help (429 rate limiting, 504 gateway timeouts, refused
    connections), classifies errors the way Overpass reports them (HTML error
    page for parse/static errors, a ``remark`` for runtime errors) and keeps
@@ -37,6 +39,7 @@ from typing import Any
 from geoql.core.errors import ConfigError, GeoqlError
 from geoql.core.paths import user_dir
 from geoql.osm.cache import SqliteStore
+from geoql.osm.http import HttpError, fetch as http_fetch, typed_url_problem
 from geoql.osm.nominatim import USER_AGENT, Nominatim, NominatimConfig
 from geoql.osm.turbo import ExpansionError, expand as expand_shortcuts
 
@@ -61,6 +64,9 @@ EVAL_TIMEOUT_S = 300
 EVAL_MAXSIZE = 1073741824
 # The official client waits this long for an answer before giving up.
 OFFICIAL_HTTP_TIMEOUT_S = 500
+# The most of one answer that is read: the server's own memory cap (maxsize), which the JSON of
+# its result rarely passes; the demo reads far less (``geoql.app.ui.DemoConfig.max_answer_mb``).
+MAX_ANSWER_BYTES = EVAL_MAXSIZE
 
 _OUT_SETTING = re.compile(r"\[out:[^\]]+\]")
 # Queries longer than this (characters) are sent by POST instead of GET.
@@ -105,8 +111,13 @@ class OverpassError(GeoqlError):
 
     ``kind`` is one of: ``parse_error``, ``static_error``, ``runtime_timeout``,
     ``memory``, ``runtime_error``, ``rate_limited``, ``gateway_timeout``,
-    ``timeout`` (no answer in time), ``unreachable``, ``http_error``,
+    ``timeout`` (no whole answer in time), ``unreachable``, ``interrupted`` (the
+    answer broke off), ``too_large`` (past ``max_answer_bytes``), ``redirect``,
+    ``not_public`` (a typed server that is not a public address), ``http_error``,
     ``bad_response``, ``expansion`` (a shortcut could not be expanded).
+
+    ``detail`` is what the server said in Overpass' own forms (the error lines of its
+    error page, its ``remark``), never a raw excerpt of an answer.
     """
 
     kind: str
@@ -180,14 +191,13 @@ def classify(status: int, text: str, data: dict | None = None) -> OverpassError 
             status,
         )
     if status != 200:
-        return OverpassError(
-            "http_error", f"The Overpass server answered HTTP {status}.", joined or text[:300].strip(), status
-        )
+        # Only Overpass' own error lines: an arbitrary page (a proxy's, a login form) is not shown.
+        return OverpassError("http_error", f"The Overpass server answered HTTP {status}.", joined, status)
     if data is None and is_json:
         try:
             data = json.loads(text)
         except ValueError:
-            return OverpassError("bad_response", "The Overpass server sent a broken JSON answer.", text[:200], status)
+            return OverpassError("bad_response", "The Overpass server sent a broken JSON answer.", "", status)
     remark = _remark(text, data)
     if not (remark and "runtime error" in remark) and "runtime error" in joined:
         remark = joined  # the HTML page form of a runtime error
@@ -212,19 +222,13 @@ def classify(status: int, text: str, data: dict | None = None) -> OverpassError 
     return None
 
 
-def _why_unreachable(exc: Exception) -> str:
-    """`` (connection refused)`` and the like, from a requests connection error; "" when unclear."""
-    text = str(exc).lower()
-    for needle, reason in (("refused", "connection refused"), ("name or service not known", "the name does not resolve"),
-                           ("nodename nor servname", "the name does not resolve"),
-                           ("failed to resolve", "the name does not resolve"),
-                           ("temporary failure in name resolution", "the name does not resolve"),
-                           ("network is unreachable", "the network is unreachable"),
-                           ("certificate", "its TLS certificate was not accepted"),
-                           ("reset by peer", "the connection was reset")):
-        if needle in text:
-            return f" ({reason})"
-    return ""
+def _megabytes(n: int) -> str:
+    """``1 MB`` style, for messages.
+
+    >>> _megabytes(20 * 2**20), _megabytes(2**30)
+    ('20 MB', '1024 MB')
+    """
+    return f"{n / 2**20:.0f} MB" if n >= 2**20 else f"{n:,} bytes"
 
 
 # ---------------------------------------------------------------- client
@@ -238,8 +242,14 @@ class OverpassConfig:
     )
     maxsize: int = field(default=EVAL_MAXSIZE, metadata={"help": "cap for [maxsize:N] (official eval: 1 GiB)"})
     http_timeout_s: float = field(
-        default=OFFICIAL_HTTP_TIMEOUT_S, metadata={"help": "seconds to wait for the HTTP answer"}
+        default=OFFICIAL_HTTP_TIMEOUT_S, metadata={"help": "seconds to wait for the whole answer (a total, not per read)"}
     )
+    max_answer_bytes: int = field(default=MAX_ANSWER_BYTES, metadata={
+        "help": "stop reading an answer past this many bytes (after decompression) with a clear error"})
+    public_only: bool = field(default=False, metadata={
+        "help": "a server someone typed: http(s) on its standard port, no user name or query string, and only "
+                "public addresses after DNS resolution (connected to the checked address); the operator's own "
+                "endpoints leave it off"})
     max_retries: int = field(default=3, metadata={"help": "retries after 429/504/connection errors"})
     backoff_s: float = field(default=2.0, metadata={"help": "first retry delay; doubles each retry"})
     cache_dir: str | None = field(
@@ -260,6 +270,11 @@ class OverpassConfig:
             raise ConfigError(f"maxsize must be >= 1 (got {self.maxsize}); the official cap is {EVAL_MAXSIZE}")
         if self.http_timeout_s <= 0:
             raise ConfigError(f"http_timeout_s must be > 0 (got {self.http_timeout_s}); e.g. 500")
+        if self.max_answer_bytes < 1:
+            raise ConfigError(f"max_answer_bytes must be >= 1 (got {self.max_answer_bytes})")
+        problem = typed_url_problem(self.url) if self.public_only else None
+        if problem:
+            raise ConfigError(f"Overpass URL {self.url!r}: {problem}")
         if self.max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0 (got {self.max_retries}); use 0 to never retry")
         if self.backoff_s < 0:
@@ -326,7 +341,6 @@ class OverpassClient:
         self._geocoder = geocoder
         self._store: SqliteStore | None = None
         self._store_lock = threading.Lock()
-        self._session_local = threading.local()
 
     # -- plumbing
     @property
@@ -345,16 +359,6 @@ class OverpassClient:
             self._geocoder = Nominatim(NominatimConfig(cache_dir=self.config.cache_dir))
         return self._geocoder
 
-    def _session(self):
-        import requests
-
-        session = getattr(self._session_local, "session", None)
-        if session is None:
-            session = requests.Session()
-            session.headers["User-Agent"] = self.config.user_agent
-            self._session_local.session = session
-        return session
-
     def _cache_key(self, query: str) -> str:
         return self.config.url + "\n" + query
 
@@ -369,8 +373,6 @@ class OverpassClient:
         results and parse/static errors. Timeouts, rate limiting and
         unreachable servers are never cached.
         """
-        import requests
-
         store = self.store if use_cache else None
         key = self._cache_key(query)
         if store is not None:
@@ -384,28 +386,17 @@ class OverpassClient:
             attempt += 1
             retry_after = None
             try:
-                if len(query) <= _MAX_GET_QUERY:
-                    response = self._session().get(
-                        self.config.url, params={"data": query}, timeout=self.config.http_timeout_s
-                    )
-                else:  # URLs this long are cut by proxies; Overpass takes the same form by POST
-                    response = self._session().post(
-                        self.config.url, data={"data": query}, timeout=self.config.http_timeout_s
-                    )
-                status, text = response.status_code, response.text
+                # Long URLs are cut by proxies; Overpass takes the same form by POST.
+                answer = http_fetch(self.config.url, {"data": query}, post=len(query) > _MAX_GET_QUERY,
+                                    headers={"User-Agent": self.config.user_agent},
+                                    deadline_s=self.config.http_timeout_s, max_bytes=self.config.max_answer_bytes,
+                                    public_only=self.config.public_only)
+                status, text = answer.status, answer.text
                 error = classify(status, text)
-                retry_after = response.headers.get("Retry-After")
-            except requests.Timeout:
-                status, text = 0, ""
-                error = OverpassError(
-                    "timeout",
-                    f"No answer from {self.config.url} within {self.config.http_timeout_s:g} s; "
-                    "the query is too heavy or the server is overloaded.",
-                )
-            except requests.RequestException as exc:
-                status, text = 0, ""
-                # No server said anything: the reason is the connection's, not a server message.
-                error = OverpassError("unreachable", f"No server answered at {self.config.url}{_why_unreachable(exc)}.")
+                retry_after = answer.headers.get("retry-after")
+            except HttpError as exc:
+                status, text = exc.status, ""
+                error = self._http_failure(exc)
             if error is None or not error.retryable or attempt > self.config.max_retries:
                 break
             self._wait(self._delay(attempt, retry_after), error, attempt, on_wait)
@@ -413,6 +404,24 @@ class OverpassClient:
         if store is not None and (error is None or error.kind in ("parse_error", "static_error")):
             store.put(key, zlib.compress(json.dumps([status, text]).encode("utf-8")))
         return raw
+
+    def _http_failure(self, exc: HttpError) -> OverpassError:
+        """No usable answer, in words; what the server sent (if anything) is not repeated."""
+        url, why = self.config.url, f" ({exc.reason})" if exc.reason else ""
+        messages = {
+            "timeout": f"No whole answer from {url} within {self.config.http_timeout_s:g} s; the query is too heavy "
+                       "or the server is overloaded.",
+            # No server said anything: the reason is the connection's, not a server message.
+            "unreachable": f"No server answered at {url}{why}.",
+            "interrupted": f"The answer from {url} broke off before its end.",
+            "too_large": f"The answer from {url} is larger than {_megabytes(self.config.max_answer_bytes)}, more than "
+                         "GeoQL reads here; narrow the area or the filters, or count the results (out count;).",
+            "redirect": f"{url} answered with a redirect (HTTP {exc.status}); GeoQL does not follow redirects: "
+                        "give the address of the interpreter itself.",
+            "not_public": f"{url} is not a public address; queries go to public Overpass servers only.",
+            "bad_response": f"{url} did not answer in a form GeoQL reads{why}.",
+        }
+        return OverpassError(exc.kind, messages.get(exc.kind, f"No usable answer from {url}{why}."), status=exc.status)
 
     def _wait(self, delay: float, error: OverpassError, attempt: int, on_wait) -> None:
         if on_wait is None:
@@ -473,9 +482,7 @@ class OverpassClient:
         try:
             data = json.loads(raw.text)
         except ValueError:
-            raise OverpassError(
-                "bad_response", "The Overpass server did not send JSON.", raw.text[:200], raw.status
-            ) from None
+            raise OverpassError("bad_response", "The Overpass server did not send JSON.", "", raw.status) from None
         if not isinstance(data, dict):
             raise OverpassError("bad_response", "The Overpass server sent an unexpected JSON answer.", "", raw.status)
         return OverpassResult(final, data, raw.elapsed_s, raw.from_cache, _remark(raw.text, data))

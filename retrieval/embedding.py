@@ -627,7 +627,10 @@ class QueryEncoder:
             return cached
         vector = self._encode(text)
         if len(self._cache) >= self._cache_size:
-            self._cache.pop(next(iter(self._cache)))
+            try:  # the oldest; two threads may evict at once (the demo's workers share one encoder)
+                self._cache.pop(next(iter(self._cache)), None)
+            except (RuntimeError, StopIteration):  # the cache changed under us: the next call evicts
+                pass
         self._cache[text] = vector
         return vector
 

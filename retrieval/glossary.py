@@ -143,11 +143,15 @@ class Glossary:
         ('filling station', 'biogas filling station', None)
         """
         w = word.lower()
-        if w not in self._cache:
-            if len(self._cache) >= _CACHE_WORDS:
-                self._cache.clear()
-            self._cache[w] = self._known(w) or (self._compound(w) if self.compounds else None)
-        return self._cache[w]
+        if w in self._cache:
+            return self._cache[w]
+        # The answer is returned from here, not read back: another thread (the demo's workers share
+        # one glossary) may clear the cache in between.
+        english = self._known(w) or (self._compound(w) if self.compounds else None)
+        if len(self._cache) >= _CACHE_WORDS:
+            self._cache.clear()
+        self._cache[w] = english
+        return english
 
     def _known(self, w: str) -> str | None:
         english = self.words.get(w)

@@ -151,6 +151,9 @@ class Backend(ABC):
     #: given: 1 for a model that fills an accelerator or a server that batches by itself; None for
     #: one per core (the CPU default: one request is one core's work).
     batch_workers: ClassVar[int | None] = 1
+    #: True when ``generate`` may run in several threads at once (the demo then compiles
+    #: independent requests side by side; else it takes them one at a time).
+    thread_safe: ClassVar[bool] = False
 
     @abstractmethod
     def generate(self, request: GenerationRequest) -> Generation:

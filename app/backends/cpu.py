@@ -64,6 +64,10 @@ class CpuBackend(Backend):
     needs_prompt: ClassVar[bool] = False
     compile_options: ClassVar[tuple[str, ...]] = ("index_dir",)
     batch_workers: ClassVar[int | None] = None  # one worker per core
+    # The model is read-only once loaded (it is swapped whole, under the lock, when the full one takes
+    # over); the retrievers share their index between threads and run their encoder and FAISS calls
+    # on one worker thread (retrieval.embedding.run_single_threaded).
+    thread_safe: ClassVar[bool] = True
     # One compile asks for the model up to twice (batch, then one by one);
     # without a dataset each ask would retry the download and the index build.
     retry_training_after_s: ClassVar[float] = 60.0

@@ -250,3 +250,24 @@ def test_a_damaged_index_is_rebuilt_never_answered_from(tmp_path, small_index_di
     assert not [w for w in caught if "not the one the CPU model was trained with" in str(w.message)]
     err = capsys.readouterr().err
     assert f"does not match its manifest ({A.EXAMPLES_E5}, {A.EXAMPLES_FAISS}" in err and "building the tag index" in err
+
+
+def test_compiles_from_many_threads_give_the_answers_of_one_thread(hinted_cpu_model_dir, small_index_dir):
+    """The demo compiles independent requests side by side on the CPU default (Backend.thread_safe):
+    with the tag index (its retriever, glossaries and encoders shared between threads) each answer
+    is the one a single thread gives, whatever else runs at the same time."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    from geoql.app import Compiler
+
+    assert get_backend("cpu", model_dir=hinted_cpu_model_dir).thread_safe
+    requests = [e.nl for e in load_split("dev")[:24]] + ["Museen in Stuttgart", "成都的博物馆", "bancs à Paris"]
+    compiler = Compiler("cpu", model_dir=str(hinted_cpu_model_dir), index_dir=str(small_index_dir))
+    alone = {nl: compiler.compile(nl).query for nl in requests}
+    assert all(alone.values())
+    work = requests * 4
+    random.Random(7).shuffle(work)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(lambda nl: (nl, compiler.compile(nl).query), work))
+    assert [query for _, query in together] == [alone[nl] for nl, _ in together]

@@ -10,6 +10,7 @@ import pytest
 from fakes.servers import payload
 from fakes.support import embedded_geojson
 
+from geoql.app import geo
 from geoql.app.geo import counts, element_rows, is_count, map_html, skeleton_ids, summarize, to_geojson, write_counts, write_geojson
 
 CAFES = json.loads(payload("heidelberg_cafes.json"))
@@ -107,7 +108,73 @@ def test_write_counts_is_a_csv_of_the_count(tmp_path):
     assert path.read_text(encoding="utf-8") == "total,nodes,ways,relations\n15,12,3,0\n"
 
 
-def test_map_shows_the_view_and_writes_its_moves_into_the_bbox_field():
+def test_map_shows_the_view_and_posts_its_moves_to_the_page():
     srcdoc = html.unescape(map_html(to_geojson({"elements": []}), view=(49.4, 8.68, 49.42, 8.72)))
     assert "var view = [49.4, 8.68, 49.42, 8.72];" in srcdoc
-    assert "map.on('moveend', share)" in srcdoc and "#bbox textarea" in srcdoc
+    # The sandboxed frame cannot reach the page: it posts its view, the page's listener writes the field.
+    assert "map.on('moveend', share)" in srcdoc and "postMessage" in srcdoc and "#bbox" not in srcdoc
+    assert "#bbox textarea" in geo.MAP_MESSAGE_LISTENER and "iframe.geoql-map" in geo.MAP_MESSAGE_LISTENER
+
+
+def test_the_map_frame_runs_scripts_without_the_page_s_origin():
+    fragment = map_html(to_geojson(CAFES))
+    assert re.search(r'<iframe [^>]*sandbox="allow-scripts"', fragment)
+    assert "allow-same-origin" not in fragment.split("srcdoc=")[0]
+
+
+HOSTILE = '<img src=x onerror="document.body.setAttribute(\'data-pwned\', 1)">'
+
+
+def test_an_answer_s_text_never_becomes_markup_of_the_map_page():
+    """Keys, values and ids are embedded without a single "<" (so nothing can close the script)
+    and the popup is built from text nodes (the browser test clicks one: tests/app/test_ui_browser.py)."""
+    data = {"elements": [{"type": "node", "id": HOSTILE, "lat": 49.4, "lon": 8.7, "tags": {HOSTILE: HOSTILE}}]}
+    fragment = map_html(to_geojson(geo.read_answer(data)))
+    script = html.unescape(fragment).split("var data = ")[1].split(";\nvar map")[0]
+    assert "<" not in script and "onerror" in script
+    feature = embedded_geojson(fragment)["features"][0]["properties"]
+    assert feature["id"] == HOSTILE and feature["tags"] == {HOSTILE: HOSTILE}
+    page = html.unescape(fragment)
+    assert "innerHTML" not in page.split("var data = ")[1] and "textContent" in page
+
+
+# What servers have sent instead of Overpass elements (issue 42: `geoql run` crashed on the first two).
+BROKEN_ANSWERS = {
+    "elements that are not objects": {"elements": [1, "node", None, [2]]},
+    "lat null": {"elements": [{"type": "node", "id": 1, "lat": None, "lon": 8.7, "tags": {"amenity": "cafe"}}]},
+    "coordinates as text": {"elements": [{"type": "node", "id": 1, "lat": "north", "lon": "8.7"}]},
+    "coordinates out of range": {"elements": [{"type": "node", "id": 1, "lat": 1e400, "lon": 700}]},
+    "an id that is a list": {"elements": [{"type": "node", "id": [1], "lat": 49.4, "lon": 8.7, "tags": {}}]},
+    "tags that are a list": {"elements": [{"type": "node", "id": 1, "lat": 49.4, "lon": 8.7, "tags": ["a", "b"]}]},
+    "tag values that are objects": {"elements": [{"type": "node", "id": 1, "lat": 49.4, "lon": 8.7,
+                                                  "tags": {"name": {"de": "x"}, "n": 7}}]},
+    "elements not a list": {"elements": {"type": "node"}},
+    "no type": {"elements": [{"id": 1, "lat": 49.4, "lon": 8.7}]},
+    "nodes and members of the wrong kind": {"elements": [{"type": "way", "id": 2, "nodes": "1,2"},
+                                                         {"type": "relation", "id": 3, "members": [5, {"ref": 2}]}]},
+    "geometry with gaps": {"elements": [{"type": "way", "id": 2, "tags": {"highway": "path"},
+                                         "geometry": [None, {"lat": 49.4, "lon": 8.7}, {"lat": 49.5, "lon": 8.8}]}]},
+    "a count whose tags are null": {"elements": [{"type": "count", "id": 0, "tags": None}]},
+    "a count of objects": {"elements": [{"type": "count", "id": 0, "tags": {"total": {"n": 1}, "nodes": "3"}}]},
+    "not an object at all": [1, 2, 3],
+}
+
+
+@pytest.mark.parametrize("data", list(BROKEN_ANSWERS.values()), ids=list(BROKEN_ANSWERS))
+def test_a_broken_answer_is_read_into_fewer_results_never_an_exception(data, tmp_path):
+    read = geo.read_answer(data)
+    assert geo.read_answer(read) == read  # idempotent: reading twice changes nothing
+    geojson = to_geojson(read)
+    element_rows(read), summarize(read, geojson), counts(read), is_count(read)
+    map_html(geojson)
+    write_geojson(geojson, tmp_path), write_counts(read, tmp_path)
+    for element in read["elements"]:
+        assert isinstance(element["type"], str) and isinstance(element["id"], (int, str))
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in element.get("tags", {}).items())
+
+
+@pytest.mark.parametrize("name", ["heidelberg_cafes.json", "count.json", "runtime_timeout.json"])
+def test_reading_keeps_what_overpass_sends(name):
+    data = json.loads(payload(name))
+    read = geo.read_answer(data)
+    assert read["elements"] == data["elements"] and read.get("remark") == data.get("remark")

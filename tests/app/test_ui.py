@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 import overpassql
 import pytest
 from fakes.fixtures import fake_nominatim, fake_overpass  # noqa: F401 (fixtures)
-from fakes.servers import FakeNominatim, FakeOverpass, json_reply, parse_error, payload
+from fakes.servers import FakeNominatim, FakeOverpass, Reply, json_reply, parse_error, payload
 from fakes.support import LookupBackend, dev_requests, embedded_geojson, free_port, make_service
 
 from geoql.app.backends.base import BackendError
@@ -391,3 +392,212 @@ def test_the_explanation_is_in_the_request_s_language_where_there_is_one(fake_ov
     assert view.explanation.startswith(first_words), view.explanation
     english = "Nodes tagged `amenity=bench` inside the current map view"
     assert english in view.explanation and view.explanation.count(english) == 1
+
+
+# ---------------------------------------------------------------- a demo on the internet (issue 42)
+
+
+def test_a_server_outside_the_list_is_refused_unless_the_operator_allows_it(fake_overpass, fake_nominatim, tmp_path):
+    with FakeOverpass() as inside:
+        service = make_service(fake_overpass, fake_nominatim, tmp_path)
+        view = service.run("node(1);out;", None, inside.url)
+        assert "only on the servers in its list" in view.status and fake_overpass.url in view.status
+        assert inside.queries() == [] and view.sent is False
+
+
+@pytest.mark.parametrize("typed, words", [
+    ("http://127.0.0.1/api/interpreter", "not a public address"),
+    ("http://2130706433/api/interpreter", "not a public address"),
+    ("http://[::ffff:127.0.0.1]/api/interpreter", "not a public address"),
+    ("http://localhost/api/interpreter", "not a public address"),
+    ("http://user:pw@127.0.0.1/api/interpreter", "user name or password"),
+    ("INSIDE", "standard port"),
+])
+def test_a_typed_server_must_be_public_even_where_typing_is_allowed(fake_overpass, fake_nominatim, tmp_path, typed, words):
+    with FakeOverpass() as inside:
+        service = make_service(fake_overpass, fake_nominatim, tmp_path, allow_custom_server=True)
+        view = service.run("node(1);out;", None, inside.url if typed == "INSIDE" else typed)
+        assert words in view.status.replace("\\\\", "") and inside.queries() == []
+        assert fake_overpass.queries() == []
+
+
+def test_the_operator_s_own_servers_are_trusted_on_loopback(fake_overpass, fake_nominatim, tmp_path):
+    with FakeOverpass() as second:
+        second.default = json_reply("heidelberg_cafes.json")
+        service = make_service(fake_overpass, fake_nominatim, tmp_path, more_overpass_urls=(second.url,))
+        view = service.run("node(1);out;", None, second.url)
+        assert "4 elements" in view.summary and len(second.queries()) == 1
+
+
+def _open_cache_files(directory: Path) -> int:
+    """Descriptors this process holds on SQLite files under ``directory``."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        found += target.startswith(str(directory)) and ".sqlite" in target
+    return found
+
+
+def test_typed_servers_leave_no_client_behind(fake_overpass, fake_nominatim, tmp_path):
+    """Issue 42: each distinct server URL kept a client with its own SQLite files open (300 URLs: 548 descriptors)."""
+    service = make_service(fake_overpass, fake_nominatim, tmp_path / "cache", allow_custom_server=True, max_retries=0)
+    service.run("node(1);out;")  # the page's own client and geocoder are open from here on
+    before = _open_cache_files(tmp_path)
+    for i in range(40):
+        view = service.run("node(1);out;", None, f"http://192.168.{i}.1/api/interpreter")
+        assert "not a public address" in view.status
+    assert _open_cache_files(tmp_path) <= before
+
+
+def test_a_hostile_answer_reaches_the_page_as_text(fake_overpass, fake_nominatim, tmp_path):
+    """What a server says (its remark, a count's fields, an element's type) is escaped Markdown."""
+    hostile = '<img src=x onerror="alert(1)">'
+    fake_overpass.add("out count", Reply(200, json.dumps({"remark": hostile, "elements": [
+        {"type": "count", "id": 0, "tags": {hostile: "1", "total": "1"}}]})))
+    fake_overpass.default = Reply(200, json.dumps({"elements": [
+        {"type": hostile, "id": hostile, "tags": {hostile: hostile}}]}))
+    service = make_service(fake_overpass, fake_nominatim, tmp_path)
+    counted = service.run("node(1);out count;")
+    listed = service.run("node(1);out;")
+    for text in (counted.status, counted.summary, listed.summary):
+        assert "<img" not in text and "&lt;img" in text and "alert(1)" in text, text
+    assert listed.rows and listed.rows[0][0] == hostile  # the table holds it as text (the browser test shows it so)
+
+
+def test_a_long_request_is_refused_in_words_before_the_compiler_sees_it(fake_overpass, fake_nominatim, tmp_path):
+    """A 2,000-character request held a core for ~14 s; no real request has more than 380."""
+    backend = LookupBackend({})
+    view = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend).compile("cafes in Bonn " * 50)
+    assert view.status.startswith("**The request is too long:** 699 characters; this demo takes up to 500.")
+    assert view.query is None
+
+
+def test_a_long_query_is_refused_in_words_and_not_sent(fake_overpass, fake_nominatim, tmp_path):
+    service = make_service(fake_overpass, fake_nominatim, tmp_path)
+    query = "node(1);out;" + " " * 20_000
+    assert "too long" in service.run(query).status and fake_overpass.queries() == []
+    assert "too long" in service.check(query)[0]
+
+
+class GatedBackend(LookupBackend):
+    """Answers "slow ..." only when the test lets it, anything else at once."""
+
+    def __init__(self, table, thread_safe):
+        super().__init__(table)
+        self.thread_safe = thread_safe
+        self.slow_started, self.release = threading.Event(), threading.Event()
+
+    def generate(self, request):
+        if request.nl.startswith("slow"):
+            self.slow_started.set()
+            assert self.release.wait(60)
+        return super().generate(request)
+
+
+def _compile_in_thread(service, request):
+    done, box = threading.Event(), {}
+
+    def work():
+        box["view"] = service.compile(request)
+        done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    return done, box
+
+
+@pytest.mark.parametrize("thread_safe", [True, False], ids=["thread-safe backend", "other backend"])
+def test_a_slow_request_holds_up_others_only_on_a_backend_that_is_not_thread_safe(
+        fake_overpass, fake_nominatim, tmp_path, thread_safe):
+    """Issue 42: one global compile lock made every request wait for the longest one before it."""
+    query = 'node["amenity"="cafe"]({{bbox}});out;'
+    backend = GatedBackend({"slow cafes": query, "cafes": query}, thread_safe)
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend)
+    slow_done, _ = _compile_in_thread(service, "slow cafes")
+    assert backend.slow_started.wait(60)
+    fast_done, fast = _compile_in_thread(service, "cafes")
+    try:
+        if thread_safe:
+            assert fast_done.wait(60) and not slow_done.is_set()
+            assert fast["view"].query and "cafe" in fast["view"].query
+        else:  # one at a time: the short one waits for the slow one
+            assert not fast_done.wait(1.0)
+    finally:
+        backend.release.set()
+    assert slow_done.wait(60) and fast_done.wait(60)
+
+
+def test_downloads_are_bounded_and_go_with_the_service(fake_overpass, fake_nominatim, tmp_path):
+    """Issue 42: the demo's download folder (and its ~150 MB for one large answer) was never removed."""
+    fake_overpass.default = json_reply("heidelberg_cafes.json")
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, kept_downloads=3)
+    paths = [Path(service.run(f"node({i});out;").download) for i in range(6)]
+    assert all(p.name.endswith(".geojson") for p in paths) and paths[-1].is_file()
+    assert len(list(service.download_dir.glob("result-*"))) == 3
+    service.close()
+    assert not service.download_dir.exists()
+
+
+def test_the_download_folder_goes_when_the_page_stops(fake_overpass, fake_nominatim, tmp_path):
+    service = make_service(fake_overpass, fake_nominatim, tmp_path)
+    demo = launch(service, port=free_port(), block=False)
+    assert service.download_dir.is_dir()
+    demo.close()
+    deadline = time.monotonic() + 30
+    while service.download_dir.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not service.download_dir.exists()
+
+
+def test_a_shared_secret_guards_the_page_and_its_api(fake_overpass, fake_nominatim, tmp_path):
+    import requests
+    from gradio_client import Client
+
+    secret = "correct horse battery staple"
+    service = make_service(fake_overpass, fake_nominatim, tmp_path)
+    port = free_port()
+    demo = launch(service, port=port, block=False, auth_token=secret)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        assert requests.get(url + "gradio_api/info", timeout=10).status_code == 401
+        assert requests.get(url + "config", timeout=10).status_code == 401
+        refused = requests.post(url + "login", data={"username": "me", "password": "wrong"}, timeout=10)
+        assert refused.status_code >= 400
+        client = Client(url, auth=("anyone", secret), verbose=False)
+        out = dict(zip(COMPILE_OUTPUTS, client.predict(DEV[0].nl, api_name="/compile")))
+        assert out["query"] and "Compiled" in out["status"]
+    finally:
+        demo.close()
+
+
+def test_long_requests_take_turns_and_short_ones_pass_them(fake_overpass, fake_nominatim, tmp_path):
+    """Many long requests share the CPU with a short one no more than one long request does."""
+    query = 'node["amenity"="cafe"]({{bbox}});out;'
+    first, second = "slow " + "cafes " * 60, "cafes " * 60
+    backend = GatedBackend({first.strip(): query, second.strip(): query, "cafes": query}, True)
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend)
+    first_done, _ = _compile_in_thread(service, first)
+    assert backend.slow_started.wait(60)
+    second_done, _ = _compile_in_thread(service, second)
+    short_done, short = _compile_in_thread(service, "cafes")
+    try:
+        assert short_done.wait(60) and short["view"].query
+        assert not second_done.wait(1.0)  # the second long one waits for the first
+    finally:
+        backend.release.set()
+    assert first_done.wait(60) and second_done.wait(60)
+
+
+@pytest.mark.parametrize("body", [
+    '{"elements": [1, "node", null]}',
+    '{"elements": [{"type": "node", "id": 1, "lat": null, "lon": 8.7, "tags": {"amenity": "bench"}}]}',
+    '{"elements": [{"type": "node", "id": [1], "lat": 49.4, "lon": 8.7, "tags": ["a"]}, {"type": "way", "id": 2, "nodes": "x"}]}',
+], ids=["not objects", "lat null", "odd fields"])
+def test_a_broken_answer_is_shown_as_what_can_be_read(fake_overpass, fake_nominatim, tmp_path, body):
+    """Issue 42: the demo read the table (element_rows) outside its try: a broken answer was an exception."""
+    fake_overpass.default = Reply(200, body)
+    view = make_service(fake_overpass, fake_nominatim, tmp_path).run('node["amenity"="bench"]({{bbox}});out;')
+    assert view.status.startswith("Ran on") and view.sent and view.download
+    assert "iframe" in view.map and isinstance(view.rows, list)

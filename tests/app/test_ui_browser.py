@@ -4,8 +4,9 @@ The first start (the preparation shown step by step, the buttons saying why they
 request the compiler doubts (the warning), the explanation, an edited query with a syntax
 error (marked, and the loopback Overpass gets nothing), then runs against the loopback
 Overpass (map, table, count, downloads named after the request), the map's view as
-``{{bbox}}``, and a custom server URL that does not answer (the retry's countdown, then
-what happened).
+``{{bbox}}``, an answer whose tag key, element type and id are markup (a click on its
+marker runs nothing: issue 42), and another of the operator's servers that does not answer
+(the retry's countdown, then what happened).
 
 Chromium and chromedriver come from Debian (``scripts/setup.sh --dev`` installs them when
 it runs as root). The screenshots are saved under ``tests/artifacts/`` (git-ignored), one
@@ -14,6 +15,7 @@ per step: look at them.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import threading
@@ -21,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes.servers import FakeNominatim, FakeOverpass, json_reply
+from fakes.servers import FakeNominatim, FakeOverpass, Reply, json_reply
 from fakes.support import LookupBackend, dev_requests, free_port, make_service
 
 from geoql.app.run import slug
@@ -34,6 +36,21 @@ CHROMEDRIVER = shutil.which("chromedriver")
 DOUBTED = "benches within 100 m of a playground in Zurich"
 DOUBTED_QUERY = '[out:json];{{geocodeArea:"Zurich"}}->.a;nwr["leisure"="playground"](area.a);out center;'
 BROKEN = 'nwr["amenity"="cafe"({{bbox}});\nout;'
+
+
+def hostile(label: str) -> str:
+    """Markup that, if it ever ran, marks the frame it ran in and the page around it with ``label``."""
+    mark = f"setAttribute('data-pwned','{label}')"
+    return (f'<img src=x onerror="document.documentElement.{mark};'
+            f'parent.document.documentElement.{mark}">')
+
+
+# An answer as anyone can make one: a tag key on OpenStreetMap, or a server of their own for the rest.
+HOSTILE_ANSWER = {"elements": [
+    {"type": "node", "id": hostile("id"), "lat": 49.41, "lon": 8.70,
+     "tags": {hostile("key"): hostile("value"), "name": hostile("name")}},
+    {"type": hostile("type"), "id": 7, "tags": {"amenity": "bench"}},
+]}
 
 
 class SlowStartBackend(LookupBackend):
@@ -103,9 +120,11 @@ def test_walk_through_in_headless_chromium(tmp_path, small_index_dir):
     overpass, nominatim = FakeOverpass().start(), FakeNominatim().start()
     overpass.default = json_reply("heidelberg_cafes.json")
     overpass.add("out count", json_reply("count.json"))
+    overpass.add("hostile", Reply(200, json.dumps(HOSTILE_ANSWER)))
     backend = SlowStartBackend({dev.nl: dev.query, DOUBTED: DOUBTED_QUERY})
+    nobody = f"http://127.0.0.1:{free_port()}/api/interpreter"  # another server of the operator's, switched off
     service = make_service(overpass, nominatim, tmp_path / "cache", backend=backend, index_dir=small_index_dir,
-                           max_retries=2, backoff_s=1.5)
+                           max_retries=2, backoff_s=1.5, more_overpass_urls=(nobody,))
     service.warm_up_in_background()  # what `geoql ui` does at start
     port = free_port()
     demo = launch(service, port=port, block=False)
@@ -214,13 +233,34 @@ def test_walk_through_in_headless_chromium(tmp_path, small_index_dir):
         downloads(f"geoql-{slug(dev.nl)}.csv")
         _shoot(driver, "ui_5_count")
 
-        # 7. Another server, typed as a URL, that does not answer: the retry counts down, then says so.
-        nobody = f"http://127.0.0.1:{free_port()}/api/interpreter"
+        # 7. An answer whose tag key, element type and id are markup: shown as text everywhere, and a
+        # click on its marker runs nothing, in the sandboxed map nor in the page around it.
+        type_into("#query textarea", 'node["hostile"="yes"]({{bbox}});\nout;')
+        driver.find_element(By.CSS_SELECTOR, "#run").click()
+        frame = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "iframe.geoql-map[data-features='1']")))
+        assert frame.get_attribute("sandbox") == "allow-scripts"
+        shows("#summary", "2 elements (1 node, 1 <img src=x onerror=")
+        shows("#elements", hostile("key")[:40])
+        assert hostile("type") in text_of("#elements") and hostile("name") in text_of("#elements")
+        driver.switch_to.frame(frame)
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-features") == "1")
+        driver.find_element(By.CSS_SELECTOR, "path.leaflet-interactive").click()
+        popup = wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, ".leaflet-popup-content")))
+        assert hostile("key") in popup.text and hostile("value") in popup.text and hostile("id") in popup.text
+        time.sleep(1.0)  # an <img src=x> fails to load at once; give its onerror every chance
+        assert driver.find_element(By.TAG_NAME, "html").get_attribute("data-pwned") is None
+        assert not driver.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content img")
+        driver.switch_to.default_content()
+        assert driver.find_element(By.TAG_NAME, "html").get_attribute("data-pwned") is None
+        assert not driver.find_elements(By.CSS_SELECTOR, "#elements img, #summary img, #status img")
+        _shoot(driver, "ui_6_hostile_answer")
+
+        # 8. Another of the operator's servers, that does not answer: the retry counts down, then says so.
         type_into("#endpoint input", nobody + "\n")
         driver.find_element(By.CSS_SELECTOR, "#query textarea").click()
         driver.find_element(By.CSS_SELECTOR, "#run").click()
         shows("#status", f"No server answered at {nobody}; trying again in")
-        _shoot(driver, "ui_6_retry_countdown")
+        _shoot(driver, "ui_7_retry_countdown")
         shows("#status", f"No server answered at {nobody} (connection refused). Tried 3 times over")
         assert "Server said" not in text_of("#status") and "press" not in text_of("#status")
     except Exception:

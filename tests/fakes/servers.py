@@ -13,6 +13,7 @@ turn (the last one repeats), e.g. "429 once, then the result".
 
 from __future__ import annotations
 
+import gzip
 import html
 import json
 import threading
@@ -60,6 +61,8 @@ class Reply:
     content_type: str = "application/json"
     delay_s: float = 0.0
     headers: dict = field(default_factory=dict)
+    drip_s: float = 0.0  # > 0: the body goes out one byte at a time, this many seconds apart
+    gzip: bool = False  # the body gzip-compressed, with Content-Encoding: gzip
 
 
 def json_reply(name: str, **kw) -> Reply:
@@ -72,6 +75,25 @@ def parse_error(message: str = 'line 1: parse error: Unknown type "nod"') -> Rep
 
 def static_error(message: str) -> Reply:
     return Reply(400, error_page(message), "text/html; charset=utf-8")
+
+
+def huge_answer(megabytes: float) -> str:
+    """A well-formed Overpass JSON answer of about ``megabytes`` MB: benches, one node each."""
+    node = ('{{"type": "node", "id": {i}, "lat": 49.4{i:06d}, "lon": 8.7{i:06d}, '
+            '"tags": {{"amenity": "bench", "backrest": "yes", "material": "wood"}}}}')
+    count = int(megabytes * 2**20 / len(node.format(i=100000)))
+    return ('{"version": 0.6, "generator": "Overpass API 0.7.62.1 084b4234", "elements": [\n'
+            + ",\n".join(node.format(i=i) for i in range(count)) + "\n]}")
+
+
+def redirect(location: str, status: int = 302) -> Reply:
+    return Reply(status, "", "text/html", headers={"Location": location})
+
+
+def bad_gateway_page(secret: str) -> Reply:
+    """What a proxy in front of a server sends: its own HTML page, not Overpass' error page."""
+    return Reply(502, f"<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1>"
+                      f"<p>upstream at 10.0.0.7:8080 {html.escape(secret)}</p></body></html>", "text/html")
 
 
 def rate_limited(retry_after: str | None = None) -> Reply:
@@ -142,15 +164,25 @@ class _Server:
         if reply.delay_s:
             time.sleep(reply.delay_s)
         data = reply.body.encode("utf-8")
+        if reply.gzip:
+            data = gzip.compress(data)
         try:
             handler.send_response(reply.status)
             handler.send_header("Content-Type", reply.content_type)
             handler.send_header("Content-Length", str(len(data)))
+            if reply.gzip:
+                handler.send_header("Content-Encoding", "gzip")
             for k, v in reply.headers.items():
                 handler.send_header(k, v)
             handler.end_headers()
-            handler.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
+            if not reply.drip_s:
+                handler.wfile.write(data)
+                return
+            for i in range(len(data)):  # a server that keeps the connection alive with a byte now and then
+                handler.wfile.write(data[i:i + 1])
+                handler.wfile.flush()
+                time.sleep(reply.drip_s)
+        except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the client gave up (its timeout), as a real client does
 
 
