@@ -121,12 +121,12 @@ def measure(args) -> dict:
     return out
 
 
-def _side(python: str, root: Path, args) -> dict:
+def _side(python: str, root: Path, args, env: dict) -> dict:
     command = [python, str(Path(__file__).resolve()), "--side", "--root", str(root), "--backend", args.backend,
                "--requests", str(args.requests), "--overpass-delay", str(args.overpass_delay),
                "--long-chars", str(args.long_chars), "--longs", ",".join(map(str, args.longs)),
                "--repeats", str(args.repeats)]
-    done = subprocess.run(command, cwd=root, capture_output=True, text=True, env=dict(os.environ))
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, env={**os.environ, **env})
     if done.returncode != 0:
         raise SystemExit(f"{root}: the measurement failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -154,6 +154,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="short requests timed per setting")
     parser.add_argument("--before", help="another checkout (with its own .venv) measured in the same run")
     parser.add_argument("--rounds", type=int, default=2, help="with --before: before/after pairs, alternated")
+    parser.add_argument("--before-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --before: an environment variable for the before side only (repeatable), e.g. "
+                             "GEOQL_CPU_MODEL_DIR=DIR when the saved formats of the two sides differ")
     parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--root", default=str(ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -161,14 +164,15 @@ def main() -> None:
     if args.side:
         print(json.dumps(measure(args)))
         return
-    sides = {"after": (sys.executable, ROOT)}
+    before_env = dict(item.split("=", 1) for item in args.before_env)
+    sides = {"after": (sys.executable, ROOT, {})}
     if args.before:
         before = Path(args.before).resolve()
-        sides = {"before": (str(before / ".venv" / "bin" / "python"), before), **sides}
+        sides = {"before": (str(before / ".venv" / "bin" / "python"), before, before_env), **sides}
     runs: dict[str, list] = {name: [] for name in sides}
     for _ in range(args.rounds if args.before else 1):
-        for name, (python, root) in sides.items():
-            runs[name].append(_side(python, root, args))
+        for name, (python, root, env) in sides.items():
+            runs[name].append(_side(python, root, args, env))
     results = {name: _merge(found) for name, found in runs.items()}
     print(f"backend {args.backend}; {args.requests} simultaneous compile+run, Overpass delay {args.overpass_delay} s; "
           f"long requests of {args.long_chars} characters; medians of {len(runs['after'])} round(s), "
