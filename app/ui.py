@@ -21,6 +21,7 @@ from __future__ import annotations
 import hmac
 import html
 import logging
+import os
 import queue
 import re
 import shutil
@@ -115,6 +116,10 @@ class DemoConfig:
     max_table_rows: int = field(default=500, metadata={"help": "rows shown in the element table"})
     max_map_features: int = field(default=20000, metadata={"help": "features drawn on the map (the download has all)"})
     concurrency: int = field(default=8, metadata={"help": "requests the app works on at once"})
+    compile_slots: int = field(default=max(1, (os.cpu_count() or 2) // 2), metadata={
+        "help": "requests of ordinary length compiled at once, the others waiting their turn in order (default: "
+                "half the cores: one compile of the CPU default keeps about two cores busy, and more at once "
+                "share them, so every answer comes later; a thread-safe backend is needed for more than one)"})
     check_services: bool = field(default=True, metadata={
         "help": "at start, ask the dataset host and the npm registry whether they answer when the "
                 "first start needs them (a banner says so when not)"})
@@ -136,7 +141,7 @@ class DemoConfig:
         # Check the endpoints now (their configs name the fix), not on the first run.
         self.overpass_options()
         NominatimConfig(url=self.nominatim_url)
-        for name in ("max_request_chars", "long_request_chars", "max_query_chars", "kept_downloads"):
+        for name in ("max_request_chars", "long_request_chars", "max_query_chars", "kept_downloads", "compile_slots"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.max_map_features < 1:
@@ -515,11 +520,14 @@ class DemoService:
         self._backend = backend if backend is not None else self.config.backend
         self._compiler = compiler
         self._compiler_lock = threading.Lock()
-        # Only for a backend that is not thread-safe (Backend.thread_safe): the CPU default compiles
-        # independent requests side by side.
+        # Only for a backend that is not thread-safe (Backend.thread_safe): one request at a time, whatever its length.
         self._compile_lock = threading.Lock()
-        # Long requests (long_request_chars) take turns: their CPU time is shared with the others, and
-        # a flood of them would otherwise leave a short request a small share.
+        # Requests of ordinary length compile in compile_slots at once, in order: measured on 2 cores
+        # (benchmarks/ui_concurrency.py, 20 at once), all side by side gave every answer later (p95 x 1.17)
+        # than one at a time, since a compile already keeps two cores busy.
+        self._slots = threading.BoundedSemaphore(self.config.compile_slots)
+        # Long requests (long_request_chars) have a lane of their own and take turns in it: they never hold
+        # an ordinary request's slot, and a flood of them slows a short request no more than one does.
         self._long_lane = threading.Lock()
         self._client_lock = threading.Lock()
         # One client per server of the operator's and of the list (a bounded set); a server a visitor
@@ -680,11 +688,11 @@ class DemoService:
             compiler = self.compiler()
             self.preparation.wait()  # the first request waits for (or starts) the one-time preparation
             backend = compiler.backend()
-            # A backend that is not thread-safe takes one request at a time; the others run side by
-            # side, long requests one at a time among themselves.
+            # A backend that is not thread-safe takes one request at a time; on the others, ordinary
+            # requests take one of the slots and long ones their own lane, one at a time.
             long = len(request) > self.config.long_request_chars
             alone = not getattr(backend, "thread_safe", False)
-            with self._long_lane if long else nullcontext(), self._compile_lock if alone else nullcontext():
+            with self._long_lane if long else self._slots, self._compile_lock if alone else nullcontext():
                 compilation = compiler.compile(request)
         except Exception as exc:  # shown in words; the details go to the server log
             log.exception("compile failed for %r", request)

@@ -508,25 +508,55 @@ def _compile_in_thread(service, request):
     return done, box
 
 
-@pytest.mark.parametrize("thread_safe", [True, False], ids=["thread-safe backend", "other backend"])
-def test_a_slow_request_holds_up_others_only_on_a_backend_that_is_not_thread_safe(
-        fake_overpass, fake_nominatim, tmp_path, thread_safe):
+@pytest.mark.parametrize("thread_safe, slots, passes", [
+    (True, 2, True),    # a free slot: the short request does not wait for the slow one
+    (True, 1, False),   # one slot (a 2-core machine's default): in order, as one compile keeps both cores busy
+    (False, 2, False),  # a backend that is not thread-safe: one request at a time, whatever the slots
+], ids=["thread-safe, 2 slots", "thread-safe, 1 slot", "other backend"])
+def test_a_slow_request_holds_up_others_only_without_a_free_slot(fake_overpass, fake_nominatim, tmp_path,
+                                                                 thread_safe, slots, passes):
     """Issue 42: one global compile lock made every request wait for the longest one before it."""
     query = 'node["amenity"="cafe"]({{bbox}});out;'
     backend = GatedBackend({"slow cafes": query, "cafes": query}, thread_safe)
-    service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend)
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend, compile_slots=slots)
     slow_done, _ = _compile_in_thread(service, "slow cafes")
     assert backend.slow_started.wait(60)
     fast_done, fast = _compile_in_thread(service, "cafes")
     try:
-        if thread_safe:
+        if passes:
             assert fast_done.wait(60) and not slow_done.is_set()
             assert fast["view"].query and "cafe" in fast["view"].query
-        else:  # one at a time: the short one waits for the slow one
+        else:
             assert not fast_done.wait(1.0)
     finally:
         backend.release.set()
     assert slow_done.wait(60) and fast_done.wait(60)
+
+
+def test_a_long_request_never_holds_an_ordinary_request_s_slot(fake_overpass, fake_nominatim, tmp_path):
+    """With one slot, a slow long request compiles in its own lane: a short one does not wait for it."""
+    query = 'node["amenity"="cafe"]({{bbox}});out;'
+    long = "slow cafes " + "near the old town " * 20
+    backend = GatedBackend({long.strip(): query, "cafes": query}, True)
+    service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend, compile_slots=1,
+                           long_request_chars=100)
+    slow_done, _ = _compile_in_thread(service, long)
+    assert backend.slow_started.wait(60)
+    fast_done, fast = _compile_in_thread(service, "cafes")
+    try:
+        assert fast_done.wait(60) and not slow_done.is_set() and "cafe" in fast["view"].query
+    finally:
+        backend.release.set()
+    assert slow_done.wait(60)
+
+
+@pytest.mark.parametrize("slots", [0, -1])
+def test_compile_slots_below_one_are_refused(slots):
+    from geoql.app.ui import DemoConfig
+    from geoql.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="compile_slots must be >= 1"):
+        DemoConfig(compile_slots=slots)
 
 
 def test_downloads_are_bounded_and_go_with_the_service(fake_overpass, fake_nominatim, tmp_path):
