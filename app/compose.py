@@ -33,7 +33,7 @@ import overpassql
 from overpassql import ast as A
 
 from geoql.app.decoding import Candidate
-from geoql.nl.attributes import Attribute, find as find_attributes
+from geoql.nl.attributes import Attribute, attributes, find as find_attributes
 from geoql.nl.cues import all_tables, output_words, tokens
 from geoql.nl.lexicon import place_lemmas
 from geoql.nl.request import Feature, Filter, Request
@@ -210,7 +210,9 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
         negated = r.features[flt.feature] if flt.feature is not None else None
         if flt.kind in ("no", "absent") and negated is not None and negated.negated:
             tags = _feature_tags(negated, r.language, covered)
-            if tags is not None and len(tags) == 1 and not tags[0].endswith("=*"):
+            wanted = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
+            # "restaurants that are not pizzerias": the lexicon gives both one tag; nothing would be left
+            if tags is not None and len(tags) == 1 and not tags[0].endswith("=*") and tags[0] not in wanted:
                 return [_tag(tags[0], "!=")]
         return None
     if flt.kind == "yes":
@@ -240,19 +242,23 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
     if flt.value is None or flt.op not in (">", ">=", "<", "<=") or flt.unit not in METRES:
         return None
     words = [m for m in find_attributes(r.text, r.language) if m.attribute is not None and not m.attribute.yes]
-    if len({m.attribute.id for m in words}) != 1:
+    if len({m.attribute.id for m in words}) > 1:
         return None
-    covered += [m.span for m in words]
     tags = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
-    keys = {words[0].attribute.key_for(tags)}
-    if len(keys) != 1:
+    if words:
+        attribute = words[0].attribute
+        covered += [m.span for m in words]
+    elif flt.unit is not None and "height" in attributes():
+        # "Berggipfel über 3000 m": a length with no attribute word is a height (a peak's is its ele)
+        attribute = attributes()["height"]
+    else:
         return None
+    key = attribute.key_for(tags)
     try:
         value = float(flt.value.replace(",", ".")) * METRES[flt.unit]
     except ValueError:
         return None
     number = f"{value:g}"
-    key = keys.pop()
     script = overpassql.parse(f"nwr(if:number(t[{_quoted(key)}]){flt.op}{number});")
     test = next(f for f in script.statements[0].filters if isinstance(f, A.IfFilter))
     return [A.Tag(key), test]
@@ -299,10 +305,13 @@ def _around(r: Request, covered: list, statements: list) -> A.Around | None:
 
 
 def _overlaps_attribute(r: Request) -> bool:
-    """A place read over attribute words ("non accessibles en fauteuil roulant à Nice" reads a place
-    "fauteuil roulant"): the reading is wrong there, so nothing is composed."""
+    """A place read over attribute or negation words ("non accessibles en fauteuil roulant à Nice"
+    reads a place "fauteuil roulant", "上海不是星巴克的咖啡馆" one "上海不"): the reading is wrong
+    there, so nothing is composed."""
     spans = [m.span for m in find_attributes(r.text, r.language) if m.attribute is not None]
-    return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans)
+    negation = _cue_tokens()["negation"]
+    return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
+        any(t.fold in negation for p in r.places for t in tokens(p.name))
 
 
 # ------------------------------------------------------------------ every word accounted for
@@ -345,8 +354,8 @@ def _accounted(r: Request, covered: list) -> bool:
     allowed = set(cues["stop"]) | stopwords(r.language)
     if r.in_view:
         allowed |= cues["view"]
-    if r.around is not None:
-        allowed |= cues["around"]
+    if r.around is not None or any(f.unit for f in r.filters):
+        allowed |= cues["around"]  # "within 50 m", "higher than 4000 m": the distance words and units
     if r.filters:
         allowed |= cues["filters"]
     if any(f.negated for f in r.features):
@@ -356,6 +365,8 @@ def _accounted(r: Request, covered: list) -> bool:
     for t in tokens(r.text):
         if any(a <= t.start and t.end <= b for a, b in covered):
             continue
+        if t.number and r.coords is not None:
+            continue  # the point's coordinates ("around 40.7128,-74.0060"): the around's centre
         if t.fold in allowed or not any(ch.isalnum() for ch in t.fold):
             continue
         return False

@@ -33,13 +33,13 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
-from geoql.nl.cues import table
+from geoql.nl.cues import table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, read_frame
 from geoql.nl.support import Support, read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
 from geoql.nl.text import scripts as script_counts
-from geoql.nl.words import content_words, topic_words, word_stems
+from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 
 # Roles of a place: the area of the whole request, the place of some features only ("cafes in
 # Bonn and bakeries in Cologne"), the centre of an around ("within 5 km of Munich central station").
@@ -276,6 +276,11 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
     place = places[0].name if places else None
+    if not places and knowledge.places:
+        places, features = _known_places(text, features, knowledge.places)
+        # a phrase that lost its place is looked up again: its matches' spans index its own text
+        features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
+                         for f in features)
     places, features = _feature_places(places, features)
     filters = _filters(frame, features)
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
@@ -285,7 +290,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     if frame.around is not None:
         of = frame.around.of
         of_request = read_request(of, knowledge) if of else None
-        centre, centre_place = _centre(of, of_request, frame, things)
+        centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request)
         if centre_place is not None:
@@ -357,8 +362,57 @@ def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) ->
     return places, features
 
 
+# At most this many words of a feature phrase are tried as a known place at its start or end.
+MAX_KNOWN_PLACE_WORDS = 3
+
+
+def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str]) -> tuple[tuple, tuple]:
+    """A place the caller knows (``Knowledge.places``) at the start or the end of the request, written
+    with no preposition, that the cue tables read as part of a feature phrase: "hospital munich",
+    "madrid farmacias". The phrase keeps the rest; nothing changes when no feature phrase would be
+    left or nothing matches.
+
+    >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
+    >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
+    ([('toronto', (8, 15))], [('dentist', (0, 7))])
+    """
+    end = len(text.rstrip(" ?.!。？！"))
+    for k, f in enumerate(features):
+        if f.negated or f.span is None or (f.span[1] != end and f.span[0] != 0):
+            continue
+        toks = [t for t in tokens(f.text) if not t.spaceless]
+        for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
+            for head, run in ((False, toks[-n:]), (True, toks[:n])):
+                if (head and f.span[0] != 0) or (not head and f.span[1] != end):
+                    continue
+                a, b = run[0].start, run[-1].end
+                if stem_fold(f.text[a:b]) not in known:
+                    continue
+                rest = f.text[b:] if head else f.text[:a]
+                lead = len(rest) - len(rest.lstrip())
+                rest = rest.strip()
+                start = f.span[0] + (b + lead if head else 0)
+                place = Place(f.text[a:b], (f.span[0] + a, f.span[0] + b))
+                feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
+                return (place,), features[:k] + (feature,) + features[k + 1:]
+    return (), features
+
+
+def _articles(language: str) -> set[str]:
+    return {fold(w) for w in table(cue_language(language))["place"]["articles"]} | {"the"}
+
+
+def _named(request: "Request") -> bool:
+    """Whether a phrase read with a lexicon has a content word that no tag match covers (a name:
+    "wembley" of "wembley stadium", "colosseum")."""
+    covered = [(f.span[0] + m.span[0], f.span[0] + m.span[1]) for f in request.features if f.span for m in f.tags]
+    stop = set(request.words)
+    return any(t.fold in stop and not any(a <= t.start and t.end <= b for a, b in covered)
+               for t in tokens(request.text))
+
+
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
-            things: Things | None) -> tuple[str | None, str | None]:
+            things: Things | None, lexicon: bool = False) -> tuple[str | None, str | None]:
     """(what an around is measured from, the named place when it is one): the centre phrase names a
     place when its own reading finds one ("of the Eiffel Tower"), or, in a script with case, when
     a word of it is written as a name ("of Munich central station"; German capitalises every noun,
@@ -377,11 +431,21 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
         return "features", None
     if of_request.place_names:
         return "place", of_request.place
+    # with a lexicon (``lexicon``: the phrase was read with one), what its matches leave tells
+    if lexicon and of_request.features and all(f.tags for f in of_request.features) and not _named(of_request):
+        return "features", None  # the lexicon names all of it: "a playground", "hospitals"
+    if lexicon and of_request.script not in SPACELESS_SCRIPTS and of_request.script != "Common" \
+            and _named(of_request) and not any(w[:1].isupper() for w in of.split()):
+        # written all in lower case, with a word no tag names: "wembley stadium", "munich central
+        # station", "the colosseum" (a thing the lexicon lacks reads as a place too: "aires de jeux")
+        words = of.split()
+        rest = words[1:] if words and fold(words[0]) in _articles(frame.language) else words
+        return "place", " ".join(rest)
     words = of.split()
-    articles = {fold(w) for w in table(cue_language(frame.language))["place"]["articles"]}
+    articles = _articles(frame.language)
     if of_request.script in SPACELESS_SCRIPTS or of_request.script == "Common":
         return None, None
-    rest = words[1:] if words and fold(words[0]) in articles | {"the"} else words
+    rest = words[1:] if words and fold(words[0]) in articles else words
     named = [w for w in rest if w[:1].isupper()]
     if frame.language == "de":
         named = named if len(words) > len(rest) or len(named) >= 2 else []
