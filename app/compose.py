@@ -51,6 +51,19 @@ DEFAULT_OUT = [[], ">", ["skel", "qt"]]  # out; >; out skel qt;
 # A lexicon match below this is too unsure to go into a query by itself (the lexicon's own floor
 # is 0.5; a composed query replaces an answer that may be right).
 MIN_TAG_SCORE = 0.5
+# Words that say an element was changed, with a date or a user ("modified since", "geändert seit"),
+# every language together: the cue tables' time section has the since-words, not the verbs.
+CHANGED_WORDS = ("modified", "edited", "changed", "updated", "touched", "edits", "changes", "modifications",
+                 "geändert", "bearbeitet", "verändert", "aktualisiert", "wurden", "änderungen",
+                 "modifié", "modifiés", "modifiées", "modifiée", "modifs", "modifications", "édité", "édités",
+                 "modificado", "modificados", "modificadas", "modificada", "editado", "editados", "cambios",
+                 "modificato", "modificati", "modificate", "modificata", "modifiche",
+                 "modificados", "alterados", "editados", "alterações",
+                 "изменённые", "измененные", "изменены", "правки", "изменения",
+                 "修改", "修改过", "编辑", "编辑过", "編集", "編集した", "変更", "수정", "수정한", "편집")
+# The elements' types as OSM editors' menus name them, where the cue tables' types do not
+# ("линия": a way in the Russian editors, "路径": in the Chinese ones).
+EDITOR_TYPE_WORDS = ("линия", "路径", "vía", "via", "relação", "knoten", "nœud", "noeud")
 # Comparison units composition converts to the tag's own (OSM heights and elevations are metres).
 METRES = {None: 1.0, "m": 1.0, "km": 1000.0}
 
@@ -77,9 +90,16 @@ def compose_script(request: Request) -> A.Script | None:
     """:func:`compose` as an AST (None: not fully read)."""
     if _unsupported(request):
         return None
+    if request.ids:
+        return _by_ids(request)
     covered: list[tuple[int, int]] = []
     things = _things(request, covered)
-    if not things:
+    when = _when(request)
+    if when is None:
+        return None
+    if not things and (when or request.users):
+        things = [_Thing((), None)]  # "edits by bob since 2024-01-01": every element they touched
+    if not things or any(not t.tags for t in things) and not (when or request.users):
         return None
     filters = _filters(request, things, covered)
     if filters is None:
@@ -96,6 +116,9 @@ def compose_script(request: Request) -> A.Script | None:
         scope.append(around)
     elif request.in_view:
         scope.append(A.PlaceholderFilter("{{bbox}}"))
+    elif request.bbox is not None:
+        scope.append(A.BBox(*(f"{x:g}" for x in request.bbox)))
+    scope += when + ([A.User([u]) for u in request.users[:1]] if len(request.users) == 1 else [])
     if request.around is None and request.coords is not None:
         return None
     if not areas and not scope:
@@ -126,9 +149,36 @@ def compose_script(request: Request) -> A.Script | None:
 
 def _unsupported(r: Request) -> bool:
     """Parts of a request composition does not build: copy-edits keep them."""
-    return bool(r.bbox or r.area_ids or r.ids or r.uids or r.users or r.types or r.dates or r.periods
+    return bool(r.area_ids or r.uids or len(r.users) > 1 or r.types and not r.ids or r.periods
+                or r.ids and (r.features or r.places or r.around or r.in_view or r.bbox or r.users or r.dates)
                 or r.brands and any(f.negated for f in r.features) or len(r.output) > 1
-                or r.output - set(OUTPUTS) or r.in_view and (r.places or r.around))
+                or r.output - set(OUTPUTS) or r.in_view and (r.places or r.around) or r.bbox and (r.places or r.around))
+
+
+def _when(r: Request) -> list | None:
+    """"since 1 March 2024": ``newer`` than that day; [] without a date; None for what is not built
+    (a date range, a date with no since-cue, a relative time such as "last 7 days")."""
+    if not r.dates:
+        return []
+    if len(r.dates) != 1 or not r.since or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.dates[0]):
+        return None
+    return [A.Newer(f"{r.dates[0]}T00:00:00Z")]
+
+
+def _by_ids(r: Request) -> A.Script | None:
+    """"way 50637691", "nodes 1 and 2": the elements by type and id, nothing else in the request."""
+    allowed = _cue_tokens()["ids"] | _cue_tokens()["stop"] | stopwords(r.language)
+    for kind in r.output:
+        allowed |= _cue_tokens().get(kind, frozenset())
+    if any(not t.number and t.fold not in allowed for t in tokens(r.text)):
+        return None
+    by_type: dict[str, list[str]] = {}
+    for kind, number in r.ids:
+        by_type.setdefault(kind, []).append(str(number))
+    body = [A.Query(kind, [A.Ids(ids, short=True)]) for kind, ids in by_type.items()]
+    outs = OUTPUTS[next(iter(r.output))] if r.output else [[]]
+    statement = body[0] if len(body) == 1 else A.Union_(body)
+    return A.Script([A.Setting(k, v) for k, v in SETTINGS], [statement] + [A.Out(list(o)) for o in outs])
 
 
 # ------------------------------------------------------------------ features
@@ -344,6 +394,9 @@ def _cue_tokens() -> dict[str, frozenset[str]]:
         "around": frozenset(toks([t["around"] for t in tables]) | toks([t["units"] for t in tables])),
         "filters": frozenset(toks([t["filters"] for t in tables])),
         "negation": frozenset(toks([t["negation"] for t in tables])),
+        "ids": frozenset(toks([[t["types"], t["ids"]["id"]] for t in tables]) | toks(EDITOR_TYPE_WORDS)),
+        "time": frozenset(toks([[t["time"]["since"], t["months"]] for t in tables]) | toks(CHANGED_WORDS)),
+        "users": frozenset(toks([t["users"] for t in tables])),
         **{kind: frozenset(toks(list(ws))) for kind, ws in output_words().items()},
     }
 
@@ -360,6 +413,13 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["filters"]
     if any(f.negated for f in r.features):
         allowed |= cues["negation"]
+    if r.dates:
+        allowed |= cues["time"]
+    if r.users:
+        allowed |= cues["users"] | cues["time"]
+        covered += [m.span() for u in r.users for m in re.finditer(re.escape(u), r.text)]
+    if r.bbox is not None or r.dates:
+        covered += [(t.start, t.end) for t in tokens(r.text) if t.number]
     for kind in r.output:
         allowed |= cues.get(kind, frozenset())
     for t in tokens(r.text):
