@@ -175,7 +175,7 @@ def _by_ids(r: Request) -> A.Script | None:
     by_type: dict[str, list[str]] = {}
     for kind, number in r.ids:
         by_type.setdefault(kind, []).append(str(number))
-    body = [A.Query(kind, [A.Ids(ids, short=True)]) for kind, ids in by_type.items()]
+    body = [A.Query(kind, [A.Ids(ids, short=len(ids) == 1)]) for kind, ids in by_type.items()]  # "(1,2)" is no QL
     outs = OUTPUTS[next(iter(r.output))] if r.output else [[]]
     statement = body[0] if len(body) == 1 else A.Union_(body)
     return A.Script([A.Setting(k, v) for k, v in SETTINGS], [statement] + [A.Out(list(o)) for o in outs])
