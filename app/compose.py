@@ -205,7 +205,9 @@ def _feature_tags(f: Feature, lang: str, covered: list) -> tuple[str, ...] | Non
     if f.span is None:
         return None
     generic = {(m.span[0], m.span[1]) for m in find_attributes(f.text, lang, generic=True)}
-    matches = [m for m in f.tags if m.score >= MIN_TAG_SCORE and tuple(m.span) not in generic]
+    sure = [m for m in f.tags if m.score >= MIN_TAG_SCORE]
+    # a generic word beside a name adds nothing ("Lidl stores"); alone it is the thing ("tiendas": shops)
+    matches = [m for m in sure if tuple(m.span) not in generic] or sure
     if len(matches) != 1:
         return None
     m = matches[0]
@@ -422,6 +424,12 @@ def _accounted(r: Request, covered: list) -> bool:
         covered += [(t.start, t.end) for t in tokens(r.text) if t.number]
     for kind in r.output:
         allowed |= cues.get(kind, frozenset())
+    return not _unaccounted(r, covered, allowed)
+
+
+def _unaccounted(r: Request, covered: list, allowed: set) -> list[str]:
+    """The tokens of ``r`` no part of the query covers and no cue of what was read allows."""
+    out = []
     for t in tokens(r.text):
         if any(a <= t.start and t.end <= b for a, b in covered):
             continue
@@ -429,8 +437,8 @@ def _accounted(r: Request, covered: list) -> bool:
             continue  # the point's coordinates ("around 40.7128,-74.0060"): the around's centre
         if t.fold in allowed or not any(ch.isalnum() for ch in t.fold):
             continue
-        return False
-    return True
+        out.append(t.text)
+    return out
 
 
 # ------------------------------------------------------------------ the gate

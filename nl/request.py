@@ -33,6 +33,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
+from geoql.nl.attributes import find as find_attributes
 from geoql.nl.cues import table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, read_frame
@@ -282,14 +283,15 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
     places, features = _feature_places(places, features)
-    filters = _filters(frame, features)
+    filters = _filters(frame, features) + _phrase_attributes(features, frame.language, frame.filters)
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
     around = None
     if frame.around is not None:
         of = frame.around.of
-        of_request = read_request(of, knowledge) if of else None
+        # the centre phrase read on its own, without known places: "munich central station" is one name
+        of_request = read_request(of, dataclasses.replace(knowledge, places={})) if of else None
         centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request)
@@ -325,6 +327,31 @@ def _filters(frame: Frame, features: tuple[Feature, ...]) -> tuple[Filter, ...]:
         phrase = next((p for p, at in frame.spans.items() if at == span), None)
         feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
         out.append(Filter(kind, text, span, op, value, unit, feature))
+    return tuple(out)
+
+
+def _phrase_attributes(features: tuple[Feature, ...], language: str, read: Sequence) -> tuple[Filter, ...]:
+    """Attribute words inside a feature phrase, beside the words its tags match: "vegane Restaurants",
+    "pharmacies open 24/7" (``geoql.nl.attributes``). Each is a ``yes`` filter of every thing
+    (``feature`` None: the phrase stays a thing). Only with a lexicon's matches to tell the thing's
+    words from the attribute's, and never over a filter the cue tables read already.
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> [(f.kind, f.text, f.feature) for f in read_request("pharmacies open 24/7 in Madrid", Knowledge(Lexicon.default())).filters]
+    [('yes', 'open 24/7', None)]
+    """
+    out = []
+    taken = [span for _, _, span, *_ in read if span]
+    for f in features:
+        if f.negated or not f.tags or f.span is None:
+            continue
+        for m in find_attributes(f.text, language):
+            span = (f.span[0] + m.span[0], f.span[0] + m.span[1])
+            # an attribute that is only a key ("higher" of "peaks higher than 4000 m") is a comparison's
+            if m.attribute is None or not m.attribute.yes or any(a < m.span[1] and m.span[0] < b for t in f.tags for a, b in [t.span]) \
+                    or any(a < span[1] and span[0] < b for a, b in taken):
+                continue
+            out.append(Filter("yes", m.text, span))
     return tuple(out)
 
 
