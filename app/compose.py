@@ -104,7 +104,7 @@ def compose_script(request: Request) -> A.Script | None:
     filters = _filters(request, things, covered)
     if filters is None:
         return None
-    areas = [_place_name(p.name, request.language) for p in request.places if p.role != "centre"]
+    areas = _areas(request)
     covered += [p.span for p in request.places if p.span is not None]
     covered += [n.span for n in request.numbers if n.span is not None]
     statements: list = []
@@ -317,6 +317,25 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
 
 
 # ------------------------------------------------------------------ where
+
+def _areas(r: Request) -> list[str]:
+    """The areas of the request, in order: places written one after the other with only a comma
+    between them are one area, as geocoding takes it ("Saint-Étienne, France", "Montevideo,Uruguay":
+    the second narrows the first); places joined by a word ("Leeds and York") are one area each."""
+    out: list[str] = []
+    last = None
+    for p in r.places:
+        if p.role == "centre":
+            continue
+        if last is not None and p.span and last.span and p.role == last.role == "area" \
+                and not r.text[last.span[1]:p.span[0]].strip(" ,"):
+            start = r.text.rfind(out[-1], 0, last.span[1]) if out[-1] in r.text else last.span[0]
+            out[-1] = r.text[start:p.span[1]]
+        else:
+            out.append(_place_name(p.name, r.language))
+        last = p
+    return out
+
 
 def _place_name(name: str, lang: str) -> str:
     """A place in its dictionary form where the language inflects it ("Krakowie" -> "Kraków")."""
