@@ -33,7 +33,7 @@ import overpassql
 from overpassql import ast as A
 
 from geoql.app.decoding import Candidate
-from geoql.nl.attributes import Attribute, attributes, find as find_attributes
+from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, tokens
 from geoql.nl.lexicon import place_lemmas
 from geoql.nl.request import Feature, Filter, Request
@@ -192,19 +192,19 @@ class _Thing:
 def _things(r: Request, covered: list) -> list[_Thing] | None:
     out = []
     for f in r.things:
-        tags = _feature_tags(f, r.language, covered)
+        tags = _feature_tags(r, f, covered)
         if tags is None:
             return None
         out.append(_Thing(tuple(_tag(t) for t in tags), f.place))
     return out
 
 
-def _feature_tags(f: Feature, lang: str, covered: list) -> tuple[str, ...] | None:
+def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | None:
     """The tags of one feature phrase: exactly one sure lexicon match, besides generic words
     ("Lidl stores", "dm Märkte"), or None. Marks its words covered."""
     if f.span is None:
         return None
-    generic = {(m.span[0], m.span[1]) for m in find_attributes(f.text, lang, generic=True)}
+    generic = {(a - f.span[0], b - f.span[0]) for a, b in r.generic_words if f.span[0] <= a and b <= f.span[1]}
     sure = [m for m in f.tags if m.score >= MIN_TAG_SCORE]
     # a generic word beside a name adds nothing ("Lidl stores"); alone it is the thing ("tiendas": shops)
     matches = [m for m in sure if tuple(m.span) not in generic] or sure
@@ -240,10 +240,12 @@ def _filters(r: Request, things: list[_Thing], covered: list) -> tuple | None:
     return tuple(out)
 
 
-def _attribute(text: str, lang: str) -> Attribute | None:
-    """The one attribute ``text`` names, all of it, else None."""
-    found = [m for m in find_attributes(text, lang) if m.attribute is not None]
-    if len(found) != 1 or fold(found[0].text) != fold(text.strip()):
+def _attribute(r: Request, flt: Filter) -> Attribute | None:
+    """The one attribute the filter's words name, all of them, else None."""
+    if flt.span is None:
+        return None
+    found = [m for m in r.attribute_words if flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1]]
+    if len(found) != 1 or fold(found[0].text) != fold(flt.text.strip()):
         return None
     return found[0].attribute
 
@@ -251,17 +253,16 @@ def _attribute(text: str, lang: str) -> Attribute | None:
 def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> list | None:
     if flt.kind == "name":
         # the word "name" itself ("whose name contains Pizza") is the filter's key
-        covered += [m.span for m in find_attributes(r.text, r.language)
-                    if m.attribute is not None and m.attribute.key == "name"]
+        covered += [m.span for m in r.attribute_words if m.attribute.key == "name"]
         return _name_filter(flt)
     if flt.kind == "compare":
         return _compare(r, flt, things, covered)
-    attribute = _attribute(flt.text, r.language)
+    attribute = _attribute(r, flt)
     if attribute is None:
         # "shops except supermarkets": a negated feature the lexicon ties to one tag
         negated = r.features[flt.feature] if flt.feature is not None else None
         if flt.kind in ("no", "absent") and negated is not None and negated.negated:
-            tags = _feature_tags(negated, r.language, covered)
+            tags = _feature_tags(r, negated, covered)
             wanted = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
             # "restaurants that are not pizzerias": the lexicon gives both one tag; nothing would be left
             if tags is not None and len(tags) == 1 and not tags[0].endswith("=*") and tags[0] not in wanted:
@@ -293,7 +294,7 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
     """"more than 10 floors", "peaks higher than 4000 m": ``if:`` on the attribute's key, in its unit."""
     if flt.value is None or flt.op not in (">", ">=", "<", "<=") or flt.unit not in METRES:
         return None
-    words = [m for m in find_attributes(r.text, r.language) if m.attribute is not None and not m.attribute.yes]
+    words = [m for m in r.attribute_words if not m.attribute.yes]
     if len({m.attribute.id for m in words}) > 1:
         return None
     tags = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
@@ -362,7 +363,7 @@ def _around(r: Request, covered: list, statements: list) -> A.Around | None:
         if inner.filters or inner.places or inner.around or len(inner.things) != 1:
             return None
         sub: list = []
-        tags = _feature_tags(inner.things[0], inner.language, sub)
+        tags = _feature_tags(inner, inner.things[0], sub)
         if tags is None or not _accounted(inner, sub):
             return None
         start = r.text.find(a.of)
@@ -379,7 +380,7 @@ def _overlaps_attribute(r: Request) -> bool:
     """A place read over attribute or negation words ("non accessibles en fauteuil roulant à Nice"
     reads a place "fauteuil roulant", "上海不是星巴克的咖啡馆" one "上海不"): the reading is wrong
     there, so nothing is composed."""
-    spans = [m.span for m in find_attributes(r.text, r.language) if m.attribute is not None]
+    spans = [m.span for m in r.attribute_words]
     negation = _cue_tokens()["negation"]
     return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
         any(t.fold in negation for p in r.places for t in tokens(p.name))

@@ -33,7 +33,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
-from geoql.nl.attributes import find as find_attributes
+from geoql.nl.attributes import AttributeMatch, find as find_attributes
 from geoql.nl.cues import table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, read_frame
@@ -203,6 +203,10 @@ class Request:
     periods: tuple[str, ...] = ()  # turbo periods from relative time ("1 week")
     since: bool = False  # a since-cue leads the date: it starts a period
     numbers: tuple[Number, ...] = ()
+    # attribute words of the text ("wifi", "floors", "name": geoql.nl.attributes, spans in ``text``) and
+    # the spans of words that add nothing to a feature ("places", "stores", "Filialen")
+    attribute_words: tuple[AttributeMatch, ...] = ()
+    generic_words: tuple[tuple[int, int], ...] = ()
     words: tuple[str, ...] = ()  # content words, folded, in order (geoql.nl.words.content_words)
     stems: frozenset[str] = frozenset()  # their crude stems, all of the request's (geoql.nl.words.word_stems)
     topic_words: tuple[str, ...] = ()  # words that name OpenStreetMap data (nodes, a user, the view, a city)
@@ -283,7 +287,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
     places, features = _feature_places(places, features)
-    filters = _filters(frame, features) + _phrase_attributes(features, frame.language, frame.filters)
+    found = find_attributes(text, frame.language)
+    attribute_words = tuple(m for m in found if m.attribute is not None)
+    filters = _filters(frame, features) + _phrase_attributes(features, attribute_words, frame.filters)
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
@@ -305,6 +311,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
         users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
         output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
+        attribute_words=attribute_words, generic_words=tuple(m.span for m in find_attributes(text, frame.language, generic=True)),
         words=tuple(content_words(nl)), stems=word_stems(nl), topic_words=topic_words(nl), support=read_support(nl),
         english=english, english_with_frame=merged)
 
@@ -330,7 +337,7 @@ def _filters(frame: Frame, features: tuple[Feature, ...]) -> tuple[Filter, ...]:
     return tuple(out)
 
 
-def _phrase_attributes(features: tuple[Feature, ...], language: str, read: Sequence) -> tuple[Filter, ...]:
+def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeMatch], read: Sequence) -> tuple[Filter, ...]:
     """Attribute words inside a feature phrase, beside the words its tags match: "vegane Restaurants",
     "pharmacies open 24/7" (``geoql.nl.attributes``). Each is a ``yes`` filter of every thing
     (``feature`` None: the phrase stays a thing). Only with a lexicon's matches to tell the thing's
@@ -345,10 +352,12 @@ def _phrase_attributes(features: tuple[Feature, ...], language: str, read: Seque
     for f in features:
         if f.negated or not f.tags or f.span is None:
             continue
-        for m in find_attributes(f.text, language):
-            span = (f.span[0] + m.span[0], f.span[0] + m.span[1])
+        for m in words:
+            span, inner = m.span, (m.span[0] - f.span[0], m.span[1] - f.span[0])
+            if not (f.span[0] <= span[0] and span[1] <= f.span[1]):
+                continue
             # an attribute that is only a key ("higher" of "peaks higher than 4000 m") is a comparison's
-            if m.attribute is None or not m.attribute.yes or any(a < m.span[1] and m.span[0] < b for t in f.tags for a, b in [t.span]) \
+            if not m.attribute.yes or any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]) \
                     or any(a < span[1] and span[0] < b for a, b in taken):
                 continue
             out.append(Filter("yes", m.text, span))
