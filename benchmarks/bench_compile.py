@@ -3,7 +3,8 @@
     GEOQL_DATA_DIR=../shared/overpassnl .venv/bin/python benchmarks/bench_compile.py \
         --before ../scratch/before --limit 200 [--rounds 2]
 
-``--before`` is a checkout of another commit (``git worktree add DIR main``): it needs no virtual
+``--before`` (and ``--after``, default this checkout) is a checkout of another commit (``git worktree
+add DIR main``): it needs no virtual
 environment of its own, since its packages are imported from a folder of links that maps the
 ``geoql.*`` names to its folders, ahead of this checkout's editable install. Each round compiles
 the first ``--limit`` requests of the split with the default backend (model loaded, one request
@@ -81,6 +82,7 @@ def pct(xs: list[float], p: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="another checkout to compare with (a git worktree)")
+    parser.add_argument("--after", help="the checkout to measure (default: this one)")
     parser.add_argument("--split", default="dev", choices=("train", "dev"))
     parser.add_argument("--limit", type=int, default=200, help="the first N requests")
     parser.add_argument("--rounds", type=int, default=2)
@@ -93,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     from geoql.eval.metrics import corpus
 
     golds = [e.query for e in load_split(args.split)[: args.limit]]
-    sides = {"after": (None, None)}
     with tempfile.TemporaryDirectory() as tmp:
+        after = Path(args.after).resolve() if args.after else None
+        sides = {"after": (after, import_root(after, Path(tmp) / "after") if after else None)}
         if args.before:
             before = Path(args.before).resolve()
             sides = {"before": (before, import_root(before, Path(tmp) / "before")), **sides}
