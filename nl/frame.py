@@ -987,7 +987,8 @@ class _Reader:
     def _place_spaced(self) -> None:
         lex, toks, f = self.lex, self.toks, self.frame
         # a request written all in lower case ("cafes in heidelberg") names places in lower case too
-        lowercase = not any(t.upper for t in toks)
+        # (a quoted name, read and taken before, keeps its own case: 'biergarten "Augustiner-Keller" in münchen')
+        lowercase = not any(t.upper for k, t in enumerate(toks) if not self.taken[k])
         found: list[tuple[int, int]] = []
         for s, e, _ in self.find(lex.preps, True):
             if self.gap(s).endswith("-") or (e < self.n and self.gap(e).startswith("-")):

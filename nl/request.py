@@ -411,11 +411,18 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
     ([('toronto', (8, 15))], [('dentist', (0, 7))])
+    >>> ps, fs = _known_places("museo x madrid", (Feature("museo", (0, 5)), Feature("madrid", (8, 14))), {"madrid": "Madrid"})
+    >>> [p.name for p in ps], [f.text for f in fs]
+    (['madrid'], ['museo'])
     """
     end = len(text.rstrip(" ?.!。？！"))
+    things = [f for f in features if not f.negated]
     for k, f in enumerate(features):
         if f.negated or f.span is None or (f.span[1] != end and f.span[0] != 0):
             continue
+        if len(things) > 1 and stem_fold(f.text) in known:
+            # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
+            return (Place(f.text, f.span),), features[:k] + features[k + 1:]
         toks = [t for t in tokens(f.text) if not t.spaceless]
         for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
