@@ -257,6 +257,10 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
         return _name_filter(flt)
     if flt.kind == "compare":
         return _compare(r, flt, things, covered)
+    if flt.kind == "yes" and flt.span is not None and any(f.kind == "name" for f in r.filters):
+        words = [m for m in r.attribute_words if flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1]]
+        if words and all(m.attribute.key == "name" for m in words):
+            return []  # "with a name starting with bio": the name filter's own words, read apart
     attribute = _attribute(r, flt)
     if attribute is None:
         # "shops except supermarkets": a negated feature the lexicon ties to one tag
