@@ -1,6 +1,6 @@
 """``compile()`` latency and OQS, this checkout against another one, from one run.
 
-    GEOQL_DATA_DIR=../shared/overpassnl .venv/bin/python benchmarks/bench_compile.py \
+    GEOQL_DATA_DIR=../shared/overpassnl .venv/bin/python benchmarks/bench_compile_checkouts.py \
         --before ../scratch/before --limit 200 [--rounds 2]
 
 ``--before`` (and ``--after``, default this checkout) is a checkout of another commit (``git worktree
