@@ -14,6 +14,7 @@ which backend answered. Nothing inside raises to the caller: problems end up in
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import unicodedata
@@ -23,11 +24,13 @@ from typing import Any, Iterable
 from geoql.app import confidence as confidence_mod
 from geoql.app.backends import DEFAULT_BACKEND, backend_class, get_backend
 from geoql.app.backends.base import Backend, BackendError, Generation, GenerationRequest
+from geoql.app.compose import prefer_composed
 from geoql.app.config import CompileConfig
 from geoql.app.decoding import Candidate, choose, make_candidates
 from geoql.app.run import RunResult, run_query
 from geoql.core.errors import ConfigError
 from geoql.eval.faithfulness import Constant, train_place_aliases, unsupported_constants
+from geoql.nl.lexicon import Lexicon
 from geoql.nl.request import Knowledge, Request, read_request
 from geoql.retrieval import TagRetriever, build_prompt, prompt_context
 from overpassql.grammar import lark_grammar
@@ -179,6 +182,7 @@ class Compiler:
         self._retriever: TagRetriever | None = None
         self._retrieval_warning: str | None = None
         self._aliases: dict | None = None
+        self._lexicon: Lexicon | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ parts
@@ -214,14 +218,18 @@ class Compiler:
             return None
         return self._load_retriever()
 
-    def knowledge(self, backend: Backend, config: CompileConfig | None = None) -> Knowledge | None:
+    def knowledge(self, backend: Backend, config: CompileConfig | None = None) -> Knowledge:
         """What a request is read with: the backend's knowledge of words (``Backend.knowledge``), else
-        the tag names of the prompt's retriever, else the cue tables alone (None)."""
+        the tag names of the prompt's retriever, else the cue tables alone; with the feature lexicon
+        (``geoql.nl.lexicon``) whatever the backend, so every reading carries the tags it names
+        (``Feature.tags``: what composition builds on)."""
         known = backend.knowledge()
-        if known is not None:
-            return known
-        retriever = self._context_retriever(backend, config or self.config)
-        return retriever.knowledge if retriever is not None else None
+        if known is None:
+            retriever = self._context_retriever(backend, config or self.config)
+            known = retriever.knowledge if retriever is not None else Knowledge()
+        if self._lexicon is None:
+            self._lexicon = Lexicon.default()  # loaded once per Compiler; its tables load on first use
+        return dataclasses.replace(known, lexicon=self._lexicon)
 
     def context(self, request: Request | str, config: CompileConfig | None = None) -> tuple[list, list, list[str]]:
         """Tags and examples for the prompt (empty, with a warning, when the index is missing)."""
@@ -250,6 +258,8 @@ class Compiler:
         t0 = time.perf_counter()
         comp.candidates = make_candidates(list(generation.texts), repair=config.repair)
         best = choose(comp.candidates, mbr=config.mbr and config.n > 1)
+        # A fully read request is answered by its composition, whatever the backend (geoql.app.compose).
+        best = prefer_composed(comp.request, comp.candidates, best)
         if best is None or not best.query:
             comp.errors.append("the backend returned no query")
         else:
@@ -275,7 +285,9 @@ class Compiler:
         backend's ``Generation`` says it rests on (``Evidence``)."""
         evidence = generation.evidence
         found = confidence_mod.assess(comp.request, comp.query, hits=comp.tags, examples=comp.examples,
-                                      unsupported=comp.unsupported, candidates=comp.candidates,
+                                      unsupported=comp.unsupported,
+                                      # the samples' agreement: a composed query is no sample
+                                      candidates=[c for c in comp.candidates if c.source == "backend"],
                                       calibrated=evidence.calibrated, word_tags=evidence.word_tags, aliases=aliases,
                                       calibrator=confidence_mod.load_calibrator(evidence.calibrator_dir))
         comp.confidence, comp.uncovered, comp.nearest = found.confidence, found.uncovered, found.nearest

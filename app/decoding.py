@@ -47,10 +47,12 @@ class Candidate:
     count: int = 1  # how many samples produced this query
     raw: str = ""  # the first raw text that produced it
     repaired: bool = False  # a cut-off query closed by the grammar (see repair_truncated)
+    # Where it came from: "backend" (its texts) or "composed" (built from the reading: geoql.app.compose).
+    source: str = "backend"
 
     def as_dict(self) -> dict:
         return {"query": self.query, "valid": self.valid, "errors": list(self.errors),
-                "score": self.score, "count": self.count, "repaired": self.repaired}
+                "score": self.score, "count": self.count, "repaired": self.repaired, "source": self.source}
 
 
 # ------------------------------------------------------------------ extraction

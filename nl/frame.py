@@ -287,6 +287,9 @@ class _Lexicon:
     soft_starts: bool
     user_first: bool
     lowercase_end: bool
+    # weak prepositions after which a lower-case name that ends the request is a place too
+    # ("farmacia a torino"): a place name ends a request far more often than a thing after them
+    lowercase_end_weak: frozenset
     links: Matcher
     lead: Matcher
     suffixes: tuple
@@ -375,6 +378,7 @@ def _lexicon(lang: str) -> _Lexicon:
         soft_starts=bool(place.get("soft_starts")),
         user_first=bool(own["language"].get("user_first")),
         lowercase_end=bool(place.get("lowercase_end")),
+        lowercase_end_weak=frozenset(fold(w) for w in place.get("lowercase_end_weak", [])),
         lead=Matcher(place.get("lead", [])),
         suffixes=tuple(place.get("suffixes", [])),
         name_chars=frozenset(place.get("name_chars", "")),
@@ -985,7 +989,8 @@ class _Reader:
     def _place_spaced(self) -> None:
         lex, toks, f = self.lex, self.toks, self.frame
         # a request written all in lower case ("cafes in heidelberg") names places in lower case too
-        lowercase = not any(t.upper for t in toks)
+        # (a quoted name, read and taken before, keeps its own case: 'biergarten "Augustiner-Keller" in münchen')
+        lowercase = not any(t.upper for k, t in enumerate(toks) if not self.taken[k])
         found: list[tuple[int, int]] = []
         for s, e, _ in self.find(lex.preps, True):
             if self.gap(s).endswith("-") or (e < self.n and self.gap(e).startswith("-")):
@@ -1001,7 +1006,8 @@ class _Reader:
             weak = lex.weak_preps.match_at(toks, s)
             strong = not (weak and weak[0] == e)
             j = self._name_run(k, lowercase and strong)
-            if j == k and strong and lex.lowercase_end and k < self.n and not toks[k].upper and not self.taken[k]:
+            end_ok = lex.lowercase_end if strong else fold(self.span(s, e)) in lex.lowercase_end_weak
+            if j == k and end_ok and k < self.n and not toks[k].upper and not self.taken[k]:
                 # "Count of trees in paraguay": a lower-case word that ends the request
                 end = self._name_run(k, True)
                 if end > k and end - k <= 2 and not self.text[toks[end - 1].end:].strip(" ?.!"):
@@ -1028,9 +1034,20 @@ class _Reader:
                     nxt += 1
                 elif not re.fullmatch(r"\s*[,，]\s*", self.gap(j)):
                     break
-                if nxt >= self.n or not self._is_name_token(nxt) or toks[nxt].fold in lex.not_places:
+                again = lex.preps.match_at(toks, nxt) if nxt > j else None
+                if again:
+                    nxt = again[0]  # "a milano e a torino": the preposition again
+                if nxt >= self.n or toks[nxt].fold in lex.not_places:
                     break
-                j2 = self._name_run(nxt, False)
+                if self._is_name_token(nxt):
+                    j2 = self._name_run(nxt, False)
+                elif lowercase and nxt > j:
+                    # all in lower case, "pubs in cork and galway": a name that ends the request
+                    j2 = self._name_run(nxt, True)
+                    if j2 <= nxt or j2 - nxt > 2 or self.text[toks[j2 - 1].end:].strip(" ?.!"):
+                        break
+                else:
+                    break
                 if j2 <= nxt:
                     break
                 self._add_place(j, nxt, j2)

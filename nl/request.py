@@ -33,13 +33,14 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
-from geoql.nl.cues import table
+from geoql.nl.attributes import AttributeMatch, find as find_attributes
+from geoql.nl.cues import table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, read_frame
 from geoql.nl.support import Support, read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
 from geoql.nl.text import scripts as script_counts
-from geoql.nl.words import content_words, topic_words, word_stems
+from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 
 # Roles of a place: the area of the whole request, the place of some features only ("cafes in
 # Bonn and bakeries in Cologne"), the centre of an around ("within 5 km of Munich central station").
@@ -202,6 +203,10 @@ class Request:
     periods: tuple[str, ...] = ()  # turbo periods from relative time ("1 week")
     since: bool = False  # a since-cue leads the date: it starts a period
     numbers: tuple[Number, ...] = ()
+    # attribute words of the text ("wifi", "floors", "name": geoql.nl.attributes, spans in ``text``) and
+    # the spans of words that add nothing to a feature ("places", "stores", "Filialen")
+    attribute_words: tuple[AttributeMatch, ...] = ()
+    generic_words: tuple[tuple[int, int], ...] = ()
     words: tuple[str, ...] = ()  # content words, folded, in order (geoql.nl.words.content_words)
     stems: frozenset[str] = frozenset()  # their crude stems, all of the request's (geoql.nl.words.word_stems)
     topic_words: tuple[str, ...] = ()  # words that name OpenStreetMap data (nodes, a user, the view, a city)
@@ -276,16 +281,24 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
     place = places[0].name if places else None
+    if not places and knowledge.places:
+        places, features = _known_places(text, features, knowledge.places)
+        # a phrase that lost its place is looked up again: its matches' spans index its own text
+        features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
+                         for f in features)
     places, features = _feature_places(places, features)
-    filters = _filters(frame, features)
+    found = find_attributes(text, frame.language)
+    attribute_words = tuple(m for m in found if m.attribute is not None)
+    filters = _filters(frame, features) + _phrase_attributes(features, attribute_words, frame.filters)
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
     around = None
     if frame.around is not None:
         of = frame.around.of
-        of_request = read_request(of, knowledge) if of else None
-        centre, centre_place = _centre(of, of_request, frame, things)
+        # the centre phrase read on its own, without known places: "munich central station" is one name
+        of_request = read_request(of, dataclasses.replace(knowledge, places={})) if of else None
+        centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request)
         if centre_place is not None:
@@ -298,6 +311,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
         users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
         output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
+        attribute_words=attribute_words, generic_words=tuple(m.span for m in find_attributes(text, frame.language, generic=True)),
         words=tuple(content_words(nl)), stems=word_stems(nl), topic_words=topic_words(nl), support=read_support(nl),
         english=english, english_with_frame=merged)
 
@@ -320,6 +334,33 @@ def _filters(frame: Frame, features: tuple[Feature, ...]) -> tuple[Filter, ...]:
         phrase = next((p for p, at in frame.spans.items() if at == span), None)
         feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
         out.append(Filter(kind, text, span, op, value, unit, feature))
+    return tuple(out)
+
+
+def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeMatch], read: Sequence) -> tuple[Filter, ...]:
+    """Attribute words inside a feature phrase, beside the words its tags match: "vegane Restaurants",
+    "pharmacies open 24/7" (``geoql.nl.attributes``). Each is a ``yes`` filter of every thing
+    (``feature`` None: the phrase stays a thing). Only with a lexicon's matches to tell the thing's
+    words from the attribute's, and never over a filter the cue tables read already.
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> [(f.kind, f.text, f.feature) for f in read_request("pharmacies open 24/7 in Madrid", Knowledge(Lexicon.default())).filters]
+    [('yes', 'open 24/7', None)]
+    """
+    out = []
+    taken = [span for _, _, span, *_ in read if span]
+    for f in features:
+        if f.negated or not f.tags or f.span is None:
+            continue
+        for m in words:
+            span, inner = m.span, (m.span[0] - f.span[0], m.span[1] - f.span[0])
+            if not (f.span[0] <= span[0] and span[1] <= f.span[1]):
+                continue
+            # an attribute that is only a key ("higher" of "peaks higher than 4000 m") is a comparison's
+            if not m.attribute.yes or any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]) \
+                    or any(a < span[1] and span[0] < b for a, b in taken):
+                continue
+            out.append(Filter("yes", m.text, span))
     return tuple(out)
 
 
@@ -357,8 +398,64 @@ def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) ->
     return places, features
 
 
+# At most this many words of a feature phrase are tried as a known place at its start or end.
+MAX_KNOWN_PLACE_WORDS = 3
+
+
+def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str]) -> tuple[tuple, tuple]:
+    """A place the caller knows (``Knowledge.places``) at the start or the end of the request, written
+    with no preposition, that the cue tables read as part of a feature phrase: "hospital munich",
+    "madrid farmacias". The phrase keeps the rest; nothing changes when no feature phrase would be
+    left or nothing matches.
+
+    >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
+    >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
+    ([('toronto', (8, 15))], [('dentist', (0, 7))])
+    >>> ps, fs = _known_places("museo x madrid", (Feature("museo", (0, 5)), Feature("madrid", (8, 14))), {"madrid": "Madrid"})
+    >>> [p.name for p in ps], [f.text for f in fs]
+    (['madrid'], ['museo'])
+    """
+    end = len(text.rstrip(" ?.!。？！"))
+    things = [f for f in features if not f.negated]
+    for k, f in enumerate(features):
+        if f.negated or f.span is None or (f.span[1] != end and f.span[0] != 0):
+            continue
+        if len(things) > 1 and stem_fold(f.text) in known:
+            # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
+            return (Place(f.text, f.span),), features[:k] + features[k + 1:]
+        toks = [t for t in tokens(f.text) if not t.spaceless]
+        for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
+            for head, run in ((False, toks[-n:]), (True, toks[:n])):
+                if (head and f.span[0] != 0) or (not head and f.span[1] != end):
+                    continue
+                a, b = run[0].start, run[-1].end
+                if stem_fold(f.text[a:b]) not in known:
+                    continue
+                rest = f.text[b:] if head else f.text[:a]
+                lead = len(rest) - len(rest.lstrip())
+                rest = rest.strip()
+                start = f.span[0] + (b + lead if head else 0)
+                place = Place(f.text[a:b], (f.span[0] + a, f.span[0] + b))
+                feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
+                return (place,), features[:k] + (feature,) + features[k + 1:]
+    return (), features
+
+
+def _articles(language: str) -> set[str]:
+    return {fold(w) for w in table(cue_language(language))["place"]["articles"]} | {"the"}
+
+
+def _named(request: "Request") -> bool:
+    """Whether a phrase read with a lexicon has a content word that no tag match covers (a name:
+    "wembley" of "wembley stadium", "colosseum")."""
+    covered = [(f.span[0] + m.span[0], f.span[0] + m.span[1]) for f in request.features if f.span for m in f.tags]
+    stop = set(request.words)
+    return any(t.fold in stop and not any(a <= t.start and t.end <= b for a, b in covered)
+               for t in tokens(request.text))
+
+
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
-            things: Things | None) -> tuple[str | None, str | None]:
+            things: Things | None, lexicon: bool = False) -> tuple[str | None, str | None]:
     """(what an around is measured from, the named place when it is one): the centre phrase names a
     place when its own reading finds one ("of the Eiffel Tower"), or, in a script with case, when
     a word of it is written as a name ("of Munich central station"; German capitalises every noun,
@@ -377,11 +474,21 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
         return "features", None
     if of_request.place_names:
         return "place", of_request.place
+    # with a lexicon (``lexicon``: the phrase was read with one), what its matches leave tells
+    if lexicon and of_request.features and all(f.tags for f in of_request.features) and not _named(of_request):
+        return "features", None  # the lexicon names all of it: "a playground", "hospitals"
+    if lexicon and of_request.script not in SPACELESS_SCRIPTS and of_request.script != "Common" \
+            and _named(of_request) and not any(w[:1].isupper() for w in of.split()):
+        # written all in lower case, with a word no tag names: "wembley stadium", "munich central
+        # station", "the colosseum" (a thing the lexicon lacks reads as a place too: "aires de jeux")
+        words = of.split()
+        rest = words[1:] if words and fold(words[0]) in _articles(frame.language) else words
+        return "place", " ".join(rest)
     words = of.split()
-    articles = {fold(w) for w in table(cue_language(frame.language))["place"]["articles"]}
+    articles = _articles(frame.language)
     if of_request.script in SPACELESS_SCRIPTS or of_request.script == "Common":
         return None, None
-    rest = words[1:] if words and fold(words[0]) in articles | {"the"} else words
+    rest = words[1:] if words and fold(words[0]) in articles else words
     named = [w for w in rest if w[:1].isupper()]
     if frame.language == "de":
         named = named if len(words) > len(rest) or len(named) >= 2 else []

@@ -11,6 +11,8 @@ from geoql.app import Compilation, Compiler, compile
 from geoql.app.backends.base import Backend, BackendError, Generation, GenerationRequest
 from geoql.app.config import CompileConfig
 
+from fakes.backends import FixedBackend as _Fixed
+
 
 @pytest.fixture(scope="module")
 def cpu_model_dir(small_cpu_model_dir):
@@ -76,10 +78,16 @@ def test_tiny_model_with_grammar_and_mbr(tiny_model_dir):
                         max_new_tokens=48)
     comp = compiler.compile("cafes in Bonn", n=4)
     assert comp.valid, comp.errors
-    assert 1 <= len(comp.candidates) <= 4 and all(c.valid for c in comp.candidates)
-    if len(comp.candidates) > 1:
-        assert all(c.score is not None for c in comp.candidates)
+    # the samples, and the composition of the request read in full (geoql.app.compose) first
+    samples = [c for c in comp.candidates if c.source == "backend"]
+    assert 1 <= len(samples) <= 4 and all(c.valid for c in comp.candidates)
+    assert [c.source for c in comp.candidates[:1]] == ["composed"]
+    if len(samples) > 1:
+        assert all(c.score is not None for c in samples)
     assert comp.query in [c.query for c in comp.candidates]
+    assert comp.confidence is None  # a composed answer is none of the samples, whose agreement is the confidence
+    comp = compiler.compile("cozy cafes in Bonn", n=4)  # "cozy": not fully read, the samples answer
+    assert [c.source for c in comp.candidates] == ["backend"] * len(comp.candidates)
     assert 0 <= comp.confidence <= 1  # a language model's confidence: the samples' MBR agreement
     assert comp.nearest is None and comp.far is None  # the TF-IDF distance is the CPU default's
     assert compiler.compile("cafes in Bonn", n=1).confidence is None  # one sample: nothing to agree on
@@ -180,19 +188,6 @@ def test_compile_options_are_config_fields_or_backend_options():
     assert isinstance(compiler.config, CompileConfig)
 
 
-class _Fixed(Backend):
-    """Answers every request with one query, as a language model might."""
-
-    name = "fixed"
-    needs_prompt = False
-
-    def __init__(self, query: str):
-        self.query = query
-
-    def generate(self, request: GenerationRequest) -> Generation:
-        return Generation((self.query,))
-
-
 def test_unsupported_constants_are_reported_for_any_backend():
     """Issue 19's breweries: a neighbour's place and a CSV output nobody asked for."""
     query = '[out:csv(::type,::id)];{{geocodeArea:"Bas-Rhin"}}->.a;nwr["craft"="brewery"](area.a);out;'
@@ -213,7 +208,7 @@ def test_place_spellings_from_the_train_split_count_as_support():
     compiler = Compiler(_Fixed('{{geocodeArea:"Wien"}}->.a;nwr["amenity"="cafe"](area.a);out;'))
     assert "vienna" in compiler.place_aliases()["Wien"]  # learned once, from $GEOQL_DATA_DIR's train split
     assert compiler.compile("cafes in Vienna").unsupported == []
-    assert [c.value for c in compiler.compile("cafes in Graz").unsupported] == ["Wien"]
+    assert [c.value for c in compiler.compile("cozy cafes in Graz").unsupported] == ["Wien"]
 
 
 def test_an_answer_without_output_is_in_doubt_for_any_backend():

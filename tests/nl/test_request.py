@@ -17,6 +17,7 @@ import pytest
 from geoql.eval.dataset import load_split
 from geoql.nl import Feature, Knowledge, Place, Request, read_request
 from geoql.nl.english import read_english
+from geoql.nl.lexicon import Lexicon
 from geoql.nl.request import FeatureMatch
 from geoql.nl.frame import read_frame
 from geoql.nl.support import read_support
@@ -192,7 +193,9 @@ def _composed_field(request: Request, key: str):
 
 @pytest.mark.parametrize("case", _request_cases())
 def test_request_case(case):
-    request = read_request(case["nl"])
+    # "lexicon": read with the feature lexicon; "known_places": with place names a caller knows
+    knowledge = Knowledge(lexicon=Lexicon.default() if case.get("lexicon") else None, places=case.get("known_places", {}))
+    request = read_request(case["nl"], knowledge)
     for key, want in case["request"].items():
         assert _composed_field(request, key) == want, f"{key}: {_composed_field(request, key)!r} != {want!r} for {case['nl']!r}"
 

@@ -1,0 +1,532 @@
+"""Composition: a query built from what a request says (``geoql.nl.Request``), not copied from a neighbour.
+
+:func:`compose` turns a fully read request into OverpassQL through the AST (``overpassql.ast``,
+printed by ``overpassql.dump``) in the house style of OverpassNL's gold queries (overpass-turbo's
+wizard): ``[out:json][timeout:25];``, ``{{geocodeArea:"X"}}->.searchArea;``, one ``node``/``way``/
+``relation`` statement per feature in a union, ``out;>;out skel qt;`` unless an output is asked.
+It covers features with their attribute filters, unions ("X and Y"), one area per place for two
+places, ``around`` a named place (``{{geocodeCoords:X}}``), around other features (a named set),
+the map view, a point typed in, and the outputs asked for.
+
+It is strict on purpose: the answer replaces a copy-edit that often carries most facts already, so
+a composed query must say everything the request says and nothing else. It returns None when any
+content word of the request is not accounted for (a feature, a place, a number, an attribute, a
+cue word of what was read), when a feature has no tags or more than one reading, or when the request
+asks for something composition does not build (ids, users, dates, element types, a box, CSV).
+
+>>> from geoql.nl.lexicon import Lexicon
+>>> from geoql.nl.request import Knowledge, read_request
+>>> k = Knowledge(lexicon=Lexicon.default())
+>>> compose(read_request("cafes and bakeries in Vienna", k))
+'[out:json][timeout:25];{{geocodeArea:"Vienna"}}->.searchArea;(node["amenity"="cafe"](area.searchArea);way["amenity"="cafe"](area.searchArea);relation["amenity"="cafe"](area.searchArea);node["shop"="bakery"](area.searchArea);way["shop"="bakery"](area.searchArea);relation["shop"="bakery"](area.searchArea););out;>;out skel qt;'
+>>> compose(read_request("edits by bob in the last 7 days", k)) is None
+True
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import overpassql
+from overpassql import ast as A
+
+from geoql.app.decoding import Candidate
+from geoql.nl.attributes import Attribute, attributes
+from geoql.nl.cues import all_tables, output_words, tokens
+from geoql.nl.lexicon import place_lemmas
+from geoql.nl.request import Feature, Filter, Request
+from geoql.nl.text import fold
+from geoql.nl.words import cue_words, stopwords
+
+# The gold queries' settings and element types (overpass-turbo's wizard writes these).
+SETTINGS = (("out", "json"), ("timeout", "25"))
+TYPES = ("node", "way", "relation")
+AREA_SET = "searchArea"
+CENTRE_SET = "centre"
+# Outputs composition prints, and how (``Request.output``); CSV needs columns nobody named: not composed.
+OUTPUTS = {"count": [["count"]], "geom": [["geom"]], "center": [["center"]], "meta": [["meta"]]}
+DEFAULT_OUT = [[], ">", ["skel", "qt"]]  # out; >; out skel qt;
+# A lexicon match below this is too unsure to go into a query by itself (the lexicon's own floor
+# is 0.5; a composed query replaces an answer that may be right).
+MIN_TAG_SCORE = 0.5
+# Words that say an element was changed, with a date or a user ("modified since", "geändert seit"),
+# every language together: the cue tables' time section has the since-words, not the verbs.
+CHANGED_WORDS = ("modified", "edited", "changed", "updated", "touched", "edits", "changes", "modifications",
+                 "geändert", "bearbeitet", "verändert", "aktualisiert", "wurden", "änderungen",
+                 "modifié", "modifiés", "modifiées", "modifiée", "modifs", "modifications", "édité", "édités",
+                 "modificado", "modificados", "modificadas", "modificada", "editado", "editados", "cambios",
+                 "modificato", "modificati", "modificate", "modificata", "modifiche",
+                 "modificados", "alterados", "editados", "alterações",
+                 "изменённые", "измененные", "изменены", "правки", "изменения",
+                 "修改", "修改过", "编辑", "编辑过", "編集", "編集した", "変更", "수정", "수정한", "편집")
+# The elements' types as OSM editors' menus name them, where the cue tables' types do not
+# ("линия": a way in the Russian editors, "路径": in the Chinese ones).
+EDITOR_TYPE_WORDS = ("линия", "路径", "vía", "via", "relação", "knoten", "nœud", "noeud")
+# Comparison units composition converts to the tag's own (OSM heights and elevations are metres).
+METRES = {None: 1.0, "m": 1.0, "km": 1000.0}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing to print: its tag filters (and an ``if:`` test) and the index of its area, if any."""
+
+    filters: tuple
+    area: int | None = None
+
+
+# ------------------------------------------------------------------ public
+
+def compose(request: Request | None) -> str | None:
+    """The query ``request`` says, one line, or None when it is not fully read (see the module)."""
+    if request is None:
+        return None
+    script = compose_script(request)
+    return None if script is None else overpassql.dump(script)
+
+
+def compose_script(request: Request) -> A.Script | None:
+    """:func:`compose` as an AST (None: not fully read)."""
+    if _unsupported(request):
+        return None
+    if request.ids:
+        return _by_ids(request)
+    covered: list[tuple[int, int]] = []
+    things = _things(request, covered)
+    when = _when(request)
+    if when is None:
+        return None
+    if not things and (when or request.users):
+        things = [_Thing((), None)]  # "edits by bob since 2024-01-01": every element they touched
+    if not things or any(not t.tags for t in things) and not (when or request.users):
+        return None
+    filters = _filters(request, things, covered)
+    if filters is None:
+        return None
+    areas = _areas(request)
+    covered += [p.span for p in request.places if p.span is not None]
+    covered += [n.span for n in request.numbers if n.span is not None]
+    statements: list = []
+    scope: list = []
+    if request.around is not None:
+        around = _around(request, covered, statements)
+        if around is None:
+            return None
+        scope.append(around)
+    elif request.in_view:
+        scope.append(A.PlaceholderFilter("{{bbox}}"))
+    elif request.bbox is not None:
+        scope.append(A.BBox(*(f"{x:g}" for x in request.bbox)))
+    scope += when + ([A.User([u]) for u in request.users[:1]] if len(request.users) == 1 else [])
+    if request.around is None and request.coords is not None:
+        return None
+    if not areas and not scope:
+        return None  # where? the whole planet is no answer nobody asked for
+    if _overlaps_attribute(request):
+        return None
+    if not _accounted(request, covered):
+        return None
+    by_place = [f.place for f in things]
+    if len(areas) > 1 and any(p is None for p in by_place):
+        # two places narrowing one area ("in Dendermonde, Belgium") or the same things in each place
+        # ("hospitals in Leeds and in York"): the same features in each
+        parts = [Part(tags + filters, k) for k in range(len(areas)) for tags in (t.tags for t in things)]
+    else:
+        parts = [Part(t.tags + filters, (t.place if len(areas) > 1 else 0) if areas else None) for t in things]
+    names = [AREA_SET] if len(areas) == 1 else [f"{AREA_SET}{k + 1}" for k in range(len(areas))]
+    head = [A.Placeholder(f"{{{{geocodeArea:{_quoted(a)}}}}}", into=n) for a, n in zip(areas, names)]
+    body = []
+    for part in parts:
+        where = ([A.AreaFilter(names[part.area])] if part.area is not None else []) + scope
+        body += [A.Query(t, list(part.filters) + where) for t in TYPES]
+    outs = OUTPUTS[next(iter(request.output))] if request.output else DEFAULT_OUT
+    tail = [A.Recurse(o) if isinstance(o, str) else A.Out(list(o)) for o in outs]
+    return A.Script([A.Setting(k, v) for k, v in SETTINGS], head + statements + [A.Union_(body)] + tail)
+
+
+# ------------------------------------------------------------------ what is not composed
+
+def _unsupported(r: Request) -> bool:
+    """Parts of a request composition does not build: copy-edits keep them."""
+    return bool(r.area_ids or r.uids or len(r.users) > 1 or r.types and not r.ids or r.periods
+                or r.ids and (r.features or r.places or r.around or r.in_view or r.bbox or r.users or r.dates)
+                or r.brands and any(f.negated for f in r.features) or len(r.output) > 1
+                or r.output - set(OUTPUTS) or r.in_view and (r.places or r.around) or r.bbox and (r.places or r.around))
+
+
+def _when(r: Request) -> list | None:
+    """"since 1 March 2024": ``newer`` than that day; [] without a date; None for what is not built
+    (a date range, a date with no since-cue, a relative time such as "last 7 days")."""
+    if not r.dates:
+        return []
+    if len(r.dates) != 1 or not r.since or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.dates[0]):
+        return None
+    return [A.Newer(f"{r.dates[0]}T00:00:00Z")]
+
+
+def _by_ids(r: Request) -> A.Script | None:
+    """"way 50637691", "nodes 1 and 2": the elements by type and id, nothing else in the request."""
+    allowed = _cue_tokens()["ids"] | _cue_tokens()["stop"] | stopwords(r.language)
+    for kind in r.output:
+        allowed |= _cue_tokens().get(kind, frozenset())
+    if any(not t.number and t.fold not in allowed for t in tokens(r.text)):
+        return None
+    by_type: dict[str, list[str]] = {}
+    for kind, number in r.ids:
+        by_type.setdefault(kind, []).append(str(number))
+    body = [A.Query(kind, [A.Ids(ids, short=len(ids) == 1)]) for kind, ids in by_type.items()]  # "(1,2)" is no QL
+    outs = OUTPUTS[next(iter(r.output))] if r.output else [[]]
+    statement = body[0] if len(body) == 1 else A.Union_(body)
+    return A.Script([A.Setting(k, v) for k, v in SETTINGS], [statement] + [A.Out(list(o)) for o in outs])
+
+
+# ------------------------------------------------------------------ features
+
+@dataclass(frozen=True)
+class _Thing:
+    tags: tuple
+    place: int | None
+
+
+def _things(r: Request, covered: list) -> list[_Thing] | None:
+    out = []
+    for f in r.things:
+        tags = _feature_tags(r, f, covered)
+        if tags is None:
+            return None
+        out.append(_Thing(tuple(_tag(t) for t in tags), f.place))
+    return out
+
+
+def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | None:
+    """The tags of one feature phrase: exactly one sure lexicon match, besides generic words
+    ("Lidl stores", "dm Märkte"), or None. Marks its words covered."""
+    if f.span is None:
+        return None
+    generic = {(a - f.span[0], b - f.span[0]) for a, b in r.generic_words if f.span[0] <= a and b <= f.span[1]}
+    sure = [m for m in f.tags if m.score >= MIN_TAG_SCORE]
+    # a generic word beside a name adds nothing ("Lidl stores"); alone it is the thing ("tiendas": shops)
+    matches = [m for m in sure if tuple(m.span) not in generic] or sure
+    if len(matches) != 1:
+        return None
+    m = matches[0]
+    covered += [(f.span[0] + m.span[0], f.span[0] + m.span[1])]
+    covered += [(f.span[0] + a, f.span[0] + b) for a, b in generic]
+    return tuple(m.tags)
+
+
+def _tag(text: str, op: str = "=") -> A.Tag:
+    key, _, value = text.partition("=")
+    if value == "*":
+        return A.Tag(key, op="exists" if op == "=" else "not_exists")
+    return A.Tag(key, value, op=op)
+
+
+# ------------------------------------------------------------------ attributes
+
+def _filters(r: Request, things: list[_Thing], covered: list) -> tuple | None:
+    """Every filter of the request as tag filters for each thing, or None when one is not read."""
+    out: list = []
+    for flt in r.filters:
+        made = _filter(r, flt, things, covered)
+        if made is None:
+            return None
+        out += made
+        if flt.span is not None:
+            covered.append(flt.span)
+        if flt.feature is not None and r.features[flt.feature].span is not None:
+            covered.append(r.features[flt.feature].span)
+    return tuple(out)
+
+
+def _attribute(r: Request, flt: Filter) -> Attribute | None:
+    """The one attribute the filter's words name, all of them, else None."""
+    if flt.span is None:
+        return None
+    found = [m for m in r.attribute_words if flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1]]
+    if len(found) != 1 or fold(found[0].text) != fold(flt.text.strip()):
+        return None
+    return found[0].attribute
+
+
+def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> list | None:
+    if flt.kind == "name":
+        # the word "name" itself ("whose name contains Pizza") is the filter's key
+        covered += [m.span for m in r.attribute_words if m.attribute.key == "name"]
+        return _name_filter(flt)
+    if flt.kind == "compare":
+        return _compare(r, flt, things, covered)
+    if flt.kind == "yes" and flt.span is not None and any(f.kind == "name" for f in r.filters):
+        words = [m for m in r.attribute_words if flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1]]
+        if words and all(m.attribute.key == "name" for m in words):
+            return []  # "with a name starting with bio": the name filter's own words, read apart
+    attribute = _attribute(r, flt)
+    if attribute is None:
+        # "shops except supermarkets": a negated feature the lexicon ties to one tag
+        negated = r.features[flt.feature] if flt.feature is not None else None
+        if flt.kind in ("no", "absent") and negated is not None and negated.negated:
+            tags = _feature_tags(r, negated, covered)
+            wanted = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
+            # "restaurants that are not pizzerias": the lexicon gives both one tag; nothing would be left
+            if tags is not None and len(tags) == 1 and not tags[0].endswith("=*") and tags[0] not in wanted:
+                return [_tag(tags[0], "!=")]
+        return None
+    if flt.kind == "yes":
+        return [_tag(t) for t in attribute.yes] if len(attribute.yes) == 1 else (
+            [A.Tag(attribute.key)] if not attribute.yes else None)
+    if flt.kind == "absent" or (flt.kind == "no" and not attribute.no and not attribute.yes):
+        return [A.Tag(attribute.key, op="not_exists")]
+    if attribute.no:
+        return [_tag(t) for t in attribute.no] if len(attribute.no) == 1 else None
+    return [_tag(t, "!=") for t in attribute.yes]
+
+
+def _name_filter(flt: Filter) -> list | None:
+    value = (flt.value or "").strip()
+    if not value:
+        return None
+    if flt.op == "equals":
+        return [A.Tag("name", value, op="=")]
+    pattern = {"contains": "{}", "starts": "^{}", "ends": "{}$"}.get(flt.op or "")
+    if pattern is None:
+        return None
+    return [A.Tag("name", pattern.format(re.escape(value)), op="~", case_insensitive=True)]
+
+
+def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> list | None:
+    """"more than 10 floors", "peaks higher than 4000 m": ``if:`` on the attribute's key, in its unit."""
+    if flt.value is None or flt.op not in (">", ">=", "<", "<=") or flt.unit not in METRES:
+        return None
+    words = [m for m in r.attribute_words if not m.attribute.yes]
+    if len({m.attribute.id for m in words}) > 1:
+        return None
+    tags = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
+    if words:
+        attribute = words[0].attribute
+        covered += [m.span for m in words]
+    elif flt.unit is not None and "height" in attributes():
+        # "Berggipfel über 3000 m": a length with no attribute word is a height (a peak's is its ele)
+        attribute = attributes()["height"]
+    else:
+        return None
+    key = attribute.key_for(tags)
+    try:
+        value = float(flt.value.replace(",", ".")) * METRES[flt.unit]
+    except ValueError:
+        return None
+    number = f"{value:g}"
+    script = overpassql.parse(f"nwr(if:number(t[{_quoted(key)}]){flt.op}{number});")
+    test = next(f for f in script.statements[0].filters if isinstance(f, A.IfFilter))
+    return [A.Tag(key), test]
+
+
+# ------------------------------------------------------------------ where
+
+def _areas(r: Request) -> list[str]:
+    """The areas of the request, in order: places written one after the other with only a comma
+    between them are one area, as geocoding takes it ("Saint-Étienne, France", "Montevideo,Uruguay":
+    the second narrows the first); places joined by a word ("Leeds and York") are one area each."""
+    out: list[str] = []
+    last = None
+    for p in r.places:
+        if p.role == "centre":
+            continue
+        if last is not None and p.span and last.span and p.role == last.role == "area" \
+                and not r.text[last.span[1]:p.span[0]].strip(" ,"):
+            start = r.text.rfind(out[-1], 0, last.span[1]) if out[-1] in r.text else last.span[0]
+            out[-1] = r.text[start:p.span[1]]
+        else:
+            out.append(_place_name(p.name, r.language))
+        last = p
+    return out
+
+
+def _place_name(name: str, lang: str) -> str:
+    """A place in its dictionary form where the language inflects it ("Krakowie" -> "Kraków")."""
+    if " " in name.strip():
+        return name
+    lemmas = place_lemmas(name, lang)
+    return lemmas[0] if lemmas else name
+
+
+def _quoted(text: str) -> str:
+    return overpassql.ql.quote(text)
+
+
+def _around(r: Request, covered: list, statements: list) -> A.Around | None:
+    """around N m of a named place, of a point, or of other features (a named set)."""
+    a = r.around
+    radius = f"{a.radius_m:g}"
+    if a.centre == "coords" and r.coords is not None:
+        return A.Around(radius, [f"{r.coords[0]:g}", f"{r.coords[1]:g}"])
+    if a.centre == "place" and a.place:
+        return A.Around(radius, [f"{{{{geocodeCoords:{_quoted(_place_name(a.place, r.language))}}}}}"])
+    if a.centre == "features" and a.of_request is not None and a.of:
+        inner = a.of_request
+        if inner.filters or inner.places or inner.around or len(inner.things) != 1:
+            return None
+        sub: list = []
+        tags = _feature_tags(inner, inner.things[0], sub)
+        if tags is None or not _accounted(inner, sub):
+            return None
+        start = r.text.find(a.of)
+        if start < 0:
+            return None
+        covered.append((start, start + len(a.of)))
+        area = [A.AreaFilter(AREA_SET)] if any(p.role != "centre" for p in r.places) else []
+        statements.append(A.Query("nwr", [_tag(t) for t in tags] + area, into=CENTRE_SET))
+        return A.Around(radius, set=CENTRE_SET)
+    return None
+
+
+def _overlaps_attribute(r: Request) -> bool:
+    """A place read over attribute or negation words ("non accessibles en fauteuil roulant à Nice"
+    reads a place "fauteuil roulant", "上海不是星巴克的咖啡馆" one "上海不"): the reading is wrong
+    there, so nothing is composed."""
+    spans = [m.span for m in r.attribute_words]
+    negation = _cue_tokens()["negation"]
+    return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
+        any(t.fold in negation for p in r.places for t in tokens(p.name))
+
+
+# ------------------------------------------------------------------ every word accounted for
+
+@lru_cache(maxsize=1)
+def _cue_tokens() -> dict[str, frozenset[str]]:
+    """Folded tokens of the cue phrases a composed query accounts for, by what was read."""
+    def toks(phrases) -> set[str]:
+        out: set[str] = set()
+        stack = [phrases]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, str):
+                out.update(t.fold for t in tokens(x))
+            elif isinstance(x, dict):
+                stack.extend(x.values())
+            elif isinstance(x, (list, tuple)):
+                stack.extend(x)
+        return out
+
+    tables = all_tables().values()
+    words = cue_words()
+    return {
+        "stop": frozenset(toks([t["stop"] for t in tables]) | toks([t["markers"] for t in tables])
+                          | toks([t["place"]["prepositions"] for t in tables])
+                          | toks([t["place"].get("postpositions", []) for t in tables])
+                          | toks([t["place"]["articles"] for t in tables]) | toks([t["joiners"] for t in tables])
+                          | toks([t["place"]["and"] for t in tables]) | words["stop"]),
+        "view": frozenset(toks([t["view"] for t in tables])),
+        "around": frozenset(toks([t["around"] for t in tables]) | toks([t["units"] for t in tables])),
+        "filters": frozenset(toks([t["filters"] for t in tables])),
+        "negation": frozenset(toks([t["negation"] for t in tables])),
+        "ids": frozenset(toks([[t["types"], t["ids"]["id"]] for t in tables]) | toks(EDITOR_TYPE_WORDS)),
+        "time": frozenset(toks([[t["time"]["since"], t["months"]] for t in tables]) | toks(CHANGED_WORDS)),
+        "users": frozenset(toks([t["users"] for t in tables])),
+        **{kind: frozenset(toks(list(ws))) for kind, ws in output_words().items()},
+    }
+
+
+def _accounted(r: Request, covered: list) -> bool:
+    """Every token of the request is covered by a part of the query or is a cue word of what was read."""
+    cues = _cue_tokens()
+    allowed = set(cues["stop"]) | stopwords(r.language)
+    if r.in_view:
+        allowed |= cues["view"]
+    if r.around is not None or any(f.unit for f in r.filters):
+        allowed |= cues["around"]  # "within 50 m", "higher than 4000 m": the distance words and units
+    if r.filters:
+        allowed |= cues["filters"]
+    if any(f.negated for f in r.features):
+        allowed |= cues["negation"]
+    if r.dates:
+        allowed |= cues["time"]
+    if r.users:
+        allowed |= cues["users"] | cues["time"]
+        covered += [m.span() for u in r.users for m in re.finditer(re.escape(u), r.text)]
+    if r.bbox is not None or r.dates:
+        covered += [(t.start, t.end) for t in tokens(r.text) if t.number]
+    for kind in r.output:
+        allowed |= cues.get(kind, frozenset())
+    return not _unaccounted(r, covered, allowed)
+
+
+def _unaccounted(r: Request, covered: list, allowed: set) -> list[str]:
+    """The tokens of ``r`` no part of the query covers and no cue of what was read allows."""
+    out = []
+    for t in tokens(r.text):
+        if any(a <= t.start and t.end <= b for a, b in covered):
+            continue
+        if t.number and r.coords is not None:
+            continue  # the point's coordinates ("around 40.7128,-74.0060"): the around's centre
+        if t.fold in allowed or not any(ch.isalnum() for ch in t.fold):
+            continue
+        out.append(t.text)
+    return out
+
+
+# ------------------------------------------------------------------ the gate
+
+def prefer_composed(request: Request | None, candidates: list[Candidate], best: Candidate | None) -> Candidate | None:
+    """The answer of ``compile()``: the composed query when ``request`` is fully read, unless the
+    backend's pick ``best`` already says the same (:func:`same_facts`: then it stays, so a pick in the
+    benchmark's own style keeps its form); ``best`` otherwise. The composed query joins ``candidates``
+    first, marked ``source="composed"``.
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("museums in Dresden", Knowledge(lexicon=Lexicon.default()))
+    >>> cands = [Candidate('area[name="Dresden"]->.a;nwr[shop=bakery](area.a);out;', True)]
+    >>> prefer_composed(r, cands, cands[0]).source, [c.source for c in cands]
+    ('composed', ['composed', 'backend'])
+    >>> same = Candidate('{{geocodeArea:"Dresden"}}->.a;nwr["tourism"="museum"](area.a);out;', True)
+    >>> prefer_composed(r, [same], same).source
+    'backend'
+    """
+    query = compose(request)
+    if query is None:
+        return best
+    if best is not None and best.valid and same_facts(query, best.query):
+        return best
+    composed = Candidate(query, True, source="composed")
+    candidates.insert(0, composed)
+    return composed
+
+
+_AREA_NAME = re.compile(r'\{\{geocodeArea:\s*"?([^"}]*)"?\s*\}\}')
+
+
+def query_facts(query: str) -> tuple | None:
+    """What a query selects, without its style: the tag filters of each statement that prints (as a
+    set of sets), the folded names of its areas, its around radii and its out options. None: it does
+    not parse."""
+    try:
+        script = overpassql.parse(query)
+    except Exception:  # an unparsable pick carries no facts
+        return None
+    if script.errors:
+        return None
+    selects, areas, radii, outs = set(), set(), set(), set()
+    for node in A.walk(script):
+        if isinstance(node, A.Placeholder):
+            areas.update(fold(m) for m in _AREA_NAME.findall(node.text))
+        elif isinstance(node, A.Query):
+            tags = frozenset(overpassql.ql.Dumper().dump(f) for f in node.filters if isinstance(f, (A.Tag, A.IfFilter)))
+            if node.type == "area":
+                areas.update(fold(f.value) for f in node.filters if isinstance(f, A.Tag) and f.key.startswith("name"))
+            elif tags:
+                selects.add(tags)
+            radii.update(float(f.radius) for f in node.filters if isinstance(f, A.Around))
+        elif isinstance(node, A.Out):
+            outs.update(o for o in node.options if o in ("count", "geom", "center", "meta"))
+    return frozenset(selects), frozenset(areas), frozenset(radii), frozenset(outs)
+
+
+def same_facts(composed: str, pick: str) -> bool:
+    """Whether ``pick`` selects what ``composed`` selects, in the same places and radii, and prints
+    it as asked (:func:`query_facts`): the outputs of ``composed``, and a count only where it counts
+    (an unasked centre, geometry or metadata is harmless)."""
+    a, b = query_facts(composed), query_facts(pick)
+    if a is None or b is None or a[:3] != b[:3]:
+        return False
+    return a[3] <= b[3] and ("count" in a[3]) == ("count" in b[3])

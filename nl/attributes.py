@@ -1,0 +1,109 @@
+"""Attribute phrases -> OSM tags: "with wifi", "vegane", "unlit", "more than 10 floors", "without a name".
+
+The words are data (``nl/data/attributes.json``, hand-curated per language: iD's field labels are
+form labels such as "Height (Meters)", not the words people type, and a wrong tag goes straight into a
+query). An :class:`Attribute` says what having it means (``yes``: ``internet_access=wlan``), what not
+having it means (``no``: ``wheelchair=no``; by default the key missing or each ``yes`` tag negated)
+and which key a comparison or an absence tests (``key``: "more than 10 floors" ->
+``building:levels``). :func:`find` reads the attribute words of a phrase, longest first, with the cue
+tables' tokens and matcher (a trailing ``*`` matches any ending).
+
+>>> [(m.text, m.attribute.id) for m in find("cafés com wi-fi", "pt")]
+[('wi-fi', 'wifi')]
+>>> [(m.text, m.attribute.yes) for m in find("vegane Restaurants", "de")]
+[('vegane', ('diet:vegan=yes',))]
+>>> m = find("Wi-Fiのあるカフェ", "ja")[0]
+>>> m.text, m.attribute.key
+('Wi-Fi', 'internet_access')
+>>> [m.text for m in find("fast food places", "en", generic=True)]
+['places']
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from geoql.core.errors import GeoqlError
+from geoql.nl.cues import Matcher, tokens
+from geoql.nl.text import base_language
+
+
+class AttributeDataError(GeoqlError):
+    """The attribute data file is missing or malformed (a packaging fault: reinstall geoql)."""
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One attribute: ``key`` (what a comparison, an absence or "with X" tests), ``yes`` (the tags that
+    having it means; empty: the key alone), ``no`` (the tags that not having it means; empty: the key
+    missing where ``yes`` is empty, else each ``yes`` tag negated), ``for_tags`` (another key for a
+    feature's tag: a peak's height is its ``ele``)."""
+
+    id: str
+    key: str
+    yes: tuple[str, ...] = ()
+    no: tuple[str, ...] = ()
+    for_tags: tuple[tuple[str, str], ...] = ()
+
+    def key_for(self, feature_tags) -> str:
+        """The key this attribute tests on a feature with ``feature_tags`` ("higher than 4000 m" of a peak: ``ele``)."""
+        own = dict(self.for_tags)
+        return next((own[t] for t in feature_tags if t in own), self.key)
+
+
+@dataclass(frozen=True)
+class AttributeMatch:
+    """Where in the text an attribute is named (``span`` in the NFKC text given to :func:`find`)."""
+
+    span: tuple[int, int]
+    text: str
+    attribute: Attribute | None  # None: a generic word ("places") that adds nothing
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    try:
+        return json.loads(resources.files("geoql.nl").joinpath("data", "attributes.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise AttributeDataError(f"nl/data/attributes.json unreadable ({e}); reinstall geoql") from e
+
+
+@lru_cache(maxsize=None)
+def attributes() -> dict[str, Attribute]:
+    """Every attribute by id."""
+    out = {}
+    for a in _data()["attributes"]:
+        out[a["id"]] = Attribute(a["id"], a["key"], tuple(a.get("yes", ())), tuple(a.get("no", ())),
+                                 tuple(sorted(a.get("for", {}).items())))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _matcher(lang: str, generic: bool) -> Matcher:
+    lang = base_language(lang)
+    if generic:
+        return Matcher([(w, None) for w in _data()["generic"].get(lang, ())])
+    by_id = attributes()
+    cues = []
+    for a in _data()["attributes"]:
+        words = a["words"]
+        # a language without its own words reads English's (ids and brands are written in English often too)
+        for w in dict.fromkeys([*words.get(lang, ()), *words.get("en", ())]):
+            cues.append((w, by_id[a["id"]]))
+    return Matcher(cues)
+
+
+def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]:
+    """The attribute words of ``text`` in ``lang`` (English's too), left to right, longest first; with
+    ``generic`` the words that add nothing to a feature ("places", "Filialen") instead."""
+    if not isinstance(text, str) or not text.strip():
+        return []
+    toks = tokens(text)
+    out = []
+    for start, end, payload in _matcher(lang if isinstance(lang, str) else "en", generic).find(toks):
+        a, b = toks[start].start, toks[end - 1].end
+        out.append(AttributeMatch((a, b), text[a:b], payload))
+    return out

@@ -1,0 +1,33 @@
+"""geoql.nl.attributes: every word of nl/data/attributes.json, in every language, names its attribute."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from geoql.nl.attributes import attributes, find
+
+DATA = json.loads(resources.files("geoql.nl").joinpath("data", "attributes.json").read_text(encoding="utf-8"))
+CASES = [(a["id"], lang, word) for a in DATA["attributes"] for lang, words in a["words"].items() for word in words
+         if not word.endswith("*")]
+
+
+@pytest.mark.parametrize("attribute, lang, word", CASES, ids=[f"{a}-{l}-{w}" for a, l, w in CASES])
+def test_each_word_names_its_attribute(attribute, lang, word):
+    found = [m for m in find(word, lang) if m.attribute is not None]
+    # the whole word, one attribute: its own (a final "." is no letter of a token: "n.p.m.")
+    assert [(m.text.lower(), m.attribute.id) for m in found] == [(word.lower().rstrip("."), attribute)]
+
+
+def test_every_attribute_tests_a_key_and_its_tags_are_key_value():
+    for a in attributes().values():
+        assert a.key and all("=" in t for t in a.yes + a.no)
+        assert all(t.split("=")[0] == a.key for t in a.yes + a.no), a.id
+
+
+def test_a_word_inside_a_phrase_is_found_with_its_span():
+    m = find("Cafés mit WLAN in Bonn", "de")
+    assert [(x.text, x.span, x.attribute.id) for x in m if x.attribute] == [("WLAN", (10, 14), "wifi")]
+    assert find("", "de") == [] and find(None, "de") == []
