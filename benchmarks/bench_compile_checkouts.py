@@ -64,8 +64,8 @@ def import_root(checkout: Path, into: Path) -> Path:
     return into
 
 
-def run(split: str, limit: int, root: Path | None) -> dict:
-    env = dict(os.environ)
+def run(split: str, limit: int, root: Path | None, more_env: dict | None = None) -> dict:
+    env = {**os.environ, **(more_env or {})}
     if root is not None:
         env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "--split", split,
@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="dev", choices=("train", "dev"))
     parser.add_argument("--limit", type=int, default=200, help="the first N requests")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--before-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for the before side only (repeatable), e.g. "
+                             "GEOQL_CPU_MODEL_DIR=DIR when the two sides save their model in other formats")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -105,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         queries: dict[str, list[str]] = {}
         for r in range(args.rounds):
             for name in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
-                result = run(args.split, args.limit, sides[name][1])
+                result = run(args.split, args.limit, sides[name][1],
+                             dict(item.split("=", 1) for item in args.before_env) if name == "before" else None)
                 secs[name] += result["secs"]
                 queries[name] = result["queries"]
                 print(f"round {r + 1} {name:6s} p50 {pct(result['secs'], 50) * 1000:.1f} ms ({result['code']})", flush=True)
