@@ -307,9 +307,13 @@ def _any_value(f: A.Tag) -> bool:
 
 def _tag_licensed(f: A.Tag, licence: _Licence) -> bool:
     key, value = f.key, f.value or ""
-    key_ok = key in licence.keys or f"{key}=*" in licence.tags or licence.spells(key)
+    # A subkey of a licensed key refines it ("without a speed limit": maxspeed:forward, maxspeed:backward).
+    base = key.split(":", 1)[0]
+    key_ok = any(k in licence.keys or f"{k}=*" in licence.tags or licence.spells(k) for k in dict.fromkeys((key, base)))
     if _any_value(f):
         return key_ok
+    if f.op in ("!=", "!~") and key_ok:
+        return True  # leaves out some of an asked feature's elements ("roads": highway!=platform), adds none
     if f.op in ("=", "!="):
         if f"{key}={value}" in licence.tags or licence.spells(value) or _number_given(value, licence):
             return True

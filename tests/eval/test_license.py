@@ -28,6 +28,12 @@ ROWS = [
     ("en", "wheelchair accessible toilets in Bonn", AREA + 'node["amenity"="toilets"]["wheelchair"="yes"](area.searchArea);out;',
      None, []),
     ("en", "benches without a backrest in Bonn", AREA + 'node["amenity"="bench"][!"backrest"](area.searchArea);out;', None, []),
+    # an exclusion or a subkey of a licensed key refines the asked feature; of another key it is a leftover
+    ("en", "roads in Bonn", AREA + 'way["highway"]["highway"!="platform"](area.searchArea);out;', {"highway"}, []),
+    ("en", "roads in Bonn", AREA + 'way["highway"]["access"!="private"](area.searchArea);out;', {"highway"},
+     [("tag", '["access"!="private"]')]),
+    ("en", "residential roads without a speed limit in Bonn", AREA + 'way["highway"="residential"][!"maxspeed"]'
+     '[!"maxspeed:forward"](area.searchArea);out;', {"highway=residential", "maxspeed"}, []),
     ("en", "primary or secondary roads in Bonn", AREA + 'way["highway"~"primary|secondary"](area.searchArea);out;', None, []),
     ("en", "bars and pubs in Bonn", AREA + '(nwr["amenity"="bar"](area.searchArea);nwr["amenity"="pub"](area.searchArea);'
      'nwr["amenity"="restaurant"](area.searchArea););out;', None, [("tag", '["amenity"="restaurant"]')]),
