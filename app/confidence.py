@@ -85,6 +85,12 @@ _CONSTRUCTS = {
 }
 # A lexicon entry P(tag | word) at least this high ties the word to the tag.
 LEXICON_TIE = 0.2
+# An answer with a part its request does not license (``Compilation.unlicensed``) is trusted no more than
+# such answers scored: the CPU default's answers on OverpassNL dev before its pick preferred licensed
+# candidates (main 2e0f134, 1,000 requests) averaged OQS 0.545 with one (208 answers), 0.708 without (792).
+# Below the warning threshold, so the low-confidence warning fires too; the same cap for a language model's
+# agreement. The calibrator alone cannot learn it: the CPU default now rarely returns such a part.
+UNLICENSED_CAP = 0.55
 
 
 # ------------------------------------------------------------------ words
@@ -447,8 +453,8 @@ def assess(request: Request, query: str, *, hits: Sequence[Any] = (), examples: 
     fitted on (the CPU default's: its ``examples`` are TF-IDF neighbours); otherwise the
     confidence is the samples' agreement (or None). ``word_tags``: the words the backend ties to
     tags (``Evidence.word_tags``). All three come from the backend's ``Generation``. ``unlicensed``: the
-    parts of ``query`` nothing in the request licenses (``Compilation.unlicensed``): the calibrated
-    confidence counts them, and they are a doubt of their own.
+    parts of ``query`` nothing in the request licenses (``Compilation.unlicensed``): they cap the
+    confidence at :data:`UNLICENSED_CAP` (any backend), and they are a doubt of their own.
     """
     calibrator = calibrator or load_calibrator()
     uncovered = uncovered_words(request, query, hits=hits, word_tags=word_tags, aliases=aliases)
@@ -462,6 +468,8 @@ def assess(request: Request, query: str, *, hits: Sequence[Any] = (), examples: 
     else:
         confidence = mbr_agreement(candidates, query)
         nearest = far = None
+    if unlicensed and confidence is not None:
+        confidence = min(confidence, UNLICENSED_CAP)
     words = request.words
     off_topic = is_off_topic(request, values, word_tags, calibrator, hits=hits)
     low = bool(cpu and confidence is not None and confidence < calibrator.warn_below)
