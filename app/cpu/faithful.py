@@ -340,7 +340,7 @@ def unlicense(query: str, parts: list[Part]) -> str | None:
                 setting.value = HOUSE_TIMEOUT
             else:
                 script.settings.remove(setting)
-    renamed = _house_names(script, {p.text[1:] for p in parts if p.kind == "set"})
+    renamed = _house_names(script, [p.text[1:] for p in parts if p.kind == "set"])
     # A union's statement left without its tags is a neighbour's feature ("bars and pubs" + restaurants): it goes.
     for node in list(A.walk(script)):
         if isinstance(node, A.Union_):
@@ -369,13 +369,21 @@ def _only_unlicensed_tags(query: A.Query, texts: set) -> bool:
     return bool(tags) and all(("tag", part_text(f)) in texts for f in tags)
 
 
-def _house_names(script, names: set[str]) -> dict[str, str]:
-    """A house name for each of ``names``: ``searchArea`` for the first set a place defines, else a free letter."""
-    used = {getattr(node, attr, None) for node in A.walk(script) for attr in SET_ATTRIBUTES.get(type(node), ())}
+def _house_names(script, names: list[str]) -> dict[str, str]:
+    """A house name for each of ``names``: ``searchArea`` for the first set a place defines, else a free letter,
+    in the order the query first names them (the same answer in every run, whatever the hash seed).
+
+    >>> script = overpassql.parse('node(1)->.maison;node(around.maison:350)->.alentours;.alentours out;')
+    >>> _house_names(script, ["alentours", "maison"])
+    {'maison': 'a', 'alentours': 'b'}
+    """
+    named = [getattr(node, attr, None) for node in A.walk(script) for attr in SET_ATTRIBUTES.get(type(node), ())]
+    used = set(named)
+    first = {name: i for i, name in reversed(list(enumerate(named)))}
     places = {node.into for node in A.walk(script) if isinstance(node, A.Placeholder) or
               (isinstance(node, A.Query) and node.type == "area")}
     out = {}
-    for name in sorted(names, key=lambda n: n not in places):
+    for name in sorted(dict.fromkeys(names), key=lambda n: (n not in places, first.get(n, len(named)))):
         free = (h for h in (*_HOUSE_SETS, *(f"s{i}" for i in range(1, 100))) if h not in used)
         new = next(h for h in free if h != "searchArea" or name in places)
         used.add(new)
