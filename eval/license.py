@@ -29,6 +29,10 @@ kind         the part                                                           
 ``number``
 ===========  ==========================================================================  ====================================
 
+A filter that excludes values of a licensed key (``["highway"!="platform"]`` for "roads") or names a
+subkey of one (``[!"maxspeed:forward"]`` for "without a speed limit") refines the asked feature: it
+needs no licence of its own.
+
 The constants (areas, arounds, names, ids, users, dates, numbers, outputs) are those of
 :mod:`geoql.eval.faithfulness` (``unsupported_constants``), folded in here: this is the one check
 of an answer's parts, and its list is :class:`Part`\\ s. An output that adds detail to the same
