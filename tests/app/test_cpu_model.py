@@ -225,3 +225,13 @@ def test_the_licence_setting_is_checked():
     assert CpuConfig(licensed="off").licensed_kinds == ()
     with pytest.raises(ValueError, match="licensed must be all, core, off or kinds"):
         CpuConfig(licensed="tags")
+
+
+@pytest.mark.parametrize("nl, kept", [("cafes in Bonn", False), ("Welche Cafés gibt es in Bonn?", True),
+                                      ("Cafés à Bonn", True)])
+def test_tag_filters_weigh_in_the_pick_only_where_the_check_reads_tags(model, nl, kept):
+    """In English the extra filter goes; in another language the words cannot license a tag, so it stays
+    (TAG_LICENCE_LANGUAGES), while a foreign set name still goes in every language."""
+    extra = '{{geocodeArea:"Bonn"}}->.paris;nwr["amenity"="cafe"]["wheelchair"="yes"](area.paris);out;'
+    (answer,) = _pick(model, [extra, CLEAN], nl=nl)
+    assert ('["wheelchair"="yes"]' in answer) == kept and ".paris" not in answer
