@@ -4,8 +4,9 @@ Pipeline: check the request -> read it once (``geoql.nl.read_request``, with wha
 backend knows of words: ``Backend.knowledge``) -> retrieve tags and examples
 (``retrieval.prompt_context``) -> build the prompt (``retrieval.build_prompt``)
 -> the backend produces a ``Generation``: candidate texts (grammar-constrained where it can)
-and what it used -> extract, validate and choose (``app.decoding``) -> the checks
-(``unsupported_constants``) and the confidence (``app.confidence.assess``). A backend without
+and what it used -> extract, validate and choose (``app.decoding``) -> the check of every part
+(``geoql.eval.license.unlicensed_parts``, with the tag evidence the ``Generation`` names) and the
+confidence (``app.confidence.assess``). A backend without
 a prompt (the CPU default) skips the retrieval and the prompt: it retrieves by itself, once,
 and says in its ``Generation`` what it used. Every step takes the one ``Request``; none asks
 which backend answered. Nothing inside raises to the caller: problems end up in
@@ -29,7 +30,8 @@ from geoql.app.config import CompileConfig
 from geoql.app.decoding import Candidate, choose, make_candidates
 from geoql.app.run import RunResult, run_query
 from geoql.core.errors import ConfigError
-from geoql.eval.faithfulness import Constant, train_place_aliases, unsupported_constants
+from geoql.eval.faithfulness import train_place_aliases
+from geoql.eval.license import Part, TagEvidence, unlicensed_parts
 from geoql.nl.lexicon import Lexicon
 from geoql.nl.request import Knowledge, Request, read_request
 from geoql.retrieval import TagRetriever, build_prompt, prompt_context
@@ -53,9 +55,9 @@ class Compilation:
     backend: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    # Constants of ``query`` (places, names, ids, users, dates, numbers, output format)
-    # that the request does not support: geoql.eval.faithfulness.Constant, whatever the backend.
-    unsupported: list[Constant] = field(default_factory=list)
+    # The parts of ``query`` that nothing in the request licenses (tag filters, areas, arounds, set names,
+    # settings, outputs, names, ids, users, dates, numbers): geoql.eval.license.Part, whatever the backend.
+    unlicensed: list[Part] = field(default_factory=list)
     # How sure the answer is (geoql.app.confidence): the expected OQS (0..1; the CPU default,
     # calibrated on OverpassNL dev), the samples' MBR agreement (a language model with n > 1),
     # or None (a single sample; no query).
@@ -72,7 +74,8 @@ class Compilation:
     low_confidence: bool = False
     # The query has no ``out`` statement: it runs and returns nothing (any backend).
     no_output: bool = False
-    # One sentence per doubt (off topic, low confidence, uncovered words, far, no output): shown by the CLI and the demo.
+    # One sentence per doubt (off topic, low confidence, unlicensed parts, uncovered words, far, no output): shown by
+    # the CLI and the demo.
     doubts: list[str] = field(default_factory=list)
     # The request as it was read, once (geoql.nl.Request): what every step took. None when it could
     # not be read (not text, empty). Not in as_dict: the reading is the request's, not the answer's.
@@ -94,7 +97,7 @@ class Compilation:
             return f"Compiled, but the query does not parse{sure}."
         if self.low_confidence:
             return f"Compiled, low confidence{sure}: check the query before relying on it."
-        if self.uncovered or self.far or self.no_output:
+        if self.unlicensed or self.uncovered or self.far or self.no_output:
             return f"Compiled{sure}, with doubts: " + "; ".join(d for d in self.doubts if not d.startswith("low confidence")) + "."
         return f"Compiled{sure}."
 
@@ -116,7 +119,7 @@ class Compilation:
                 "candidates": [c.as_dict() for c in self.candidates],
                 "tags": [plain(t) for t in self.tags], "examples": [plain(e) for e in self.examples],
                 "backend": self.backend, "timings": dict(self.timings), "warnings": list(self.warnings),
-                "unsupported": [plain(c) for c in self.unsupported], "confidence": self.confidence,
+                "unlicensed": [plain(p) for p in self.unlicensed], "confidence": self.confidence,
                 "uncovered": list(self.uncovered), "nearest": self.nearest, "far": self.far,
                 "off_topic": self.off_topic, "low_confidence": self.low_confidence,
                 "no_output": self.no_output, "doubts": list(self.doubts), "failed": self.failed,
@@ -206,7 +209,7 @@ class Compiler:
 
     def place_aliases(self) -> dict:
         """Other spellings of places, learned once from the OverpassNL train split on this
-        machine (``{}`` without it); they count as support in ``Compilation.unsupported``."""
+        machine (``{}`` without it); they license a place in ``Compilation.unlicensed``."""
         if self._aliases is None:
             self._aliases = train_place_aliases()
         return self._aliases
@@ -270,8 +273,10 @@ class Compiler:
         if comp.query:
             aliases = self.place_aliases()
             t0 = time.perf_counter()
-            comp.unsupported = unsupported_constants(comp.request, comp.query, aliases=aliases)
-            comp.timings["faithfulness_s"] = time.perf_counter() - t0
+            # What the backend says it answered from licenses tags: its tag hits, the words its lexicon ties to tags.
+            evidence = TagEvidence.of(comp.request, hits=generation.tags, word_tags=generation.evidence.word_tags)
+            comp.unlicensed = unlicensed_parts(comp.request, comp.query, aliases=aliases, evidence=evidence)
+            comp.timings["licence_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             try:
                 self._assess(comp, generation, aliases)
@@ -285,7 +290,7 @@ class Compiler:
         backend's ``Generation`` says it rests on (``Evidence``)."""
         evidence = generation.evidence
         found = confidence_mod.assess(comp.request, comp.query, hits=comp.tags, examples=comp.examples,
-                                      unsupported=comp.unsupported,
+                                      unlicensed=comp.unlicensed,
                                       # the samples' agreement: a composed query is no sample
                                       candidates=[c for c in comp.candidates if c.source == "backend"],
                                       calibrated=evidence.calibrated, word_tags=evidence.word_tags, aliases=aliases,

@@ -1,7 +1,7 @@
 """How sure a compilation is, in numbers a person can act on.
 
 :func:`assess` reads what ``compile()`` already has (the query, the tag hits, the
-nearest training requests, ``Compilation.unsupported``) and adds:
+nearest training requests, ``Compilation.unlicensed``) and adds:
 
 * ``uncovered``: the request's content words that no part of the query accounts for
   (no tag key or value, place, name, number or construct of the query, no tag hit the
@@ -47,10 +47,11 @@ import overpassql
 
 from geoql.core.errors import ConfigError
 from geoql.core.files import write_atomic
-from geoql.eval.faithfulness import CORE_KINDS, Constant, query_constants
+from geoql.eval.faithfulness import Constant, query_constants
+from geoql.eval.license import CORE_KINDS, Part
 from geoql.nl.request import Request
 from geoql.nl.text import fold, plain_number
-from geoql.nl.words import WORD, content_words, cue_words, stem
+from geoql.nl.words import WORD, alike, content_words, cue_words, stem
 
 CALIBRATOR_FILE = "confidence_cpu.json"  # packaged with this module
 MODEL_CALIBRATOR_FILE = "confidence.json"  # optional, in a CPU model's folder
@@ -84,6 +85,12 @@ _CONSTRUCTS = {
 }
 # A lexicon entry P(tag | word) at least this high ties the word to the tag.
 LEXICON_TIE = 0.2
+# An answer with a part its request does not license (``Compilation.unlicensed``) is trusted no more than
+# such answers scored: the CPU default's answers on OverpassNL dev before its pick preferred licensed
+# candidates (main 2e0f134, 1,000 requests) averaged OQS 0.545 with one (208 answers), 0.708 without (792).
+# Below the warning threshold, so the low-confidence warning fires too; the same cap for a language model's
+# agreement. The calibrator alone cannot learn it: the CPU default now rarely returns such a part.
+UNLICENSED_CAP = 0.55
 
 
 # ------------------------------------------------------------------ words
@@ -105,48 +112,8 @@ def _construct_words() -> dict[str, frozenset[str]]:
     return {name: own.get(name, frozenset()) | cues.get(name, frozenset()) for name in set(own) | set(cues) - {"stop"}}
 
 
-def _one_edit(a: str, b: str) -> bool:
-    """One letter wrong, missing, extra or two swapped ("corssing"/"crossing", "Brazil"/"Brasil")."""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) <= 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
-                                  and a[diff[1]] == b[diff[0]])
-    short, long_ = sorted((a, b), key=len)
-    i = 0
-    while i < len(short) and short[i] == long_[i]:
-        i += 1
-    return short[i:] == long_[i + 1:]
-
-
 def _number(text: str) -> bool:
     return text[:1].isdigit()
-
-
-def _alike(word: str, token: str) -> bool:
-    """Two folded words that are forms of one another ("restaurants"/"restaurant"), or a number
-    and its rounding ("50.937468375" / "50.9374")."""
-    if word == token:
-        return True
-    if _number(word) or _number(token):
-        return _number(word) and _number(token) and "." in word + token and (
-            word.startswith(token) or token.startswith(word))
-    if len(word) < 3 or len(token) < 3:
-        return False
-    if stem(word) == stem(token):
-        return True
-    short, long_ = sorted((word, token), key=len)
-    if long_.startswith(short) and len(long_) - len(short) <= 3 and len(short) >= 4:
-        return True
-    common = 0
-    for a, b in zip(word, token):
-        if a != b:
-            break
-        common += 1
-    if common >= 6 and common >= len(short) - 2:
-        return True
-    return len(short) >= 5 and _one_edit(stem(word), stem(token))
 
 
 def query_tags(query: str) -> set[str]:
@@ -228,11 +195,11 @@ def uncovered_words(request: Request, query: str, *, hits: Iterable[Any] = (),
             continue
         if _number(w):
             # "1 km" is a radius of 1000
-            if _km(w) in numbers or any(_alike(w, t) for t in numbers):
+            if _km(w) in numbers or any(alike(w, t) for t in numbers):
                 continue
             out.append(w)
             continue
-        if any(_alike(w, t) for t in tokens if not _number(t)):
+        if any(alike(w, t) for t in tokens if not _number(t)):
             continue
         tied = {**word_tag.get(w, {}), **word_tag.get(stem(w), {})}
         if any(p >= LEXICON_TIE and t in tags for t, p in tied.items()):
@@ -258,8 +225,8 @@ def lexicon_strength(request: Request, word_tags: Mapping[str, Mapping[str, floa
 
 # ------------------------------------------------------------------ signals
 
-FEATURES = ("nearest", "nearest_mean", "agreement", "hit_used", "hit_unused", "hit_max", "unsupported_core",
-            "unsupported_other", "uncovered", "uncovered_share", "words", "query_length", "place")
+FEATURES = ("nearest", "nearest_mean", "agreement", "hit_used", "hit_unused", "hit_max", "unlicensed_core",
+            "unlicensed_other", "uncovered", "uncovered_share", "words", "query_length", "place")
 # Without a tag index (a CPU model trained with --tag-hints off) the hit signals do not exist.
 HIT_FEATURES = ("hit_used", "hit_unused", "hit_max")
 
@@ -270,8 +237,24 @@ def _example_fields(ex: Any) -> tuple[str, float]:
     return str(getattr(ex, "query", "") or ""), float(getattr(ex, "score", 0.0) or 0.0)
 
 
+def _kind(part: Any) -> str | None:
+    """A part's kind, of a ``Part`` or its ``as_dict`` form (a JSONL row)."""
+    return part.get("kind") if isinstance(part, Mapping) else getattr(part, "kind", None)
+
+
+def unlicensed_warning(unlicensed: Sequence[Any]) -> str:
+    """The doubt sentence for the parts of a query nothing in its request licenses.
+
+    >>> unlicensed_warning([Part("setting", "[timeout:8000]", "..."), Part("set", ".paris", "...")])
+    'the query has parts your request does not ask for: [timeout:8000], .paris; check them before relying on it'
+    """
+    texts = [p.get("text") if isinstance(p, Mapping) else getattr(p, "text", str(p)) for p in unlicensed]
+    shown = ", ".join(texts[:5]) + (f" and {len(texts) - 5} more" if len(texts) > 5 else "")
+    return f"the query has parts your request does not ask for: {shown}; check them before relying on it"
+
+
 def signals(request: Request, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
-            unsupported: Sequence[Any] = (), uncovered: Sequence[str] = ()) -> dict[str, float]:
+            unlicensed: Sequence[Part] = (), uncovered: Sequence[str] = ()) -> dict[str, float]:
     """The numbers the confidence is computed from (all cheap: no model is asked again)."""
     tags = {t for t in query_tags(query) if "=" in t}
     sims = [s for _, s in map(_example_fields, examples)]
@@ -292,11 +275,10 @@ def signals(request: Request, query: str, *, hits: Sequence[Any] = (), examples:
             used = max(used, score)
         else:
             unused = max(unused, score)
-    kinds = [getattr(c, "kind", None) or (c.get("kind") if isinstance(c, Mapping) else None) for c in unsupported]
+    kinds = [_kind(p) for p in unlicensed]
     words = request.words
-    bad_places = {getattr(c, "value", None) or (c.get("value") if isinstance(c, Mapping) else None)
-                  for c in unsupported if (getattr(c, "kind", None) or (c.get("kind") if isinstance(c, Mapping) else None)) == "place"}
-    place = any(c.kind == "place" and c.value not in bad_places for c in _constants(query)) if query else False
+    # The query names a place, and the request licenses its areas.
+    place = "area" not in kinds and any(c.kind == "place" for c in _constants(query)) if query else False
     return {
         "nearest": sims[0] if sims else 0.0,
         "nearest_mean": sum(sims[:5]) / len(sims[:5]) if sims else 0.0,
@@ -304,8 +286,8 @@ def signals(request: Request, query: str, *, hits: Sequence[Any] = (), examples:
         "hit_used": used,
         "hit_unused": unused,
         "hit_max": top,
-        "unsupported_core": float(min(3, sum(k in CORE_KINDS for k in kinds))),
-        "unsupported_other": float(min(3, sum(k not in CORE_KINDS for k in kinds))),
+        "unlicensed_core": float(min(3, sum(k in CORE_KINDS for k in kinds))),
+        "unlicensed_other": float(min(3, sum(k not in CORE_KINDS for k in kinds))),
         "uncovered": float(min(5, len(uncovered))),
         "uncovered_share": len(uncovered) / len(words) if words else 1.0,
         "words": float(min(15, len(words))),
@@ -412,7 +394,7 @@ def grounded_hit(request: Request, hits: Iterable[Any]) -> float:
             continue
         if "similar request" in why:
             other = content_words(why.split(":", 1)[-1])  # the training request's words
-            if not any(_alike(w, o) for w in words for o in other):
+            if not any(alike(w, o) for w in words for o in other):
                 continue
         best = score
     return best
@@ -462,7 +444,7 @@ def mbr_agreement(candidates: Sequence[Any], chosen_query: str) -> float | None:
 
 
 def assess(request: Request, query: str, *, hits: Sequence[Any] = (), examples: Sequence[Any] = (),
-           unsupported: Sequence[Any] = (), candidates: Sequence[Any] = (), calibrated: bool = False,
+           unlicensed: Sequence[Any] = (), candidates: Sequence[Any] = (), calibrated: bool = False,
            word_tags: Mapping[str, Mapping[str, float]] | None = None,
            aliases: Mapping[str, Iterable[str]] | None = None, calibrator: Calibrator | None = None) -> Assessment:
     """Confidence, uncovered words, distance to the training data and topicality of one answer.
@@ -470,11 +452,13 @@ def assess(request: Request, query: str, *, hits: Sequence[Any] = (), examples: 
     ``request``: as ``compile()`` read it. ``calibrated``: the answer is one the calibrator was
     fitted on (the CPU default's: its ``examples`` are TF-IDF neighbours); otherwise the
     confidence is the samples' agreement (or None). ``word_tags``: the words the backend ties to
-    tags (``Evidence.word_tags``). All three come from the backend's ``Generation``.
+    tags (``Evidence.word_tags``). All three come from the backend's ``Generation``. ``unlicensed``: the
+    parts of ``query`` nothing in the request licenses (``Compilation.unlicensed``): they cap the
+    confidence at :data:`UNLICENSED_CAP` (any backend), and they are a doubt of their own.
     """
     calibrator = calibrator or load_calibrator()
     uncovered = uncovered_words(request, query, hits=hits, word_tags=word_tags, aliases=aliases)
-    values = signals(request, query, hits=hits, examples=examples, unsupported=unsupported, uncovered=uncovered)
+    values = signals(request, query, hits=hits, examples=examples, unlicensed=unlicensed, uncovered=uncovered)
     has_hits = bool(hits)
     cpu = calibrated
     if cpu:
@@ -484,6 +468,8 @@ def assess(request: Request, query: str, *, hits: Sequence[Any] = (), examples: 
     else:
         confidence = mbr_agreement(candidates, query)
         nearest = far = None
+    if unlicensed and confidence is not None:
+        confidence = min(confidence, UNLICENSED_CAP)
     words = request.words
     off_topic = is_off_topic(request, values, word_tags, calibrator, hits=hits)
     low = bool(cpu and confidence is not None and confidence < calibrator.warn_below)
@@ -494,6 +480,8 @@ def assess(request: Request, query: str, *, hits: Sequence[Any] = (), examples: 
     else:
         if low:
             warnings.append(f"low confidence ({confidence:.2f}): check the query before relying on it")
+        if unlicensed:
+            warnings.append(unlicensed_warning(unlicensed))
         # Only for English: a query's tags are English, so another language's words never match them.
         if uncovered and len(uncovered) < max(2, len(words)) and request.language == "en":
             warnings.append("not covered by the query: " + ", ".join(uncovered))

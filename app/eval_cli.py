@@ -10,8 +10,9 @@ An OsmNL-style directory holds ``dev.<lang>.nl`` and ``dev.<lang>.query`` for ea
 language, line ``i`` of every file deriving from line ``i`` of the OverpassNL dev split.
 For each language the command compiles every request (or reads ``--pred-dir``), scores
 the queries against the OverpassNL dev gold (only the wording of the request differs from
-the benchmark) and against the language's own gold, and counts the queries with a place,
-name, id, user or date that the request does not support (``geoql.eval.faithfulness``).
+the benchmark) and against the language's own gold, and counts the queries with a part that the
+request does not license (``geoql.eval.license``: by the request's own words, as ``geoql eval
+--unlicensed`` counts them).
 
 It lives in the application layer because it compiles; scoring one file against one gold
 file is ``geoql eval --gold`` (``geoql.eval``). Compiled predictions are kept in
@@ -37,10 +38,12 @@ from geoql.core.errors import ConfigError, UserError
 from geoql.core.files import check_writable_dir, write_atomic
 from geoql.core.paths import user_dir
 from geoql.eval.dataset import Example, load_examples, load_split, read_example_lines
-from geoql.eval.faithfulness import measure, train_place_aliases
+from geoql.eval.faithfulness import train_place_aliases
+from geoql.eval.license import measure
 from geoql.eval.metrics import Scorer, aggregate, get_scorer
 from geoql.eval.report import METRIC_COLUMNS, read_predictions
 from geoql.eval.userbench import CLASSES, Row, format_report, load_rows, miss_json, read_answers, report_json, score
+from geoql.nl.request import read_request
 from geoql.retrieval import default_index_dir
 
 LANGUAGES = ("en", "de", "fr", "ru", "zh", "yue", "ja", "ko")
@@ -323,7 +326,7 @@ def read_language_predictions(lang: Language, config: LanguagesConfig) -> list[s
 # -- scoring and the table ------------------------------------------------------------
 
 def score_language(lang: Language, preds: list[str], ref: list[str], scorer: Scorer, aliases: dict) -> dict:
-    """The figures of one language: against the reference gold and its own, and the unsupported rates."""
+    """The figures of one language: against the reference gold and its own, and the unlicensed rates."""
     examples = lang.examples
     requests = [e.nl for e in examples]
     own = [e.query.strip() for e in examples]
@@ -331,22 +334,20 @@ def score_language(lang: Language, preds: list[str], ref: list[str], scorer: Sco
     row = {"n": lang.n,
            "vs_ref": aggregate(scorer.score_many(preds, ref, progress=False)),
            "vs_own": aggregate(scorer.score_many(preds, own, progress=False))}
-    unsupported = {}
-    for name, queries in (("pred", preds), ("gold_ref", ref), ("gold_own", own)):
-        report = measure(requests, queries, aliases=aliases)
-        unsupported[name] = report.share(report.any_core) * 100
-    row["unsupported"] = unsupported
+    read = [read_request(nl) for nl in requests]  # once, for the three files
+    row["unlicensed"] = {name: measure(read, queries, aliases=aliases).as_dict()["any"]
+                         for name, queries in (("pred", preds), ("gold_ref", ref), ("gold_own", own))}
     row["empty"] = sum(not p.strip() for p in preds)
     return row
 
 
 def format_languages(rows: dict[str, dict]) -> str:
-    """The table: per language, the metrics against both golds and the unsupported-constant shares.
+    """The table: per language, the metrics against both golds and the shares of queries with unlicensed parts.
 
     >>> figures = {"oqs": 61.5, "kvs": 53.2, "tree": 60.0, "chrf": 70.0, "em": 1.0, "n": 2}
     >>> print(format_languages({"en": {"n": 2, "vs_ref": figures, "vs_own": figures,
-    ...     "unsupported": {"pred": 50.0, "gold_ref": 0.0, "gold_own": 0.0}}}))
-                 vs OverpassNL dev gold         vs the language's own gold     unsupported %
+    ...     "unlicensed": {"pred": 50.0, "gold_ref": 0.0, "gold_own": 0.0}}}))
+                 vs OverpassNL dev gold         vs the language's own gold     unlicensed %
     lang      n    OQS   KVS TreeS  chrF    EM    OQS   KVS TreeS  chrF    EM   pred  gold  own
     en        2   61.5  53.2  60.0  70.0   1.0   61.5  53.2  60.0  70.0   1.0   50.0   0.0  0.0
     """
@@ -354,12 +355,12 @@ def format_languages(rows: dict[str, dict]) -> str:
     labels = dict(METRIC_COLUMNS)
     head = " ".join(f"{labels[k]:>5}" for k in metric_keys)
     width = len(head) + 2
-    lines = [f"{'':13}{'vs OverpassNL dev gold':<{width}}{'vs the language' + chr(39) + 's own gold':<{width}}unsupported %",
+    lines = [f"{'':13}{'vs OverpassNL dev gold':<{width}}{'vs the language' + chr(39) + 's own gold':<{width}}unlicensed %",
              f"{'lang':<6}{'n':>5}  {head}  {head}   pred  gold  own"]
     for code, row in rows.items():
         ref = " ".join(f"{row['vs_ref'][k]:>5.1f}" for k in metric_keys)
         own = " ".join(f"{row['vs_own'][k]:>5.1f}" for k in metric_keys)
-        u = row["unsupported"]
+        u = row["unlicensed"]
         lines.append(f"{code:<6}{row['n']:>5}  {ref}  {own}  {u['pred']:>5.1f} {u['gold_ref']:>5.1f} {u['gold_own']:>4.1f}")
     return "\n".join(lines)
 
@@ -403,10 +404,11 @@ def run_languages(config: LanguagesConfig, scorer: Scorer | None = None) -> tupl
     text = "\n".join([
         f"{config.osmnl_dir}: {len(config.languages)} languages, {what}",
         format_languages(rows),
-        f"unsupported %: queries with a place, name, id, user or date their request does not support "
-        f"(pred: the predictions, gold: the OverpassNL dev gold, own: the language's gold; "
-        + (f"{ORIGINAL}: the OverpassNL dev requests themselves; " if config.original else "") +
-        f"place spellings of {len(aliases)} places learned from the train split count as support)",
+        f"unlicensed %: queries with a part their request does not license, by its own words: a tag, area, around, "
+        f"set name, setting, output, name, id, user or date (pred: the predictions, gold: the OverpassNL dev gold, "
+        f"own: the language's gold; " + (f"{ORIGINAL}: the OverpassNL dev requests themselves; " if config.original else "") +
+        f"place spellings of {len(aliases)} places learned from the train split license a place; "
+        f"with a backend's tag evidence: scripts/unlicensed_rate.py)",
         _detail_command(config, source, next((lang.code for lang in languages if lang.code != ORIGINAL), None)),
     ]).rstrip("\n")
     compiled = sum(s["compiled"] for s in stats.values())
@@ -424,7 +426,7 @@ def _detail_command(config: LanguagesConfig, source: str, code: str | None) -> s
         return ""
     base, stem = Path(config.osmnl_dir), f"{config.prefix}.{code}"
     return (f"one language in detail: geoql eval --gold {base / (stem + '.query')} --requests {base / (stem + '.nl')} "
-            f"--pred {Path(source) / (stem + '.pred')} --unsupported")
+            f"--pred {Path(source) / (stem + '.pred')} --unlicensed")
 
 
 # -- the command --------------------------------------------------------------------------
@@ -434,7 +436,7 @@ def register(subparsers) -> None:
         "eval-languages", help="one backend on OsmNL-style requests in several languages: one table",
         description="Compile the requests of every language of an OsmNL-style directory (or read --pred-dir) "
         "and print OQS, KVS, TreeS, chrF and EM against the OverpassNL dev gold and against each "
-        "language's own gold, with the share of queries whose constants the request does not support.")
+        "language's own gold, with the share of queries with a part the request does not license.")
     p.add_argument("--osmnl-dir", required=True, metavar="DIR", help=help_of("osmnl_dir"))
     p.add_argument("--languages", default=",".join(LANGUAGES), metavar="LANGS", help=help_of("languages"))
     p.add_argument("--prefix", default="dev", help=help_of("prefix"))

@@ -38,6 +38,7 @@ import overpassql
 from geoql.app.backends import canonical_name
 from geoql.app.backends.cpu import QUICK_TRAINING, CpuBackend
 from geoql.app.compile import Compiler
+from geoql.app.confidence import unlicensed_warning
 from geoql.app.cpu.model import MANIFEST as MODEL_MANIFEST, default_model_dir
 from geoql.app.explain import explain
 from geoql.app.geo import MAP_MESSAGE_LISTENER, TABLE_HEADERS, element_rows, map_html
@@ -173,7 +174,7 @@ class CompileView:
     info: str
     status: str
     explanation: str = ""  # the query in plain words
-    unsupported: str = ""  # a warning naming the query's constants the request does not mention
+    unsupported: str = ""  # a warning naming the query's parts the request does not license
     doubts: str = ""  # a warning: low confidence, words the query does not cover, no close training request, no output
     turbo: str = ""  # the "Open in overpass-turbo" link
     query_errors: str = ""  # the query's syntax errors, marked by line and column
@@ -250,18 +251,22 @@ def _format_tags(tags, query: str = "") -> str:
     return "\n".join(lines)
 
 
-def _format_unsupported(constants) -> str:
-    """A warning naming the constants the request does not mention; empty when there are none."""
-    if not constants:
+def _format_unsupported(parts) -> str:
+    """A warning naming the parts of the query nothing in the request licenses (``Compilation.unlicensed``),
+    each with why; empty when there are none."""
+    if not parts:
         return ""
-    named = ", ".join(f"{_md_escape(c.kind)} `{_md_escape(c.value)}`" for c in constants)
+    named = "; ".join(f"{_md_escape(p.kind)} `{_md_escape(p.text)}` ({_md_escape(p.why)})" for p in parts)
     return f"⚠ The query uses things your request does not mention: {named} — check them before you run it."
 
 
 def _format_doubts(compilation) -> str:
     """The compiler's doubts (``Compilation.doubts``: off topic, low confidence, words not
-    covered, no close training request) as one warning; empty when it has none."""
-    doubts = [str(d) for d in (getattr(compilation, "doubts", None) or [])]
+    covered, no close training request) as one warning; empty when it has none. The unlicensed
+    parts have a warning of their own (:func:`_format_unsupported`), with their reasons."""
+    parts = getattr(compilation, "unlicensed", None) or []
+    doubts = [str(d) for d in (getattr(compilation, "doubts", None) or [])
+              if not (parts and d == unlicensed_warning(parts))]
     if not doubts:
         return ""
     return "⚠ **Check this query:** " + " · ".join(_md_text(d) for d in doubts)  # they quote the request's words
@@ -720,7 +725,7 @@ class DemoService:
             _format_info(compilation, elapsed),
             status,
             self._explain(query, compiler, request),
-            _format_unsupported(getattr(compilation, "unsupported", None)),
+            _format_unsupported(getattr(compilation, "unlicensed", None)),
             _format_doubts(compilation),
             _turbo_html(shown),
             _format_problems(shown, problems),

@@ -24,7 +24,8 @@ def register(subparsers) -> None:
     parser.add_argument("--gold", metavar="FILE", help=help_of("gold"))
     parser.add_argument("--requests", metavar="FILE", help=help_of("requests"))
     parser.add_argument("--bbox", metavar="FILE", help=help_of("bbox"))
-    parser.add_argument("--unsupported", action="store_true", help=help_of("unsupported"))
+    # --unsupported: its name before every part of an answer was checked (one release)
+    parser.add_argument("--unlicensed", "--unsupported", dest="unlicensed", action="store_true", help=help_of("unlicensed"))
     parser.add_argument("--json", dest="json_out", metavar="OUT", help=help_of("json_out"))
     parser.add_argument("--per-example", dest="per_example_out", metavar="OUT.jsonl", help=help_of("per_example_out"))
     parser.add_argument("--compare", metavar="OTHER_PRED", help=help_of("compare"))
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         gold=args.gold,
         requests=args.requests,
         bbox=args.bbox,
-        unsupported=args.unsupported,
+        unlicensed=args.unlicensed,
         json_out=args.json_out,
         per_example_out=args.per_example_out,
         compare=args.compare,

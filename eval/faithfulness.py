@@ -63,10 +63,10 @@ CORE_KINDS = ("place", "name", "id", "user", "date")
 _PLACEHOLDER = re.compile(r"{{\s*([A-Za-z]+)\s*(?::(.*?))?\s*}}", re.S)
 _PLACE_PLACEHOLDERS = {"geocodeArea", "geocodeId", "geocodeCoords", "geocodeBbox", "nominatimArea"}
 # Tag keys whose values are names written by people, not controlled vocabulary.
-_NAME_KEY = re.compile(r"^(?:(?:\w+_)?name(?::.*)?|brand(?::.*)?|operator(?::.*)?|network(?::.*)?|"
+NAME_KEY = re.compile(r"^(?:(?:\w+_)?name(?::.*)?|brand(?::.*)?|operator(?::.*)?|network(?::.*)?|"
                        r"(?:[\w:]*:)?ref(?::.*)?|addr:.*|is_in(?::.*)?|wikidata|wikipedia(?::.*)?|"
                        r"postal_code|de:amtlicher_gemeindeschluessel|de:regionalschluessel)$", re.I)
-_PLACE_KEY = re.compile(r"^(?:ISO3166-[12](?::.*)?|is_in(?::.*)?)$", re.I)
+PLACE_KEY = re.compile(r"^(?:ISO3166-[12](?::.*)?|is_in(?::.*)?)$", re.I)
 _ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})(?:-(\d{1,2}))?")
 _OUT_OPTIONS = {"count": "count", "meta": "meta", "geom": "geom", "center": "center"}
 # Relation and way ids inside area ids: area(3600062422) is relation 62422.
@@ -161,7 +161,7 @@ def _placeholders(text: str, where_default: str) -> Iterable[Constant]:
             yield Constant("date", "{{date:" + (arg or "").strip() + "}}", where_default)
 
 
-def _regex_words(value: str) -> list[str]:
+def regex_words(value: str) -> list[str]:
     """The literal alternatives of a tag regex: ``^(Aldi|Lidl)$`` -> Aldi, Lidl; an inner
     group or class gives its first choice (``combust(i|í)vel`` -> combustivel); what
     has fewer than two letters left is a pattern, not a name."""
@@ -287,13 +287,13 @@ def _filter_constants(query: A.Query, f) -> Iterable[Constant]:
         if "{{" in f.value:
             yield from _placeholders(f.value, f"tag {f.key}")
             return
-        if _PLACE_KEY.match(f.key):
+        if PLACE_KEY.match(f.key):
             kind = "place"
-        elif _NAME_KEY.match(f.key):
+        elif NAME_KEY.match(f.key):
             kind = "place" if typ == "area" else "name"
         else:
             return
-        values = _regex_words(f.value) if f.op in ("~", "!~") else [f.value]
+        values = regex_words(f.value) if f.op in ("~", "!~") else [f.value]
         if f.key.startswith("wikipedia"):  # "fr:Saint-Étienne": the article's language first
             values = [re.sub(r"^[a-z-]{2,12}:", "", v) for v in values]
         for v in values:
@@ -456,58 +456,6 @@ def _drop_nested(keep: set[str], counts: Counter) -> set[str]:
             if a != b and b.startswith(a + " "):  # b extends a
                 out.discard(a if counts[b] >= counts[a] else b)
     return out
-
-
-# ------------------------------------------------------------------ measuring a file
-
-@dataclass
-class RateReport:
-    """How many queries of a file carry unsupported constants."""
-
-    total: int
-    any_core: int  # queries with an unsupported place, name, id, user or date
-    any_kind: int  # ... with an unsupported constant of any kind
-    by_kind: Counter  # queries with at least one unsupported constant of that kind
-    by_output: Counter  # queries with that unsupported output format (csv, count, meta...)
-    examples: dict  # kind -> [(line, request, [values])], the first few
-
-    def share(self, count: int) -> float:
-        return count / self.total if self.total else 0.0
-
-    def format(self, n_examples: int = 3) -> str:
-        lines = [f"queries: {self.total}",
-                 f"with an unsupported {'/'.join(CORE_KINDS)}: {self.any_core} ({self.share(self.any_core):.1%})",
-                 f"with an unsupported constant of any kind: {self.any_kind} ({self.share(self.any_kind):.1%})",
-                 "by kind (queries with at least one):"]
-        for kind in KINDS:
-            lines.append(f"  {kind:7s} {self.by_kind[kind]:5d} ({self.share(self.by_kind[kind]):.1%})")
-        for value, n in sorted(self.by_output.items()):
-            lines.append(f"    output {value:6s} {n:5d} ({self.share(n):.1%})")
-        for kind in KINDS:
-            for line, nl, values in self.examples.get(kind, [])[:n_examples]:
-                lines.append(f"  e.g. {kind} line {line}: {', '.join(values)[:80]!s} <- {nl[:100]}")
-        return "\n".join(lines)
-
-
-def measure(requests: Iterable[str], queries: Iterable[str], *,
-            aliases: Mapping[str, Iterable[str]] | None = None, n_examples: int = 5) -> RateReport:
-    """Count the queries with unsupported constants, request ``i`` against query ``i``."""
-    total = any_core = any_kind = 0
-    by_kind: Counter = Counter()
-    by_output: Counter = Counter()
-    examples: dict[str, list] = defaultdict(list)
-    for line, (nl, query) in enumerate(zip(requests, queries), 1):
-        total += 1
-        found = unsupported_constants(nl, query, aliases=aliases)
-        kinds = {c.kind for c in found}
-        any_core += bool(kinds & set(CORE_KINDS))
-        any_kind += bool(kinds)
-        by_kind.update(kinds)
-        by_output.update({c.value for c in found if c.kind == "output"})
-        for kind in kinds:
-            if len(examples[kind]) < n_examples:
-                examples[kind].append((line, nl, [c.value for c in found if c.kind == kind]))
-    return RateReport(total, any_core, any_kind, by_kind, by_output, dict(examples))
 
 
 # Bump when learn_place_aliases changes what it learns: cached files of another version are ignored.

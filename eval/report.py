@@ -25,7 +25,9 @@ from geoql.core.errors import UserError
 from geoql.core.files import check_writable_dir, write_atomic
 from geoql.eval.dataset import DatasetError, Example, hard_subset, load_examples, load_split
 from geoql.eval.execution import evaluate_execution
-from geoql.eval.faithfulness import CORE_KINDS, RateReport, measure, train_place_aliases
+from geoql.eval.faithfulness import train_place_aliases
+from geoql.eval.license import CORE_KINDS, KINDS, measure
+from geoql.nl.request import read_request
 from geoql.eval.metrics import Scorer, Scores, aggregate, get_scorer
 from geoql.osm.overpass import OverpassError
 
@@ -45,11 +47,12 @@ class EvalConfig:
     gold: str | None = field(default=None, metadata={
         "help": "score against this gold file (one query per line, e.g. an OsmNL dev.de.query) instead of a split"})
     requests: str | None = field(default=None, metadata={
-        "help": "with --gold: the requests, line i for gold line i (e.g. dev.de.nl); needed by --unsupported"})
+        "help": "with --gold: the requests, line i for gold line i (e.g. dev.de.nl); needed by --unlicensed"})
     bbox: str | None = field(default=None, metadata={
         "help": "with --gold: the boxes (south,west,north,east a line, e.g. dev.de.bbox); needed by --execution"})
-    unsupported: bool = field(default=False, metadata={
-        "help": "also count the predictions with a place, name, id, user or date their request does not support"})
+    unlicensed: bool = field(default=False, metadata={
+        "help": "also count the predictions (and gold queries) with a part their request does not license: a tag, "
+                "area, around, set name, setting, output, name, id, user, date (geoql.eval.license)"})
     json_out: str | None = field(default=None, metadata={"help": "write the corpus figures (percent) to this JSON file"})
     per_example_out: str | None = field(default=None, metadata={"help": "write per-example scores to this JSONL file"})
     compare: str | None = field(default=None, metadata={"help": "a second prediction file (the 'before' system) to compute the churn against"})
@@ -65,8 +68,8 @@ class EvalConfig:
             for option, value in (("--requests", self.requests), ("--bbox", self.bbox)):
                 if value:
                     raise EvalInputError(f"{option} goes with --gold FILE (a split has its own); add --gold or drop {option}")
-        elif self.unsupported and not self.requests:
-            raise EvalInputError("--unsupported compares each query with its request: add --requests FILE")
+        elif self.unlicensed and not self.requests:
+            raise EvalInputError("--unlicensed compares each query with its request: add --requests FILE")
         elif self.execution and not self.bbox:
             raise EvalInputError("--execution with --gold runs each query in its box: add --bbox FILE")
         for option, value in (("--pred", self.pred), ("--compare", self.compare)):
@@ -363,42 +366,43 @@ def load_gold(config: EvalConfig) -> tuple[list[Example], str]:
     return load_split(config.split, config.data_dir), f"the {config.split} split"
 
 
-def unsupported_rates(requests: Sequence[str], preds: Sequence[str], golds: Sequence[str] | None = None, *,
-                      data_dir: str | None = None, aliases=None) -> dict:
-    """Shares (percent) of queries with a place, name, id, user or date (``CORE_KINDS``) that
-    their request does not support: ``pred`` and, given ``golds``, ``gold``.
+def unlicensed_rates(requests: Sequence[str], preds: Sequence[str], golds: Sequence[str] | None = None, *,
+                     data_dir: str | None = None, aliases=None) -> dict:
+    """Shares (percent) of queries with a part their request does not license (``geoql.eval.license``):
+    ``pred`` and, given ``golds``, ``gold``; each with ``any``, ``core`` and one share per kind.
 
-    Other spellings of places learned from the OverpassNL train split (``data_dir``, else
-    ``$GEOQL_DATA_DIR``) count as support, as in ``Compilation.unsupported``.
+    A file brings no backend's tag evidence: tags are licensed by the request's own words here (a
+    backend's ``Compilation.unlicensed`` also counts the tags it answered from). Other spellings of
+    places learned from the OverpassNL train split (``data_dir``, else ``$GEOQL_DATA_DIR``) license
+    a place, as in ``Compilation.unlicensed``.
     """
     if aliases is None:
         aliases = train_place_aliases(data_dir)
-    reports = {"pred": measure(requests, preds, aliases=aliases)}
+    read = [read_request(nl) for nl in requests]  # once, for both files
+    reports = {"pred": measure(read, preds, aliases=aliases)}
     if golds is not None:
-        reports["gold"] = measure(requests, golds, aliases=aliases)
-    result = {name: _rate(r) for name, r in reports.items()}
+        reports["gold"] = measure(read, golds, aliases=aliases)
+    result: dict = {name: r.as_dict() for name, r in reports.items()}
     result["aliases"] = len(aliases)
     result["examples"] = [
-        {"line": line, "request": nl, "values": values}
-        for kind in CORE_KINDS for line, nl, values in reports["pred"].examples.get(kind, [])[:2]
+        {"line": line, "request": nl, "parts": texts}
+        for kind in KINDS for line, nl, texts in reports["pred"].examples.get(kind, [])[:1]
     ]
     return result
 
 
-def _rate(report: RateReport) -> dict:
-    return {"core": report.share(report.any_core) * 100, "any": report.share(report.any_kind) * 100,
-            "by_kind": {k: report.share(report.by_kind[k]) * 100 for k in CORE_KINDS}, "n": report.total}
-
-
-def format_unsupported(rates: dict) -> str:
-    """The ``--unsupported`` lines of the report."""
+def format_unlicensed(rates: dict) -> str:
+    """The ``--unlicensed`` lines of the report."""
     pred = rates["pred"]
-    line = f"  unsupported constants ({'/'.join(CORE_KINDS)}): {pred['core']:.1f}% of the predictions"
+    line = f"  unlicensed parts: {pred['any']:.1f}% of the predictions"
     if "gold" in rates:
-        line += f", {rates['gold']['core']:.1f}% of the gold queries"
-    lines = [line, "    by kind: " + ", ".join(f"{k} {v:.1f}%" for k, v in pred["by_kind"].items())]
-    for row in rates["examples"][:5]:
-        lines.append(f"    line {row['line']}: {', '.join(row['values'])[:60]} <- {row['request'][:70]}")
+        line += f", {rates['gold']['any']:.1f}% of the gold queries"
+    line += f" (of the kinds that change the elements, {'/'.join(CORE_KINDS)}: {pred['core']:.1f}%"
+    line += f", gold {rates['gold']['core']:.1f}%)" if "gold" in rates else ")"
+    lines = [line, "    by kind: " + ", ".join(f"{k} {pred[k]:.1f}%" for k in KINDS),
+             "    (tags licensed by the request's own words: a file brings no backend's tag evidence)"]
+    for row in rates["examples"][:6]:
+        lines.append(f"    line {row['line']}: {', '.join(row['parts'])[:60]} <- {row['request'][:70]}")
     return "\n".join(lines)
 
 
@@ -439,10 +443,10 @@ def evaluate(config: EvalConfig, scorer: Scorer | None = None) -> EvalResult:
         "ceilings": ceilings(scores),
         "parse_failures": {k: v for k, v in failures.items() if k != "messages"},
     }
-    if config.unsupported:
-        rates = unsupported_rates([e.nl for e in examples], preds, golds, data_dir=config.data_dir)
-        analysis += "\n" + format_unsupported(rates)
-        figures["analysis"]["unsupported"] = rates
+    if config.unlicensed:
+        rates = unlicensed_rates([e.nl for e in examples], preds, golds, data_dir=config.data_dir)
+        analysis += "\n" + format_unlicensed(rates)
+        figures["analysis"]["unlicensed"] = rates
     sections.append(analysis)
     if before is not None:
         c = churn(before, scores)

@@ -32,6 +32,7 @@ from functools import lru_cache
 
 from geoql.nl import cues as nl_cues
 from geoql.nl.text import fold, script_of, spaceless
+from geoql.nl.words import within_one_edit
 
 
 def words_of(folded: str) -> list[str]:
@@ -81,24 +82,9 @@ class Support:
         n, words = len(seq), self.words
         for i in range(len(words) - n + 1):
             cand = "".join(words[i:i + n])
-            if abs(len(cand) - len(target)) <= 1 and _within_one_edit(cand, target):
+            if abs(len(cand) - len(target)) <= 1 and within_one_edit(cand, target):
                 return True
         return False
-
-
-def _within_one_edit(a: str, b: str) -> bool:
-    """Damerau-Levenshtein distance (adjacent swaps count one) of at most 1."""
-    if a == b:
-        return True
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    if len(a) == len(b):
-        return a[i + 1:] == b[i + 1:] or (i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i]
-                                          and a[i + 2:] == b[i + 2:])
-    return a[i:] == b[i + 1:]
 
 
 @lru_cache(maxsize=1)

@@ -147,6 +147,62 @@ def stem(word: str) -> str:
     return word
 
 
+def within_one_edit(a: str, b: str) -> bool:
+    """Damerau-Levenshtein distance of at most 1: one letter wrong, missing, extra, or two neighbours
+    swapped ("corssing"/"crossing", "Brazil"/"Brasil").
+
+    >>> within_one_edit("corssing", "crossing"), within_one_edit("Brazil", "Brasil"), within_one_edit("cafe", "cafes")
+    (True, True, True)
+    >>> within_one_edit("cafe", "bar")
+    False
+    """
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i]
+                                          and a[i + 2:] == b[i + 2:])
+    return a[i:] == b[i + 1:]
+
+
+def alike(word: str, token: str) -> bool:
+    """Two folded words that are forms of one another ("restaurants"/"restaurant", "parking"/"park"),
+    one misspelt ("resturants"), or a number and its rounding ("50.937468375" / "50.9374"): how a
+    request's word meets a query's (the confidence's covered words, the answer's licence).
+
+    >>> alike("restaurants", "restaurant"), alike("50.937468375", "50.9374"), alike("bench", "benches")
+    (True, True, True)
+    >>> alike("resturants", "restaurants"), alike("bar", "pub"), alike("50", "500")
+    (True, False, False)
+    """
+    if word == token:
+        return True
+    if _is_number(word) or _is_number(token):
+        return _is_number(word) and _is_number(token) and "." in word + token and (
+            word.startswith(token) or token.startswith(word))
+    if len(word) < 3 or len(token) < 3:
+        return False
+    if stem(word) == stem(token):
+        return True
+    short, long_ = sorted((word, token), key=len)
+    if long_.startswith(short) and len(long_) - len(short) <= 3 and len(short) >= 4:
+        return True
+    common = 0
+    for a, b in zip(word, token):
+        if a != b:
+            break
+        common += 1
+    if common >= 6 and common >= len(short) - 2:
+        return True
+    return len(short) >= 5 and within_one_edit(stem(word), stem(token))
+
+
 def topic_words(text: str, lang: str = "en") -> tuple[str, ...]:
     """The folded words of ``text`` (or their plural stems) that name OpenStreetMap data, in order."""
     vocabulary = topic_vocabulary(lang)

@@ -3,7 +3,7 @@
 ``dump`` compiles the OverpassNL dev requests and the first requests of each OsmNL dev language with
 the default backend (the CPU default, its model and index in the user data dir unless
 ``GEOQL_CPU_MODEL_DIR`` / ``GEOQL_INDEX_DIR`` say otherwise) and writes one JSON line per request:
-the query, the unsupported constants, the confidence and the other judgements of the answer, and
+the query, the unlicensed parts, the confidence and the other judgements of the answer, and
 the tags and training requests it used. It reads only ``Compiler`` and ``Compilation.as_dict``,
 so the same script runs in an older checkout. ``diff`` lists what differs between two dumps::
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 # What each line keeps of a Compilation: the answer first, then how it is judged and what it used.
 ANSWER = "query"
-JUDGED = ("valid", "errors", "unsupported", "confidence", "uncovered", "nearest", "far", "off_topic",
+JUDGED = ("valid", "errors", "unlicensed", "confidence", "uncovered", "nearest", "far", "off_topic",
           "low_confidence", "no_output", "doubts")
 USED = ("tags", "examples")
 
@@ -61,8 +61,8 @@ def _row(where: tuple[str, int, str], comp: dict) -> dict:
     row = {"set": where[0], "line": where[1], "nl": where[2], ANSWER: comp.get(ANSWER, "")}
     for name in JUDGED:
         value = comp.get(name)
-        if name == "unsupported":
-            value = [[c.get("kind"), c.get("value"), c.get("where")] for c in value or ()]
+        if name == "unlicensed":
+            value = [[p.get("kind"), p.get("text")] for p in value or ()]
         row[name] = value
     row["tags"] = [tag(t) for t in comp.get("tags") or ()]
     row["examples"] = [example(e) for e in comp.get("examples") or ()]

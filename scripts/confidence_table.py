@@ -103,7 +103,7 @@ def _compile_with(compiler, calib: Calibrator, nl: str, word_tags):
     """compile() as it runs, but with the calibrator being fitted (not the stored one); ``word_tags``: the
     CPU model's lexicon (``TagLexicon.fit`` on the train split, as ``Evidence.word_tags`` gives it)."""
     comp = compiler.compile(nl, k_tags=0, k_examples=0)
-    found = assess(comp.request, comp.query, hits=comp.tags, examples=comp.examples, unsupported=comp.unsupported,
+    found = assess(comp.request, comp.query, hits=comp.tags, examples=comp.examples, unlicensed=comp.unlicensed,
                    calibrated=True, word_tags=word_tags, aliases=compiler.place_aliases(), calibrator=calib)
     comp.confidence, comp.off_topic, comp.uncovered = found.confidence, found.off_topic, found.uncovered
     comp.far, comp.low_confidence = found.far, found.low_confidence
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     recs = []
     for r in tqdm(rows, desc="signals and OQS", unit="req"):
         request = read_request(r["nl"])  # the saved rows keep the words: read each once
-        a = assess(request, r["query"], hits=r["tags"], examples=r["examples"], unsupported=r["unsupported"],
+        a = assess(request, r["query"], hits=r["tags"], examples=r["examples"], unlicensed=r["unlicensed"],
                    calibrated=True, word_tags=lexicon.word_tag, aliases=aliases, calibrator=empty)
         recs.append({"nl": r["nl"], "oqs": scorer.oqs(r["query"], gold[r["index"]]), "half": half_of(gold[r["index"]]),
                      "signals": a.signals, "uncovered": a.uncovered, "words": len(request.words),

@@ -51,7 +51,9 @@ class CpuBackend(Backend):
     (dataset for that training), ``index_dir`` (the tag index; default
     ``$GEOQL_INDEX_DIR`` or the user data dir), ``faithful`` (``all``: no answer
     carries a place, name, id, user, date or output format the request does not give;
-    ``core``: the output format may come from a neighbour; ``off``), ``compose``
+    ``core``: the output format may come from a neighbour; ``off``), ``licensed`` (``all``: the answer is the
+    best-ranked candidate with no part the request does not license where the pool has one; ``core``, kinds, ``off``),
+    ``compose``
     (False: no query composed from the request alone, ``app.cpu.compose``), ``example_k`` (neighbours
     from the tag index's example search; 0: none), ``e5_k`` (neighbours from the multilingual
     embedding; 0: none), ``quick_start``
@@ -75,7 +77,8 @@ class CpuBackend(Backend):
     def __init__(self, model_dir: str | Path | None = None, *, k: int | None = None, edits: str | None = None,
                  select: bool | None = None, train_if_missing: bool = True, data_dir: str | Path | None = None,
                  index_dir: str | Path | None = None, faithful: str | None = None, compose: bool | None = None,
-                 example_k: int | None = None, e5_k: int | None = None, quick_start: bool = False):
+                 example_k: int | None = None, e5_k: int | None = None, licensed: str | None = None,
+                 quick_start: bool = False):
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.train_if_missing = _as_bool(train_if_missing, "train_if_missing")
         self.quick_start = _as_bool(quick_start, "quick_start")
@@ -83,7 +86,8 @@ class CpuBackend(Backend):
         self.index_dir = Path(index_dir).expanduser() if index_dir else None
         self._overrides = {key: value for key, value in (("k", k), ("edits", edits), ("select", select),
                                                          ("faithful", faithful), ("compose", compose),
-                                                         ("example_k", example_k), ("e5_k", e5_k)) if value is not None}
+                                                         ("example_k", example_k), ("e5_k", e5_k),
+                                                         ("licensed", licensed)) if value is not None}
         for number in ("k", "example_k", "e5_k"):
             if number in self._overrides:
                 self._overrides[number] = _as_int(self._overrides[number], number)

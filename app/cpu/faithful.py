@@ -10,6 +10,10 @@ unasked output format goes back to the dataset's default (``[out:json]``, a plai
 What cannot be repaired is not offered at all; :func:`guard_pool` does this for a pool and
 :func:`supported` is the last check before an answer leaves ``compile()``.
 
+The final pick also weighs every other part of a candidate (``geoql.eval.license``): :func:`unlicense`
+takes out the parts that can go without changing the question (a neighbour's extra tag filter, a set
+named after another place, an odd timeout, ``out ids``).
+
 >>> from geoql.nl import read_request
 >>> aliases = {}
 >>> repair(read_request("cafes in the specified area"), '{{geocodeArea:"Bas-Rhin"}}->.a;nwr[amenity=cafe](area.a);out;',
@@ -29,6 +33,7 @@ from typing import Iterable, Mapping
 import overpassql
 from geoql.app.cpu.edits import parses, statement_lists
 from geoql.eval.faithfulness import CORE_KINDS, Constant, learn_place_aliases, unsupported_constants
+from geoql.eval.license import SET_ATTRIBUTES, Part, part_text
 from geoql.nl.request import Request
 from overpassql import ast as A
 
@@ -296,3 +301,91 @@ def guard_pool(request: Request, candidates: list, *, place: str | None, aliases
         else:
             have.votes += cand.votes
     return list(out.values())
+
+
+# What an unlicensed part can be replaced by: the house's timeout, a set name of the house's.
+HOUSE_TIMEOUT = "25"
+_HOUSE_SETS = ("searchArea", "a", "b", "c", "d", "e", "f", "g", "h")
+# The kinds :func:`unlicense` takes out; the others (an area, an around, a constant) need the request's own
+# value, which the edits and :func:`repair` put in where they can.
+UNLICENSE_KINDS = ("tag", "set", "setting", "output")
+
+
+def unlicense(query: str, parts: list[Part]) -> str | None:
+    """``query`` without its unlicensed ``parts`` (``geoql.eval.license.unlicensed_parts``), or ``None``
+    where one cannot go without changing the question: a tag filter goes (a statement's last one only
+    with the statement, from a union that keeps others), a set takes a house name, an odd timeout the house's 25 s and an odd maxsize goes, ``out ids``
+    prints the elements; an area, an around or a constant stays (``None``).
+
+    >>> unlicense('[timeout:8000];{{geocodeArea:"Seoul"}}->.paris;nwr["amenity"="cafe"]["maxspeed"](area.paris);out ids;',
+    ...           [Part("tag", '["maxspeed"]', ""), Part("set", ".paris", ""), Part("setting", "[timeout:8000]", ""),
+    ...            Part("output", "out ids", "")])
+    '[timeout:25];{{geocodeArea:"Seoul"}}->.searchArea;nwr["amenity"="cafe"](area.searchArea);out;'
+    >>> unlicense('nwr["maxspeed"]({{bbox}});out;', [Part("tag", '["maxspeed"]', "")]) is None
+    True
+    >>> unlicense('(nwr["amenity"="bar"]({{bbox}});nwr["amenity"="restaurant"]({{bbox}}););out;',
+    ...           [Part("tag", '["amenity"="restaurant"]', "")])
+    '(nwr["amenity"="bar"]({{bbox}}););out;'
+    """
+    if not parts or any(p.kind not in UNLICENSE_KINDS for p in parts):
+        return None if parts else query
+    try:
+        script = overpassql.parse(query)
+    except overpassql.ParseError:
+        return None
+    texts = {(p.kind, p.text) for p in parts}
+    for setting in list(script.settings):
+        if ("setting", part_text(setting)) in texts:
+            if setting.key == "timeout":
+                setting.value = HOUSE_TIMEOUT
+            else:
+                script.settings.remove(setting)
+    renamed = _house_names(script, [p.text[1:] for p in parts if p.kind == "set"])
+    # A union's statement left without its tags is a neighbour's feature ("bars and pubs" + restaurants): it goes.
+    for node in list(A.walk(script)):
+        if isinstance(node, A.Union_):
+            kept = [st for st in node.body if not (isinstance(st, A.Query) and _only_unlicensed_tags(st, texts))]
+            if kept and len(kept) < len(node.body):
+                node.body[:] = kept
+    for node in A.walk(script):
+        for attr in SET_ATTRIBUTES.get(type(node), ()):
+            name = getattr(node, attr, None)
+            if name in renamed:
+                setattr(node, attr, renamed[name])
+        if isinstance(node, A.Query):
+            tags = [f for f in node.filters if isinstance(f, A.Tag)]
+            gone = [f for f in tags if ("tag", part_text(f)) in texts]
+            if gone and len(gone) == len(tags):
+                return None  # a statement left without a tag filter selects everything there
+            node.filters[:] = [f for f in node.filters if not any(f is g for g in gone)]
+        elif isinstance(node, A.Out) and ("output", "out ids") in texts and "ids" in node.options:
+            node.options = [o for o in node.options if o != "ids"]
+    text = overpassql.dump(script)
+    return text if parses(text) else None
+
+
+def _only_unlicensed_tags(query: A.Query, texts: set) -> bool:
+    tags = [f for f in query.filters if isinstance(f, A.Tag)]
+    return bool(tags) and all(("tag", part_text(f)) in texts for f in tags)
+
+
+def _house_names(script, names: list[str]) -> dict[str, str]:
+    """A house name for each of ``names``: ``searchArea`` for the first set a place defines, else a free letter,
+    in the order the query first names them (the same answer in every run, whatever the hash seed).
+
+    >>> script = overpassql.parse('node(1)->.maison;node(around.maison:350)->.alentours;.alentours out;')
+    >>> _house_names(script, ["alentours", "maison"])
+    {'maison': 'a', 'alentours': 'b'}
+    """
+    named = [getattr(node, attr, None) for node in A.walk(script) for attr in SET_ATTRIBUTES.get(type(node), ())]
+    used = set(named)
+    first = {name: i for i, name in reversed(list(enumerate(named)))}
+    places = {node.into for node in A.walk(script) if isinstance(node, A.Placeholder) or
+              (isinstance(node, A.Query) and node.type == "area")}
+    out = {}
+    for name in sorted(dict.fromkeys(names), key=lambda n: (n not in places, first.get(n, len(named)))):
+        free = (h for h in (*_HOUSE_SETS, *(f"s{i}" for i in range(1, 100))) if h not in used)
+        new = next(h for h in free if h != "searchArea" or name in places)
+        used.add(new)
+        out[name] = new
+    return out

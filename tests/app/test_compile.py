@@ -32,8 +32,8 @@ def test_cpu_default_compiles_the_issue_example(cpu_model_dir):
     # what it worked from: the nearest training requests (this model has no tag index: no tags)
     assert comp.examples and all(e.query for e in comp.examples) and comp.tags == []
     # the CPU default's answer is checked like any other: Vienna is the request's own place
-    assert "faithfulness_s" in comp.timings
-    assert not [c for c in comp.unsupported if c.kind == "place"], comp.unsupported
+    assert "licence_s" in comp.timings
+    assert not [p for p in comp.unlicensed if p.kind == "area"], comp.unlicensed
     # how sure it is (geoql.app.confidence; its own tests: tests/app/test_confidence.py)
     assert 0 <= comp.confidence <= 1 and not comp.off_topic and comp.status.startswith("Compiled")
     assert comp.nearest == pytest.approx(comp.examples[0].score, abs=1e-4) and comp.timings["confidence_s"] >= 0
@@ -188,27 +188,49 @@ def test_compile_options_are_config_fields_or_backend_options():
     assert isinstance(compiler.config, CompileConfig)
 
 
-def test_unsupported_constants_are_reported_for_any_backend():
-    """Issue 19's breweries: a neighbour's place and a CSV output nobody asked for."""
+def test_unlicensed_parts_are_reported_for_any_backend():
+    """Issue 19's breweries: a neighbour's place and a CSV output nobody asked for; issue 41's
+    leftovers: a set named after another city, a filter and a timeout nobody asked for."""
     query = '[out:csv(::type,::id)];{{geocodeArea:"Bas-Rhin"}}->.a;nwr["craft"="brewery"](area.a);out;'
     compiler = Compiler(_Fixed(query))
     comp = compiler.compile("What types of breweries are in the specified area?")
     assert comp.valid and comp.query == query  # reported, not changed
-    assert [(c.kind, c.value, c.where) for c in comp.unsupported] == [
-        ("output", "csv", "out:csv"), ("place", "Bas-Rhin", "geocodeArea")]
+    assert [(p.kind, p.text) for p in comp.unlicensed] == [("area", '{{geocodeArea:"Bas-Rhin"}}'), ("output", "[out:csv]")]
     row = comp.as_dict()
-    assert row["unsupported"][1] == {"kind": "place", "value": "Bas-Rhin", "where": "geocodeArea"}
-    assert json.loads(json.dumps(row, default=str))["unsupported"] == row["unsupported"]
-    assert compiler.compile("breweries in Bas-Rhin as a CSV table").unsupported == []
+    assert row["unlicensed"][0] == {"kind": "area", "text": '{{geocodeArea:"Bas-Rhin"}}',
+                                    "why": "the request names no place 'Bas-Rhin'"}
+    assert json.loads(json.dumps(row, default=str))["unlicensed"] == row["unlicensed"]
+    # a doubt of the answer, in its status too
+    assert any("does not ask for" in d and "[out:csv]" in d for d in comp.doubts) and "with doubts" in comp.status
+    assert compiler.compile("breweries in Bas-Rhin as a CSV table").unlicensed == []
     # no query, nothing to report
-    assert compiler.compile("").unsupported == []
+    assert compiler.compile("").unlicensed == []
+    seoul = Compiler(_Fixed('[timeout:8000];{{geocodeArea:"Seoul"}}->.paris;nwr["amenity"="cafe"]["maxspeed"](area.paris);out;'))
+    assert [(p.kind, p.text) for p in seoul.compile("cozy cafes in Seoul").unlicensed] == [  # "cozy": not fully read
+        ("tag", '["maxspeed"]'), ("set", ".paris"), ("setting", "[timeout:8000]")]
 
 
-def test_place_spellings_from_the_train_split_count_as_support():
+class _Hinted(_Fixed):
+    """A backend that says it answered from a tag hit (its Generation's tags)."""
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        return Generation((self.query,), tags=({"tag": "amenity=pharmacy", "score": 0.6},))
+
+
+def test_the_tags_a_backend_answered_from_license_them():
+    query = '{{geocodeArea:"Stuttgart"}}->.a;nwr["amenity"="pharmacy"](area.a);out;'
+    nl = "Wo kann ich in Stuttgart Medikamente kaufen?"  # no word of it names the tag
+    assert [p.text for p in Compiler(_Fixed(query)).compile(nl).unlicensed] == ['["amenity"="pharmacy"]']
+    assert Compiler(_Hinted(query)).compile(nl).unlicensed == []
+    # a word the feature lexicon reads (through its German plural) licenses it by itself
+    assert Compiler(_Fixed(query)).compile("Welche Apotheken gibt es in Stuttgart?").unlicensed == []
+
+
+def test_place_spellings_from_the_train_split_license_a_place():
     compiler = Compiler(_Fixed('{{geocodeArea:"Wien"}}->.a;nwr["amenity"="cafe"](area.a);out;'))
     assert "vienna" in compiler.place_aliases()["Wien"]  # learned once, from $GEOQL_DATA_DIR's train split
-    assert compiler.compile("cafes in Vienna").unsupported == []
-    assert [c.value for c in compiler.compile("cozy cafes in Graz").unsupported] == ["Wien"]
+    assert compiler.compile("cafes in Vienna").unlicensed == []
+    assert [p.text for p in compiler.compile("cozy cafes in Graz").unlicensed] == ['{{geocodeArea:"Wien"}}']
 
 
 def test_an_answer_without_output_is_in_doubt_for_any_backend():
@@ -234,7 +256,7 @@ def test_a_bare_x_of_y_request_keeps_its_place_unless_x_names_a_tag(hinted_cpu_m
     comp = compile(nl, model_dir=str(hinted_cpu_model_dir), index_dir=str(small_index_dir), train_if_missing=False)
     assert comp.valid, comp.errors
     if place:
-        assert f'"{place}"' in comp.query and not comp.unsupported
+        assert f'"{place}"' in comp.query and not [p for p in comp.unlicensed if p.kind == "area"]
     else:
         assert "geocodeArea" not in comp.query and '"name"="博物馆"' not in comp.query
 
@@ -261,18 +283,18 @@ def test_compile_reads_each_request_once(hinted_cpu_model_dir, small_index_dir, 
 
 
 def test_the_checks_and_the_confidence_take_the_reading_not_the_words():
-    """Given a Request, unsupported_constants and assess read its fields: a request whose words were
+    """Given a Request, unlicensed_parts and assess read its fields: a request whose words were
     swapped after the reading is judged by the reading."""
     from dataclasses import replace
 
     from geoql.app.confidence import assess
-    from geoql.eval.faithfulness import unsupported_constants
+    from geoql.eval.license import unlicensed_parts
     from geoql.nl import read_request
 
     query = '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out count;'
     request = read_request("How many cafes in Bonn?")
     swapped = replace(request, nl="pubs in Paris", text="pubs in Paris")
-    assert unsupported_constants(swapped, query) == [] and unsupported_constants("pubs in Paris", query) != []
+    assert unlicensed_parts(swapped, query) == [] and unlicensed_parts("pubs in Paris", query) != []
     found = assess(swapped, query, calibrated=False)
     assert found.uncovered == [] and not found.off_topic
     assert assess(read_request("pubs in Paris"), query, calibrated=False).uncovered == ["pubs", "paris"]

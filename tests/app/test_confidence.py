@@ -243,3 +243,29 @@ def test_requests_not_in_english_are_never_called_off_topic():
     assert not is_off_topic(read_request(german), values, {}, load_calibrator(), hits=[hit])
     assert is_off_topic(read_request("hello"), values, {}, load_calibrator(), hits=[hit])
     assert is_off_topic(read_request("🙂🙂🙂"), values, {}, load_calibrator(), hits=[hit])  # no words in any language
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_unlicensed_parts_lower_the_confidence_and_are_a_doubt(calibrated):
+    """Any backend: a part nothing in the request licenses caps the confidence (under the warning) and is named."""
+    from types import SimpleNamespace
+
+    from geoql.app.confidence import UNLICENSED_CAP
+    from geoql.eval.license import unlicensed_parts
+
+    request = read_request("cafes in Bonn")
+    clean = '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;'
+    leftover = '[timeout:8000];{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"]["maxspeed"](area.a);out;'
+    parts = unlicensed_parts(request, leftover)
+    assert [p.text for p in parts] == ['["maxspeed"]', "[timeout:8000]"]
+    samples = [Candidate(leftover, True, score=0.9, count=7), Candidate(clean, True, count=1)]
+    near = [SimpleNamespace(query=leftover, score=0.95)] * 5
+    fresh = Calibrator.from_json(json.loads(packaged_calibrator_path().read_text()))  # not the cached one others edit
+    before = assess(request, leftover, candidates=samples, calibrated=calibrated, examples=near, calibrator=fresh)
+    after = assess(request, leftover, candidates=samples, unlicensed=parts, calibrated=calibrated, examples=near,
+                   calibrator=fresh)
+    assert before.confidence > UNLICENSED_CAP >= after.confidence
+    assert any("[timeout:8000]" in w and '["maxspeed"]' in w for w in after.warnings)
+    assert not any("[timeout:8000]" in w for w in before.warnings)
+    if calibrated:
+        assert after.low_confidence and not before.low_confidence

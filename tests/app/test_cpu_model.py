@@ -252,3 +252,70 @@ def test_the_model_takes_the_reading_not_the_words(model):
                                 support=read_support("Restaurants in Timbuktu"))
     (query,) = model.compile(moved)
     assert "Timbuktu" in query and "Bonn" not in query
+
+
+# -- the final pick: the best-ranked licensed candidate (geoql.eval.license) ---------------------------
+
+LEFTOVER = '[timeout:8000];{{geocodeArea:"Bonn"}}->.paris;nwr["amenity"="cafe"]["maxspeed"](area.paris);out;'
+ANOTHER_PLACE = '{{geocodeArea:"Paris"}}->.a;nwr["amenity"="cafe"](area.a);out;'
+CLEAN = '{{geocodeArea:"Bonn"}}->.searchArea;nwr["amenity"="cafe"](area.searchArea);out;'
+AROUND = '{{geocodeArea:"Bonn"}}->.searchArea;nwr["amenity"="cafe"](around:700,50.7,7.1);out;'
+
+
+def _pick(model, ranked, licensed="all", n=1, nl="cafes in Bonn"):
+    from dataclasses import replace
+
+    from geoql.app.cpu.model import Retrieved
+
+    return model.pick(model.read(nl), ranked, n, replace(model.config, licensed=licensed), Retrieved([], hits=[]))
+
+
+def test_the_pick_takes_the_leftovers_out_of_the_best_candidate(model):
+    """A neighbour's extra filter, a set named after another city and an odd timeout go; the rest stays."""
+    assert _pick(model, [LEFTOVER, CLEAN.replace("cafe", "bar")]) == [
+        '[timeout:25];{{geocodeArea:"Bonn"}}->.searchArea;nwr["amenity"="cafe"](area.searchArea);out;']
+    assert _pick(model, [LEFTOVER], licensed="off") == [LEFTOVER]
+
+
+def test_the_pick_prefers_a_licensed_candidate_to_one_it_cannot_repair(model):
+    # an around nobody asked for cannot be taken out: the next licensed candidate answers
+    assert _pick(model, [AROUND, CLEAN]) == [CLEAN]
+    assert _pick(model, [AROUND, CLEAN], licensed="core") == [CLEAN]
+    assert _pick(model, [AROUND, CLEAN], licensed="tag,set") == [AROUND]  # only those kinds are weighed
+    # none licensed: the best-ranked, as before; never a constant the request does not give (another place)
+    assert _pick(model, [ANOTHER_PLACE, AROUND]) == [AROUND]
+    assert _pick(model, [AROUND, CLEAN], n=2) == [CLEAN, AROUND]
+
+
+@pytest.mark.parametrize("example", load_split("dev")[:40], ids=lambda e: f"dev{e.index}")
+def test_no_answer_has_an_unlicensed_part_when_its_pool_has_a_licensed_candidate(model, example):
+    from geoql.eval.license import TagEvidence, unlicensed_parts
+
+    request = model.read(example.nl)
+    found = model.retrieve(request)
+    _, cands, feats = model.pool(request, neighbours=found.neighbours, hints=found.hints)
+    evidence = TagEvidence.of(request, hits=found.hits or (), word_tags=model.lexicon.word_tag)
+
+    def parts(query):
+        return unlicensed_parts(request, query, aliases=model.place_spellings(), evidence=evidence)
+
+    (answer,) = model.compile(request)
+    if any(not parts(c.query) for c in cands):
+        assert parts(answer) == [], answer
+
+
+def test_the_licence_setting_is_checked():
+    assert CpuConfig(licensed="tag,set").licensed_kinds == ("tag", "set")
+    assert CpuConfig(licensed="off").licensed_kinds == ()
+    with pytest.raises(ValueError, match="licensed must be all, core, off or kinds"):
+        CpuConfig(licensed="tags")
+
+
+@pytest.mark.parametrize("nl, kept", [("cafes in Bonn", False), ("Welche Cafés gibt es in Bonn?", True),
+                                      ("Cafés à Bonn", True)])
+def test_tag_filters_weigh_in_the_pick_only_where_the_check_reads_tags(model, nl, kept):
+    """In English the extra filter goes; in another language the words cannot license a tag, so it stays
+    (TAG_LICENCE_LANGUAGES), while a foreign set name still goes in every language."""
+    extra = '{{geocodeArea:"Bonn"}}->.paris;nwr["amenity"="cafe"]["wheelchair"="yes"](area.paris);out;'
+    (answer,) = _pick(model, [extra, CLEAN], nl=nl)
+    assert ('["wheelchair"="yes"]' in answer) == kept and ".paris" not in answer

@@ -74,11 +74,11 @@ def test_every_language_against_both_golds(capsys, tmp_path, osmnl, overpassnl_d
         expected = corpus([q.strip() for q in _lines(osmnl / f"dev.{lang}.query")], ref)
         for key in ("oqs", "kvs", "tree", "chrf", "em"):
             assert row["vs_ref"][key] == pytest.approx(expected[key], abs=1e-9)
-        assert row["unsupported"]["pred"] == row["unsupported"]["gold_own"]
-        assert 0 < row["unsupported"]["gold_ref"] < 100
+        assert row["unlicensed"]["pred"] == row["unlicensed"]["gold_own"]
+        assert 0 < row["unlicensed"]["gold_ref"] < 100
     assert figures["aliases"] > 0 and figures["backend"] is None
     lines = out.splitlines()
-    assert "vs OverpassNL dev gold" in lines[1] and "own gold" in lines[1] and "unsupported" in lines[1]
+    assert "vs OverpassNL dev gold" in lines[1] and "own gold" in lines[1] and "unlicensed" in lines[1]
     rows = {line.split()[0]: line.split() for line in lines[3:3 + len(LANGS)]}
     assert list(rows) == list(LANGS)
     en = figures["languages"]["en"]
@@ -110,7 +110,7 @@ def test_original_row_is_the_benchmark_itself(capsys, tmp_path, osmnl, overpassn
     assert list(figures["languages"]) == ["orig", "yue"]
     orig = figures["languages"]["orig"]
     assert round(orig["vs_ref"]["oqs"], 2) == 54.29 and orig["vs_own"] == orig["vs_ref"]
-    assert orig["unsupported"]["gold_ref"] == orig["unsupported"]["gold_own"]
+    assert orig["unlicensed"]["gold_ref"] == orig["unlicensed"]["gold_own"]
     assert figures["languages"]["yue"]["vs_ref"] == orig["vs_ref"]  # the same queries against the same gold
     assert "orig: the OverpassNL dev requests themselves" in text and "dev.yue.query" in text
 

@@ -62,7 +62,7 @@ def test_tags_panel_shows_why_and_which_tags_the_query_uses(fake_overpass, fake_
     assert marked_somewhere
 
 
-def test_unsupported_constants_are_a_warning(fake_overpass, fake_nominatim, tmp_path):
+def test_unlicensed_parts_are_a_warning(fake_overpass, fake_nominatim, tmp_path):
     backend = LookupBackend({
         # "cozy": not fully read, so the backend's answer stands (a fully read request is composed)
         "cozy cafes in Heidelberg": '[out:csv(name)];{{geocodeArea:"Bas-Rhin"}}->.a;node["amenity"="cafe"](area.a);out;',
@@ -71,8 +71,10 @@ def test_unsupported_constants_are_a_warning(fake_overpass, fake_nominatim, tmp_
     service = make_service(fake_overpass, fake_nominatim, tmp_path, backend=backend)
     warned = service.compile("cozy cafes in Heidelberg")
     assert warned.unsupported.startswith("⚠ The query uses things your request does not mention:")
-    assert "`Bas-Rhin`" in warned.unsupported and "`csv`" in warned.unsupported
+    assert 'area `{{geocodeArea:"Bas-Rhin"}}` (the request names no place' in warned.unsupported
+    assert "output `[out:csv]` (the request asks for no table)" in warned.unsupported
     assert "check them before you run it" in warned.unsupported
+    assert "does not ask for" not in warned.doubts  # said once, with the reasons, in its own warning
     assert service.compile("cafes in the current view").unsupported == ""
 
 

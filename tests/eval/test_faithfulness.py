@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from geoql.eval.dataset import load_split
-from geoql.eval.faithfulness import (Constant, learn_place_aliases, measure, query_constants, train_place_aliases,
+from geoql.eval.faithfulness import (Constant, learn_place_aliases, query_constants, train_place_aliases,
                                      unsupported_constants)
 from geoql.nl import read_request
 from geoql.nl.support import name_spans
@@ -293,17 +293,6 @@ def test_aliases_learned_from_train_are_spellings(aliases):
     words = {s for spellings in aliases.values() for s in spellings}
     assert not words & {"name", "current view", "show", "primary"}
     assert 40 <= len(aliases) <= 200
-
-
-def test_the_dev_gold_rate_stays_low(aliases):
-    dev = load_split("dev", data_dir())
-    report = measure([e.nl for e in dev], [e.query for e in dev], aliases=aliases)
-    assert report.total == 1000
-    assert 0.04 <= report.share(report.any_core) <= 0.09  # 6.9 % when written
-    without = measure([e.nl for e in dev], [e.query for e in dev])
-    assert without.by_kind["place"] > report.by_kind["place"]
-    text = report.format()
-    assert "place" in text and "output meta" in text
 
 
 def test_learned_aliases_are_cached_in_the_user_cache(tmp_path, monkeypatch):
