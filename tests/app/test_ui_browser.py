@@ -33,7 +33,7 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 # The request of issue 20: the compiler writes a playground query and drops the benches.
-DOUBTED = "benches within 100 m of a playground in Zurich"
+DOUBTED = "cozy benches within 100 m of a playground in Zurich"  # "cozy": not fully read, so the backend's answer stands
 DOUBTED_QUERY = '[out:json];{{geocodeArea:"Zurich"}}->.a;nwr["leisure"="playground"](area.a);out center;'
 BROKEN = 'nwr["amenity"="cafe"({{bbox}});\nout;'
 
