@@ -77,13 +77,14 @@ class Tree:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(self.path)], capture_output=True)
 
 
-def cold_cli(trees: list[Tree], request: str, runs: int, dirs: dict[str, tuple[str, str]]) -> dict:
+def cold_cli(trees: list[Tree], request: str, runs: int, dirs: dict[str, tuple[str, str, str | None]]) -> dict:
     results: dict[str, list[dict]] = {t.label: [] for t in trees}
     answers: dict[str, str] = {}
     for i in range(runs + 1):
         for tree in trees:
-            index_dir, model_dir = dirs[tree.label]
-            env = tree.env(GEOQL_INDEX_DIR=index_dir, GEOQL_CPU_MODEL_DIR=model_dir)
+            index_dir, model_dir, cache_dir = dirs[tree.label]
+            env = tree.env(GEOQL_INDEX_DIR=index_dir, GEOQL_CPU_MODEL_DIR=model_dir,
+                           **({"GEOQL_CACHE_DIR": cache_dir} if cache_dir else {}))
             r = _measured([sys.executable, "-m", "geoql", "compile", request], env, tree.path)
             if r["code"] != 0:
                 raise SystemExit(f"{tree.label} ({tree.rev}) failed: {r['err'][-2000:]}")
@@ -146,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="measured cold runs per side (default 5)")
     parser.add_argument("--index-dir", required=True, help="a built tag index both sides can read")
     parser.add_argument("--model-dir", required=True, help="a trained CPU model both sides can read")
+    parser.add_argument("--before-cache-dir", help="the 'before' side's user cache (default: the same as 'after'). Give it "
+                        "its own when the two sides cache something under one name in different forms: each would "
+                        "otherwise redo the other's work on every run (8faaaee's character TF-IDF cache, for one)")
     parser.add_argument("--before-index-dir", help="the 'before' side's index when the formats differ (default --index-dir)")
     parser.add_argument("--before-model-dir", help="the 'before' side's model when the formats differ (default --model-dir)")
     parser.add_argument("--data-dir", default=os.environ.get("GEOQL_DATA_DIR"), help="OverpassNL (default $GEOQL_DATA_DIR)")
@@ -158,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         trees = [Tree("before", args.before or default_before(), root), Tree("after", args.after, root)]
         print(f"before = {trees[0].rev}, after = {trees[1].rev}; load average {os.getloadavg()[0]:.1f} on "
               f"{os.cpu_count()} CPUs (a shared machine slows both sides alike)")
-        dirs = {"before": (args.before_index_dir or args.index_dir, args.before_model_dir or args.model_dir),
-                "after": (args.index_dir, args.model_dir)}
+        dirs = {"before": (args.before_index_dir or args.index_dir, args.before_model_dir or args.model_dir,
+                           args.before_cache_dir),
+                "after": (args.index_dir, args.model_dir, None)}
         cli = cold_cli(trees, args.request, args.runs, dirs)
         print(f"\n`geoql compile {args.request!r}`, cold, median of {args.runs} runs per side:")
         print(f"{'':8} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>12}")
