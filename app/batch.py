@@ -31,6 +31,8 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -310,7 +312,22 @@ _WORKER: dict = {}
 
 def _start_worker(config: CompileConfig, rows: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's: it stops the workers itself
+    threading.Thread(target=_end_with_coordinator, args=(os.getppid(),), daemon=True,
+                     name="geoql-coordinator-watch").start()
     _WORKER["compiler"], _WORKER["rows"] = Compiler(config=config), rows
+
+
+def _end_with_coordinator(coordinator: int, every_s: float = 0.5) -> None:
+    """End this worker once its coordinator is gone.
+
+    A coordinator killed outright (SIGKILL, the OOM killer) cannot stop its pool, and the pool's
+    job queue stays open in the sibling workers, so nothing else would end them: they slept on,
+    each holding a model and an index (hundreds of MB), until the machine restarted. A process
+    whose parent died is handed to another parent, so a changed ``getppid()`` says it.
+    """
+    while os.getppid() == coordinator:
+        time.sleep(every_s)
+    os._exit(1)
 
 
 def _worker_chunk(chunk):

@@ -257,6 +257,22 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] not in "ZX"
+    except OSError:
+        return False
+
+
+def _all_gone(pids: list[int], patience_s: float = 60) -> bool:
+    deadline = time.monotonic() + patience_s
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def _wait_for_answers(log: Path, count: int, process: subprocess.Popen, at_least: int) -> int:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
@@ -283,9 +299,13 @@ def test_a_killed_worker_or_coordinator_loses_nothing_written(cpu_env, tmp_path)
     # the coordinator itself is killed: the same, without a word
     run = _geoql(cpu_env, *argv)
     written = _wait_for_answers(log_path(out), 40, run, len(kept.answers) + 4)
+    workers = _children(run.pid)
+    assert len(workers) >= 2, workers
     run.send_signal(signal.SIGKILL)
     run.wait(60)
     assert len(read_log(log_path(out), 40).answers) >= written
+    # ... and its workers end with it, instead of sleeping on with their models (they did on 909ecfe)
+    assert _all_gone(workers), [pid for pid in workers if _alive(pid)]
     # the same command finishes it, with the answers of one process
     run = _geoql(cpu_env, *argv)
     stdout, stderr = run.communicate(timeout=600)
