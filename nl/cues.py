@@ -213,8 +213,17 @@ def without_stop_words(text: str, lang: str) -> str:
 
 
 def all_tables() -> dict[str, dict]:
-    """Every language's cue table."""
-    return {lang: table(lang) for lang in LANGUAGES}
+    """The cue table of every language of ``REQUIRED``: what is read for a request whatever its
+    language (its content and stop words, composition's accounted words, faithfulness' output,
+    month and unit words) was measured with these. A table added since (Polish, Turkish, Dutch)
+    is read only for a request in its own language (``table(lang)``): its words ("ile", "er",
+    "gmina") would otherwise change how every other language's requests are read."""
+    return {lang: table(lang) for lang in LANGUAGES if lang in REQUIRED}
+
+
+def own_table(lang: str) -> dict | None:
+    """``lang``'s table where :func:`all_tables` leaves it out (a language added since), else ``None``."""
+    return table(lang) if lang in LANGUAGES and lang not in REQUIRED else None
 
 
 def script_is_spaceless(text: str) -> bool:

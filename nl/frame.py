@@ -29,7 +29,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from geoql.nl.cues import LANGUAGES, Matcher, Token, all_tables, table, tokens
+from geoql.nl.cues import LANGUAGES, REQUIRED, Matcher, Token, all_tables, table, tokens
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, main_script, plain_number, script_of, scripts
 
 # Long input is read up to here: requests are a sentence or two; a pasted page must
@@ -105,7 +105,8 @@ def _words_of(value) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [w for k, v in value.items() if k not in ("code", "name", "scripts", "endings", "name_chars")
+        return [w for k, v in value.items() if k not in ("code", "name", "scripts", "endings", "name_chars",
+                                                         "apostrophe_suffixes")
                 for w in ([k] if k.isalpha() and k not in _SECTION_KEYS else []) + _words_of(v)]
     if isinstance(value, list):
         return [w for v in value for w in _words_of(v)]
@@ -124,7 +125,12 @@ _SECTION_KEYS = frozenset({"before", "after", "of_after", "of_before", "of_start
 def _latin_markers() -> tuple[dict[str, dict[str, float]], dict[str, tuple[str, ...]]]:
     """Folded word -> {language: weight}, from every Latin-script table: a marker (a
     function word) weighs 1, another stop word 0.7, any other cue word 0.4, each shared
-    among the languages that list it; and each language's word endings."""
+    among the languages that list it; and each language's word endings.
+
+    The guess was tuned on the tables of ``REQUIRED``: a table added since (Polish, Turkish,
+    Dutch) never lowers the weight a tuned language gives its own words ("in", "de", "na"), so the
+    tuned languages' scores stay what they were; its own share of a word is counted among every
+    language listing it, so a shared word tells it as little as it tells the others."""
     raw: dict[str, dict[str, float]] = {}
     endings: dict[str, tuple[str, ...]] = {}
     for lang in LANGUAGES:
@@ -139,7 +145,11 @@ def _latin_markers() -> tuple[dict[str, dict[str, float]], dict[str, tuple[str, 
                 for tok in tokens(fold(w.rstrip("*"))):
                     if not tok.number:
                         raw.setdefault(tok.fold, {})[lang] = weight
-    out = {w: {lang: wt / len(by) for lang, wt in by.items()} for w, by in raw.items()}
+    out: dict[str, dict[str, float]] = {}
+    for w, by in raw.items():
+        tuned = [lang for lang in by if lang in REQUIRED]
+        added = [lang for lang in by if lang not in REQUIRED]
+        out[w] = {**{lang: by[lang] / len(tuned) for lang in tuned}, **{lang: by[lang] / len(by) for lang in added}}
     return out, endings
 
 
@@ -198,7 +208,10 @@ def guess_language(text: str, toks: list[Token] | None = None) -> str:
 _ACCENTS = (("ß", "de"), ("ä", "de"), ("ö", "de"), ("ü", "de"), ("ñ", "es"), ("ã", "pt"), ("õ", "pt"),
             ("ç", "fr pt"), ("è", "fr it"), ("ê", "fr pt"), ("œ", "fr"), ("ì", "it"), ("ò", "it"), ("ù", "it fr"),
             ("¿", "es"), ("¡", "es"), ("à", "fr it"), ("é", "fr es pt"), ("í", "es pt"), ("ó", "es pt"),
-            ("ú", "es pt"), ("á", "es pt"), ("â", "fr pt"))
+            ("ú", "es pt"), ("á", "es pt"), ("â", "fr pt"),
+            # letters of the added tables alone (see _latin_markers): they raise no tuned language's score
+            ("ł", "pl"), ("ą", "pl"), ("ę", "pl"), ("ś", "pl"), ("ź", "pl"), ("ż", "pl"), ("ń", "pl"),
+            ("ş", "tr"), ("ğ", "tr"), ("ı", "tr"), ("ö", "tr"), ("ü", "tr"))
 
 
 def _latin_scores(toks: list[Token]) -> dict[str, float]:
@@ -207,13 +220,16 @@ def _latin_scores(toks: list[Token]) -> dict[str, float]:
     for i, t in enumerate(toks):
         if t.number or t.spaceless or (t.upper and i > 0):
             continue  # a name ("Münster", "Forlì") says nothing of the sentence's language
-        hits = markers.get(t.fold)
-        if hits:
-            for lang, weight in hits.items():
-                score[lang] = score.get(lang, 0) + weight
-        elif len(t.fold) > 3:
+        hits = markers.get(t.fold, {})
+        for lang, weight in hits.items():
+            score[lang] = score.get(lang, 0) + weight
+        if len(t.fold) > 3:
+            # a word no table of its group lists is read by its ending (the tuned and the
+            # added tables apart: a word an added table lists leaves the tuned ones' reading as it was)
+            tuned_hit = any(lang in REQUIRED for lang in hits)
+            added_hit = any(lang not in REQUIRED for lang in hits)
             for lang, ends in endings.items():
-                if t.fold.endswith(ends):
+                if not (tuned_hit if lang in REQUIRED else added_hit) and t.fold.endswith(ends):
                     score[lang] = score.get(lang, 0) + 0.3
         if not t.text.isascii():
             low = t.text.casefold()
@@ -293,6 +309,8 @@ class _Lexicon:
     links: Matcher
     lead: Matcher
     suffixes: tuple
+    # case endings written after an apostrophe ("Ankara'da", "trabzon'daki"): the word before is a place
+    apostrophe_suffixes: frozenset
     name_chars: frozenset
     spaced_words: bool
     articles: frozenset
@@ -381,12 +399,16 @@ def _lexicon(lang: str) -> _Lexicon:
         lowercase_end_weak=frozenset(fold(w) for w in place.get("lowercase_end_weak", [])),
         lead=Matcher(place.get("lead", [])),
         suffixes=tuple(place.get("suffixes", [])),
+        apostrophe_suffixes=frozenset(fold(w) for w in place.get("apostrophe_suffixes", [])),
         name_chars=frozenset(place.get("name_chars", "")),
         spaced_words=own["language"].get("spaced_words", False),
         articles=frozenset(fold(w) for w in place["articles"]),
         nouns=Matcher(place["nouns"]),
         # place names cross languages ("Rio Grande do Sul" in a German request)
-        particles=frozenset(fold(w) for t in both for w in t["place"]["particles"]),
+        particles=frozenset(fold(w) for t in both for w in t["place"]["particles"])
+        # a table added since: its own "and" joins two names ("Utrecht en Arnhem"), though English
+        # lists "en" among the particles of names
+        - (frozenset(fold(w) for w in place["and"]) if lang not in REQUIRED else frozenset()),
         not_places=_NotPlaces((fold(w) for t in both for w in t["place"]["not_places"]),
                               (fold(w) for w in place.get("not_place_endings", []))),
         place_and=frozenset(fold(w) for w in place["and"]),
@@ -1014,6 +1036,8 @@ class _Reader:
                     j = end
             if j > k:
                 found.append((s, k, j))
+        if lex.apostrophe_suffixes:
+            found += self._apostrophe_places(lowercase)
         if not found and lex.lang != "de":
             # "florist Forlì-Cesena": a name-cased run that is not the request's first word
             for k in range(1, self.n):
@@ -1052,6 +1076,30 @@ class _Reader:
                     break
                 self._add_place(j, nxt, j2)
                 j = j2
+
+    def _apostrophe_places(self, lowercase: bool) -> list[tuple[int, int, int]]:
+        """Turkish: a place takes its case ending after an apostrophe ("Ankara'da", "Kocaeli'deki",
+        "trabzon'daki"): the name-cased run before it (in a request all in lower case, the one word),
+        with the ending taken too. An ending written without an apostrophe is not split."""
+        lex, toks, out = self.lex, self.toks, []
+        for k in range(1, self.n):
+            if toks[k].fold not in lex.apostrophe_suffixes or self.gap(k) not in ("'", "’") \
+                    or self.taken[k] or self.taken[k - 1] or toks[k - 1].number:
+                continue
+            start = k - 1
+            if toks[start].fold in lex.not_places or toks[start].fold in lex.stop_words:
+                continue
+            if not lowercase and toks[start].upper:
+                while start > 0 and self._is_name_token(start - 1) and toks[start - 1].fold not in lex.not_places \
+                        and re.fullmatch(r"[ -]", self.gap(start)):
+                    start -= 1
+            self.take(k, k + 1)
+            out.append((start, start, k))
+            # "bursa ve kocaeli'deki hastaneler": the one word that opens the request before "ve" too
+            if start == 2 and toks[1].fold in lex.place_and and not self.taken[0] and not toks[0].number \
+                    and toks[0].fold not in lex.not_places and toks[0].fold not in lex.stop_words:
+                out.insert(len(out) - 1, (0, 0, 1))
+        return out
 
     def _add_place(self, s: int, k: int, j: int) -> None:
         name = self.span(k, j).strip(" ,.;:-'’")

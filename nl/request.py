@@ -312,7 +312,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
         output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
         attribute_words=attribute_words, generic_words=tuple(m.span for m in find_attributes(text, frame.language, generic=True)),
-        words=tuple(content_words(nl)), stems=word_stems(nl), topic_words=topic_words(nl), support=read_support(nl),
+        # the language's own stop words where all_tables leaves its table out (words.json has only English's)
+        words=tuple(content_words(nl, frame.language)), stems=word_stems(nl), topic_words=topic_words(nl, frame.language),
+        support=read_support(nl),
         english=english, english_with_frame=merged)
 
 

@@ -33,7 +33,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable, Mapping
 
-from geoql.nl.cues import all_tables
+from geoql.nl.cues import all_tables, own_table
 from geoql.nl.text import fold, spaceless
 
 WORDS_FILE = "words.json"
@@ -72,11 +72,8 @@ def _flat(value) -> Iterable[str]:
             yield from _flat(v)
 
 
-@lru_cache(maxsize=1)
-def cue_words() -> dict[str, frozenset[str]]:
-    """Folded words of the cue tables by what they say, every language together (no language guess
-    needed: a word is a function word or a construct's word in any of them): ``stop``, ``node``,
-    ``way``, ``relation``, ``view``, ``user``, ``ids``, ``name``, ``around``, ``negation``, ``area``."""
+def _cue_words(tables) -> dict[str, frozenset[str]]:
+    """Folded words of ``tables`` by what they say (see :func:`cue_words`)."""
     sections = {
         "stop": (("stop",), ("markers",), ("place", "prepositions"), ("place", "postpositions"), ("place", "articles"),
                  ("place", "particles"), ("negation", "scope_end")),
@@ -86,7 +83,7 @@ def cue_words() -> dict[str, frozenset[str]]:
         "area": (("ids", "area"), ("place", "nouns")),
     }
     out: dict[str, set[str]] = {name: set() for name in sections}
-    for table in all_tables().values():
+    for table in tables:
         for name, paths in sections.items():
             for path in paths:
                 value = table
@@ -96,13 +93,29 @@ def cue_words() -> dict[str, frozenset[str]]:
     return {name: frozenset(words) for name, words in out.items()}
 
 
+@lru_cache(maxsize=1)
+def cue_words() -> dict[str, frozenset[str]]:
+    """Folded words of the cue tables by what they say, every language together (no language guess
+    needed: a word is a function word or a construct's word in any of them): ``stop``, ``node``,
+    ``way``, ``relation``, ``view``, ``user``, ``ids``, ``name``, ``around``, ``negation``, ``area``."""
+    return _cue_words(all_tables().values())
+
+
+@lru_cache(maxsize=16)
+def _own_cue_words(lang: str) -> dict[str, frozenset[str]]:
+    """Those of ``lang``'s own table where ``all_tables`` leaves it out (Polish, Turkish, Dutch), else none."""
+    own = own_table(lang)
+    return _cue_words([own] if own is not None else [])
+
+
 @lru_cache(maxsize=16)
 def stopwords(lang: str = "en") -> frozenset[str]:
     """Function and request-frame words no query needs to cover (folded): ``words.json``'s list of
     ``lang`` (English's where it has none) and every cue table's, less the words never taken for them."""
     table = words_table()["stop"]
     content = {fold(w) for w in words_table()["content"]}
-    return (frozenset(fold(w) for w in table.get(lang, table["en"])) | cue_words()["stop"]) - content
+    own = _own_cue_words(lang)["stop"]
+    return (frozenset(fold(w) for w in table.get(lang, table["en"])) | cue_words()["stop"] | own) - content
 
 
 @lru_cache(maxsize=16)
@@ -111,7 +124,9 @@ def topic_vocabulary(lang: str = "en") -> frozenset[str]:
     types, view, user, id and area words, without their function words ("in" of "in the current view")."""
     table = words_table()["topic"]
     cues = cue_words()
-    phrases = frozenset().union(*(cues[name] for name in ("node", "way", "relation", "view", "user", "ids", "area")))
+    own = _own_cue_words(lang)
+    phrases = frozenset().union(*(cues[name] | own.get(name, frozenset())
+                                  for name in ("node", "way", "relation", "view", "user", "ids", "area")))
     return frozenset(fold(w) for w in table.get(lang, table["en"])) | (phrases - stopwords(lang))
 
 

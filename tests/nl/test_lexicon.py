@@ -46,7 +46,8 @@ def test_lexicon_case(lang, case):
 def test_every_language_has_cases_and_a_file():
     have = {p.stem for p in CASES_DIR.glob("*.jsonl")}
     assert set(LANGUAGES) | {"brands"} <= have
-    assert set(CUE_LANGUAGES) <= set(LANGUAGES)  # every language the cue tables read, and tr, pl
+    # every language the cue tables read but Dutch (no Dutch lexicon yet: docs/nl.md says why)
+    assert set(CUE_LANGUAGES) - {"nl"} <= set(LANGUAGES)
     for name in [*LANGUAGES, "brands"]:
         assert DATA.joinpath(f"{name}.json.gz").is_file(), name
 
