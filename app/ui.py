@@ -47,6 +47,7 @@ from geoql.app.run import (ENDPOINTS, endpoint_url, export, make_client, make_ge
 from geoql.core.errors import ConfigError
 from geoql.eval.dataset import RELEASE_BASE_URL, DatasetError, resolve_data_dir
 from geoql.nl.frame import guess_language
+from geoql.nl.lexicon import Lexicon
 from geoql.index.config import NPM_REGISTRY
 from geoql.osm.nominatim import DEFAULT_NOMINATIM_URL, NominatimConfig
 from geoql.osm.overpass import DEFAULT_OVERPASS_URL, EVAL_TIMEOUT_S, OverpassConfig
@@ -501,6 +502,21 @@ class Preparation:
         return "\n".join(lines)
 
 
+def _import_what_gradio_imports_per_call() -> None:
+    """Gradio switches matplotlib's backend around every call, where matplotlib is installed (a
+    --dev install has it): the first call imports it and pyplot in the server's event loop, about
+    0.5 s in which no page of any visitor gets an answer. Done while the page is getting ready,
+    the calls find them imported."""
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    try:
+        matplotlib.get_backend()
+    except Exception:  # noqa: BLE001 (a broken matplotlib is gradio's to meet, not a reason to stop)
+        log.warning("matplotlib is installed but does not load; gradio will meet it on the first call")
+
+
 def _answers(url: str, timeout: float = 3.0) -> bool:
     import requests
 
@@ -616,6 +632,10 @@ class DemoService:
         backend = self.compiler().backend()
         # The CPU default loads (or, the first time, trains) its model on first use.
         getattr(backend, "model", None)
+        # What requests would otherwise load one at a time while the others wait: every request's
+        # reading looks words up in the feature lexicon, whose files are read on first use.
+        Lexicon.default().read_all()
+        _import_what_gradio_imports_per_call()
 
     def background_note(self) -> str:
         """While the CPU default's full model trains behind its quick one: what the page says (else '')."""

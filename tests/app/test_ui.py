@@ -20,6 +20,7 @@ from geoql.app.backends.base import BackendError
 from geoql.app.geo import to_geojson
 from geoql.app.run import slug
 from geoql.app.ui import COMPILE_OUTPUTS, RUN_OUTPUTS, DemoConfig, build_app, launch
+from geoql.nl.lexicon import LANGUAGES as LEXICON_LANGUAGES
 
 BOTH_OUTPUTS = COMPILE_OUTPUTS + RUN_OUTPUTS[:4]
 
@@ -351,6 +352,38 @@ def test_the_demo_asks_the_cpu_default_for_a_quick_start_and_says_so(tmp_path, h
     assert service.background_note().startswith("**Answers come from a quick first model** (trained on the first 1,000 ")
     backend.upgrade_error = "OSError: [Errno 28] No space left on device"
     assert "training the full one failed (OSError" in service.background_note()
+
+
+def test_preparation_loads_what_the_first_calls_would(tmp_path):
+    """The feature lexicon's files and the matplotlib that gradio switches around every call (a --dev
+    install has it) are loaded while the page gets ready: on 909ecfe the first call imported matplotlib
+    and pyplot in the server's event loop (~0.5 s in which no visitor's page got an answer), and the
+    first request of each language read its lexicon file. In a process of its own: other tests load them."""
+    import subprocess
+    import sys
+    import textwrap
+
+    import matplotlib  # noqa: F401 (the dev install has it, as the case to cover)
+
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+        from fakes.support import LookupBackend
+        from geoql.app import Compiler
+        from geoql.app.ui import DemoConfig, DemoService
+        from geoql.nl.lexicon import Lexicon
+        before = {{"pyplot": "matplotlib.pyplot" in sys.modules, "files": Lexicon.default().files_read}}
+        service = DemoService(DemoConfig(check_services=False, cache_dir={str(tmp_path)!r}),
+                              compiler=Compiler(LookupBackend({{}}), k_tags=0, k_examples=0))
+        assert service.preparation.wait(120) and service.preparation.state == "ready", service.preparation.error
+        after = {{"pyplot": "matplotlib.pyplot" in sys.modules, "files": Lexicon.default().files_read}}
+        print(json.dumps([before, after]))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before == {"pyplot": False, "files": []}
+    assert after["pyplot"] and set(after["files"]) == {*LEXICON_LANGUAGES, "brands"}
 
 
 def test_a_failed_preparation_says_why():
