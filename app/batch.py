@@ -310,9 +310,11 @@ class InProcess:
 _WORKER: dict = {}
 
 
-def _start_worker(config: CompileConfig, rows: bool) -> None:
+def _start_worker(config: CompileConfig, rows: bool, coordinator: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's: it stops the workers itself
-    threading.Thread(target=_end_with_coordinator, args=(os.getppid(),), daemon=True,
+    # The coordinator's pid comes from the coordinator: a worker still importing when it was killed
+    # would read its new parent here and watch that one instead.
+    threading.Thread(target=_end_with_coordinator, args=(coordinator,), daemon=True,
                      name="geoql-coordinator-watch").start()
     _WORKER["compiler"], _WORKER["rows"] = Compiler(config=config), rows
 
@@ -355,7 +357,7 @@ class Processes:
         self._saved_env = {name: os.environ.get(name) for name in ONE_THREAD}
         os.environ.update(ONE_THREAD)  # the spawned workers inherit it before they import numpy
         self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_start_worker, initargs=(self.config, self.rows))
+                                        initializer=_start_worker, initargs=(self.config, self.rows, os.getpid()))
         waiting = iter(chunks)
         running: set = set()
         first = True
