@@ -18,7 +18,9 @@ answer waits ``--overpass-delay`` seconds, standing in for server time):
 
 ``--before CHECKOUT`` runs the same measurements on another checkout (its own ``.venv``,
 its own code and fakes) in the same run, alternating ``--rounds`` times, and prints both
-and their ratios. ``--backend lookup`` answers dev requests with their gold query (no model);
+and their ratios. Install both sides alike (the same ``scripts/setup.sh`` extras): gradio
+switches matplotlib's backend around every call where matplotlib is installed (``--dev`` has
+it), so sides with different extras differ by more than their code. ``--backend lookup`` answers dev requests with their gold query (no model);
 ``--backend cpu`` uses the CPU default (its model and index in the user directories).
 """
 
