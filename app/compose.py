@@ -35,7 +35,7 @@ from overpassql import ast as A
 from geoql.app.decoding import Candidate
 from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, tokens
-from geoql.nl.lexicon import place_lemmas
+from geoql.nl.places import dictionary_form
 from geoql.nl.request import Feature, Filter, Request
 from geoql.nl.text import fold
 from geoql.nl.words import cue_words, stopwords
@@ -344,10 +344,7 @@ def _areas(r: Request) -> list[str]:
 
 def _place_name(name: str, lang: str) -> str:
     """A place in its dictionary form where the language inflects it ("Krakowie" -> "Kraków")."""
-    if " " in name.strip():
-        return name
-    lemmas = place_lemmas(name, lang)
-    return lemmas[0] if lemmas else name
+    return dictionary_form(name, lang)
 
 
 def _quoted(text: str) -> str:

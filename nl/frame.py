@@ -240,6 +240,22 @@ def _latin_scores(toks: list[Token]) -> dict[str, float]:
     return score
 
 
+def latin_rivals(text: str, language: str, margin: float) -> list[str]:
+    """Latin-script languages other than ``language`` whose cue-word score for ``text`` is within
+    ``margin`` of ``language``'s (every one of them when no cue word tells), likeliest first: the
+    languages a guess made on a few small words might have missed ("hospitales en madrid y
+    barcelona": French's "en" outweighs Spanish's "y").
+
+    >>> latin_rivals("hospitales en madrid y barcelona", "fr", 0.5)[:1]
+    ['es']
+    """
+    score = _latin_scores(tokens(text))
+    own = score.get(language, 0.0)
+    latin = [lang for lang in LANGUAGES if "Latin" in table(lang)["language"]["scripts"]]
+    return sorted((lang for lang in latin if lang != language and score.get(lang, 0.0) >= own - margin),
+                  key=lambda lang: -score.get(lang, 0.0))
+
+
 def _best(score: dict[str, float]) -> str:
     best = max(score.values())
     return next(lang for lang in LANGUAGES if score.get(lang) == best)  # ties: English first
@@ -457,7 +473,7 @@ _LIST_BREAK = re.compile(r"[,，、]")
 class _Reader:
     """One request being read: its tokens, which of them are taken, and the frame."""
 
-    def __init__(self, nl: str):
+    def __init__(self, nl: str, language: str | None = None):
         text = unicodedata.normalize("NFKC", nl)[:MAX_CHARS]
         self.text = text
         self.toks = tokens(text)
@@ -465,7 +481,7 @@ class _Reader:
         self.taken = [False] * self.n
         self.phrases: list[tuple[int, int, str, bool]] = []  # (first token, end, text, negated) of what and negated
         self.not_numbers: set[int] = set()  # number tokens of coordinates, dates and ids
-        language = guess_language(text, self.toks)
+        language = language or guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
         self.lex = _lexicon(cue_language(language))
 
@@ -1512,13 +1528,14 @@ _LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", 
 _COORD_STEMS = ("coordinat", "coordonn", "coordenad", "koordinat", "координат", "坐标", "座標", "좌표")
 
 
-def read_frame(nl: str) -> Frame:
-    """The intent frame of ``nl`` (see the module's docstring). Never raises: a
-    request that is not text, empty, emoji or in a script without a cue table gives
-    a frame with what it could read (at worst only ``nl``, ``language="und"``)."""
+def read_frame(nl: str, language: str | None = None) -> Frame:
+    """The intent frame of ``nl`` (see the module's docstring), read in ``language``
+    (default: :func:`guess_language`'s). Never raises: a request that is not text,
+    empty, emoji or in a script without a cue table gives a frame with what it could
+    read (at worst only ``nl``, ``language="und"``)."""
     if not isinstance(nl, str):
         nl = "" if nl is None else str(nl)
     try:
-        return _Reader(nl).read()
+        return _Reader(nl, language).read()
     except (ValueError, IndexError, KeyError):  # a reading fault must not sink the caller's request
         return Frame(nl=nl, language="und", script=main_script(nl[:MAX_CHARS]))

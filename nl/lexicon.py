@@ -40,11 +40,11 @@ from geoql.nl.text import base_language, fold, spaceless
 FORMAT = 1
 # The languages the lexicon reads: those of the cue tables, and Turkish and Polish (no cue table:
 # the caller names the language).
-LANGUAGES = ("en", "de", "es", "fr", "it", "pt", "ru", "tr", "pl", "zh", "yue", "ja", "ko")
+LANGUAGES = ("en", "de", "es", "fr", "it", "pt", "ru", "tr", "pl", "nl", "zh", "yue", "ja", "ko")
 # Snowball algorithm per language; None: the language is matched by substring (no spaces, or
 # Korean, whose particles are glued to the word).
 STEMMERS = {"en": "english", "de": "german", "es": "spanish", "fr": "french", "it": "italian",
-            "pt": "portuguese", "ru": "russian", "tr": "turkish", "pl": "polish"}
+            "pt": "portuguese", "ru": "russian", "tr": "turkish", "pl": "polish", "nl": "dutch"}
 # How strongly a surface names its preset: iD's name, an alias, a search term, a part of its name
 # ("school" of "School Grounds").
 ROLE_WEIGHT = {"name": 1.0, "alias": 0.9, "term": 0.6, "part": 0.6}
@@ -146,7 +146,7 @@ _SURFACE, _TAGS, _SCORE, _REF, _ROLE = range(5)
 # too, its unknown words only (a request guessed English may be German: "Tankstellen in
 # Stuttgart"), by names and aliases only, for less.
 FOREIGN_DISCOUNT = 0.8
-_LATIN = ("en", "de", "fr", "es", "it", "pt", "pl", "tr")
+_LATIN = ("en", "de", "fr", "es", "it", "pt", "pl", "tr", "nl")
 # A surface of one letter ("駅", station; "寺", temple) names a thing only standing alone: between
 # the ends of the phrase, punctuation and these particles (it is part of longer words elsewhere).
 PARTICLES = {"ja": "のはがをにでとへやもか", "zh": "的在和与與及或有里裡", "yue": "嘅喺同與和及或有"}
@@ -260,6 +260,26 @@ class Lexicon:
             found += self._foreign_matches(text, table, brands, blocked)
         found.sort(key=lambda m: m.span)
         return [m for m in _merge_adjacent(text, found) if m.score >= min_score]
+
+    def known_words(self, text: str, lang: str) -> int:
+        """How many words of ``text`` the surfaces of ``lang`` itself name (no brands, no other
+        language's surfaces, matches under ``MIN_SCORE`` left out): how well ``lang`` reads the
+        request, for a language guess the cue words leave open. 0 for a language without a stemmed table.
+
+        >>> lex = Lexicon.default()
+        >>> lex.known_words("hospitales en madrid", "es"), lex.known_words("hospitales en madrid", "fr")
+        (1, 0)
+        """
+        name = base_language(lang) if isinstance(lang, str) else ""
+        table = self._table(name) if name in LANGUAGES else None
+        if table is None or not table.stemmed or not isinstance(text, str):
+            return 0
+        text = unicodedata.normalize("NFKC", text)[:4000]
+        spans = [m.span for m in self._token_matches(text, table, None, []) if m.score >= MIN_SCORE]
+        # a brand's name says nothing of the language (Polish iD lists "lidl" as a supermarket's term)
+        brands = self._table("brands")
+        return sum(1 for t in tokens(text) if not t.spaceless and any(a <= t.start and t.end <= b for a, b in spans)
+                   and (brands is None or t.fold not in brands.keys))
 
     # -- spaced scripts: token sequences by stem ---------------------------------------------
     def _token_matches(self, text: str, table: _Table | None, brands: _Table | None, blocked, *,

@@ -30,15 +30,17 @@ from __future__ import annotations
 
 import dataclasses
 import unicodedata
+from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
 from geoql.nl.attributes import AttributeMatch, find as find_attributes
 from geoql.nl.cues import table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
-from geoql.nl.frame import MAX_CHARS, Frame, cue_language, read_frame
+from geoql.nl.places import gazetteer
+from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, read_frame
 from geoql.nl.support import Support, read_support
-from geoql.nl.text import SPACELESS_SCRIPTS, fold
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, spaceless
 from geoql.nl.text import scripts as script_counts
 from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 
@@ -64,9 +66,12 @@ class FeatureMatch:
 class Lexicon(Protocol):
     """The seam for a multilingual feature and brand lexicon: the tags a feature phrase names
     (``Feature.tags``, ``Request.brands``), best first; ``lookup(text, lang)`` as a feature
-    lexicon answers it."""
+    lexicon answers it; ``known_words(text, lang)``: how many words of ``text`` the language's own
+    surfaces name (what decides between close language guesses)."""
 
     def lookup(self, text: str, lang: str) -> Sequence[FeatureMatch]: ...
+
+    def known_words(self, text: str, lang: str) -> int: ...
 
 
 class Things(Protocol):
@@ -85,12 +90,15 @@ class Knowledge:
     ``lexicon`` (:class:`Lexicon`) ties feature phrases to tags; ``things`` (:class:`Things`) tells
     a thing from a place by its name; ``places``: folded place names -> spelling (the CPU
     default's, learned from its training queries): a place written in lower case after "in"
-    counts when it is one of them ("castles in algeria").
+    counts when it is one of them ("castles in algeria"). ``world_places``: whether a name of
+    ``geoql.nl.places``' gazetteer written with no preposition at the start or end of the request
+    is its place too ("dentist toronto"); off where a phrase is one name ("Munich central station").
     """
 
     lexicon: Lexicon | None = None
     things: Things | None = None
     places: Mapping[str, str] = field(default_factory=dict)
+    world_places: bool = True
 
 
 NO_KNOWLEDGE = Knowledge()
@@ -271,6 +279,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     lexicon, things = knowledge.lexicon, knowledge.things
     frame = read_frame(nl)
     text = frame_text(nl)
+    rival = _rival_language(text, frame, lexicon)
+    if rival is not None:
+        frame = read_frame(nl, rival)
     # A place read only by its position that the lexicon knows as a thing is the thing: "公园的长椅".
     thing = frame.opening_place
     if not (thing and things is not None and things.names_a_thing(thing, frame.language)):
@@ -281,8 +292,10 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
     place = places[0].name if places else None
-    if not places and knowledge.places:
-        places, features = _known_places(text, features, knowledge.places)
+    if not places:
+        # the caller's place names first (the CPU default's: its training queries'), then the world's cities
+        known = ChainMap(dict(knowledge.places or {}), gazetteer()) if knowledge.world_places else knowledge.places
+        places, features = _known_places(text, features, known or {})
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
@@ -297,7 +310,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     if frame.around is not None:
         of = frame.around.of
         # the centre phrase read on its own, without known places: "munich central station" is one name
-        of_request = read_request(of, dataclasses.replace(knowledge, places={})) if of else None
+        of_request = read_request(of, dataclasses.replace(knowledge, places={}, world_places=False)) if of else None
         centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request)
@@ -316,6 +329,26 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         words=tuple(content_words(nl, frame.language)), stems=word_stems(nl), topic_words=topic_words(nl, frame.language),
         support=read_support(nl),
         english=english, english_with_frame=merged)
+
+
+# How far below the guess a language's cue-word score may be and still read the request where its
+# feature lexicon knows more of the words (``_rival_language``).
+RIVAL_MARGIN = 0.5
+
+
+def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | None:
+    """A language to read a Latin-script request in instead of the guess: one whose cue words score
+    within ``RIVAL_MARGIN`` of the guess's and whose feature lexicon knows strictly more of the
+    request's words ("hospitales en madrid y barcelona" is Spanish, not French; "otogar ankara",
+    with no cue word at all, is Turkish). None: keep the guess."""
+    if lexicon is None or frame.script != "Latin":
+        return None
+    best, known = None, lexicon.known_words(text, frame.language)
+    for lang in latin_rivals(text, frame.language, RIVAL_MARGIN):
+        n = lexicon.known_words(text, lang)
+        if n > known:
+            best, known = lang, n
+    return best
 
 
 def frame_text(nl: str) -> str:
@@ -425,6 +458,9 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
         if len(things) > 1 and stem_fold(f.text) in known:
             # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
             return (Place(f.text, f.span),), features[:k] + features[k + 1:]
+        wide = _wide_edge_place(f, known, end)
+        if wide is not None:
+            return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
         toks = [t for t in tokens(f.text) if not t.spaceless]
         for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
@@ -441,6 +477,40 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
                 return (place,), features[:k] + (feature,) + features[k + 1:]
     return (), features
+
+
+# The longest place name tried at the edge of a phrase written without spaces ("北京", "名古屋", "서울특별시").
+MAX_WIDE_PLACE_CHARS = 6
+
+
+def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int) -> tuple[Place, Feature] | None:
+    """A known place that opens (or ends) a phrase written without spaces, and the rest of the phrase:
+    "苏州酒店" is hotels in 苏州, "와이파이 되는 카페 대구" cafés in 대구. The longest name wins; the rest
+    must keep a letter.
+
+    >>> p, rest = _wide_edge_place(Feature("苏州酒店", (0, 4)), {stem_fold("苏州"): "Suzhou"}, 4)
+    >>> (p.name, p.span), (rest.text, rest.span)
+    (('苏州', (0, 2)), ('酒店', (2, 4)))
+    """
+    text = f.text
+    for head in (True, False):
+        if (head and f.span[0] != 0) or (not head and f.span[1] != end):
+            continue
+        for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - 1), 1, -1):
+            name = text[:n] if head else text[-n:]
+            rest = text[n:] if head else text[:-n]
+            if not (spaceless(name[0]) and spaceless(name[-1])) or stem_fold(name) not in known:
+                continue
+            if not any(ch.isalpha() for ch in rest) or (rest[:1].isalpha() and not spaceless(rest[0]) and head) \
+                    or (not head and rest[-1:].isalpha() and not spaceless(rest[-1])):
+                continue  # a name inside a word of another script is no name
+            lead = len(rest) - len(rest.lstrip())
+            start = f.span[0] + (n + lead if head else 0)
+            rest = rest.strip()
+            place_start = f.span[0] if head else f.span[1] - n
+            return (Place(name, (place_start, place_start + n)),
+                    dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=()))
+    return None
 
 
 def _articles(language: str) -> set[str]:
@@ -465,7 +535,8 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
     playground", "um einen Spielplatz", "of schools"). Names of things that know the phrase as a thing
     says so first; in a script without case, without one, nothing tells.
 
-    >>> _centre("Munich central station", read_request("Munich central station"), read_frame("x"), None)
+    >>> one_name = Knowledge(world_places=False)  # as read_request reads a centre phrase
+    >>> _centre("Munich central station", read_request("Munich central station", one_name), read_frame("x"), None)
     ('place', 'Munich central station')
     >>> _centre("a playground", read_request("a playground"), read_frame("x"), None)
     ('features', None)

@@ -153,6 +153,9 @@ def test_the_lexicon_of_the_reading_licenses_its_tags():
             table = {"Tankstellen": ("amenity=fuel",), "Namen": ("name",)}
             return [FeatureMatch((0, len(text)), table[text], 0.9)] if text in table else []
 
+        def known_words(self, text, lang):
+            return 0
+
     query = '{{geocodeArea:"Stuttgart"}}->.a;nwr["amenity"="fuel"](area.a);out;'
     assert [p.text for p in unlicensed_parts(read_request("Tankstellen in Stuttgart"), query)] == ['["amenity"="fuel"]']
     request = read_request("Tankstellen in Stuttgart", Knowledge(lexicon=Lexicon()))

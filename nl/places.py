@@ -1,0 +1,52 @@
+"""Place names a request may write without a preposition: the gazetteer (``nl/data/places.json.gz``).
+
+The cue tables read a place after its preposition or particle ("in Toronto", "苏州的"); people also
+type the name alone ("dentist toronto", "苏州酒店", "서울 카페"). The gazetteer holds the names of the
+world's cities of 100,000 people or more and of the countries, in the scripts the cue tables read,
+from GeoNames (``scripts/build_places.py``, which says what is left out and why). Keys are
+``stem_fold`` of a name; values the place's English name.
+
+>>> gazetteer()[stem_fold("Toronto")], gazetteer()[stem_fold("苏州")], stem_fold("nice") in gazetteer()
+('Toronto', 'Suzhou', False)
+>>> dictionary_form("казани", "ru"), dictionary_form("Krakowie", "pl")
+('казань', 'Kraków')
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import lru_cache
+from importlib import resources
+
+from geoql.core.errors import GeoqlError
+from geoql.nl.lexicon import place_lemmas
+from geoql.nl.words import stem_fold
+
+FORMAT = 1
+
+__all__ = ["dictionary_form", "gazetteer"]
+
+
+@lru_cache(maxsize=1)
+def gazetteer() -> dict[str, str]:
+    """``stem_fold`` of a place name -> the place's English name (read once, on first use)."""
+    try:
+        raw = resources.files("geoql.nl").joinpath("data", "places.json.gz").read_bytes()
+        data = json.loads(gzip.decompress(raw))
+    except (OSError, ValueError) as e:
+        raise GeoqlError(f"nl/data/places.json.gz unreadable ({e}); reinstall geoql") from e
+    if data.get("format") != FORMAT:
+        raise GeoqlError(f"nl/data/places.json.gz has format {data.get('format')}, this GeoQL reads {FORMAT}; reinstall geoql")
+    return {key: value[0] for key, value in data["names"].items()}
+
+
+def dictionary_form(name: str, lang: str) -> str:
+    """``name`` in its dictionary form where ``lang`` inflects it (``geoql.nl.lexicon.place_lemmas``):
+    the likeliest spelling the gazetteer knows ("казани" -> "казань", not the first rule's "казан"),
+    else the likeliest spelling; a name of several words as it is."""
+    if not isinstance(name, str) or " " in name.strip():
+        return name
+    lemmas = place_lemmas(name, lang)
+    known = gazetteer()
+    return next((w for w in lemmas if stem_fold(w) in known), lemmas[0] if lemmas else name)

