@@ -442,7 +442,9 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["users"] | cues["time"]
         covered += [m.span() for u in r.users for m in re.finditer(re.escape(u), r.text)]
     if r.bbox is not None or r.dates:
-        covered += [(t.start, t.end) for t in tokens(r.text) if t.number]
+        # the box's or date's numbers, and a box typed without spaces ("52.50,13.35,52.54,13.42": one token)
+        covered += [(t.start, t.end) for t in tokens(r.text)
+                    if t.number or r.bbox is not None and t.text and all(ch.isdigit() or ch in ".,-" for ch in t.text)]
     for kind in r.output:
         allowed |= cues.get(kind, frozenset())
     return not _unaccounted(r, covered, allowed)

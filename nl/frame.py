@@ -349,6 +349,7 @@ class _Lexicon:
     absent_cues: Matcher
     more_less: Matcher
     name_ops: Matcher
+    name_in: Matcher  # "in the name" ("after"), "名字里有" ("before" the value): the value is in the name
 
 
 def _sections(lang: str) -> list[dict]:
@@ -444,6 +445,8 @@ def _lexicon(lang: str) -> _Lexicon:
         absent_cues=Matcher(cues(lambda t: t["filters"]["absent"])),
         more_less=Matcher(payload(lambda t: t["filters"]["compare"])),
         name_ops=Matcher(payload(lambda t: t["filters"]["name"])),
+        name_in=Matcher([(w, "after") for w in own["filters"].get("name_in", [])]
+                        + [(w, "before") for w in own["filters"].get("name_in_before", [])]),
     )
 
 
@@ -536,6 +539,7 @@ class _Reader:
         self.distances()
         self.outputs()
         self.types()
+        self.name_in()
         self.unquoted_names()
         self.place()
         if self.frame.opening_place not in self.frame.places:  # read, then set aside (not_places, digits)
@@ -945,6 +949,12 @@ class _Reader:
         # read past other steps: "ways with the IDs 1, 2" names ways as ids do
         for s, e, kind in self.find(self.lex.types, False):
             self.frame.types.add(kind)
+            self.take(s, e)
+
+    def name_in(self) -> None:
+        """"cafes with coffee in the name", "улицы в названии которых есть ленин": the cue is no thing of
+        its own (the value next to it is a name pattern: :meth:`_name_pattern`)."""
+        for s, e, _ in self.find(self.lex.name_in, True):
             self.take(s, e)
 
     def unquoted_names(self) -> None:
@@ -1424,6 +1434,13 @@ class _Reader:
         before the value ("name ends with strasse", "name contains pizza") or closing it ("deren Name mit
         Pizza beginnt")."""
         lex, toks = self.lex, self.toks
+        # "with coffee in the name" (the cue right after the value), "в названии которых есть ленин",
+        # "名字里有人民" (right before it): the name contains the value
+        after = lex.name_in.match_at(toks, j) if j < self.n else None
+        if after and after[1] == "after" or \
+                any(hit and hit[1] == "before" and i - 1 <= hit[0] <= i
+                    for s in range(max(0, i - 8), i) for hit in [lex.name_in.match_at(toks, s)]):
+            return "contains", self.span(i, j)
         for s in range(max(0, i - 3), j):
             hit = lex.name_ops.match_at(toks, s)
             if not hit or hit[0] < i - 1 or not (self._cue_near(lex.names, s, s, before=True, after=False, reach=6)

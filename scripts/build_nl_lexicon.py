@@ -8,7 +8,8 @@ Sources, each pinned and checked against its SRI integrity string:
   every searchable preset's name, aliases and terms in each language of ``LANGUAGES`` (regional
   variants folded into their language: en-GB and en-AU into ``en``, zh-CN/zh-TW/zh-HK into ``zh``);
 * ``name-suggestion-index`` (``NSI_VERSION``): brands with a Wikidata id present in at least
-  ``MIN_BRAND_COUNTRIES`` countries, as ``brand``/``brand:<lang>`` spellings -> the brand's main tag;
+  ``MIN_BRAND_COUNTRIES`` countries, and those of fewer countries whose names no word or city shares,
+  as ``brand``/``brand:<lang>`` spellings -> the brand's main tag;
 * ``simplemma`` (form -> lemma tables, read here only): the inflected forms of the lexicon's words
   that the Snowball stemmer does not bring to their lemma's stem ("Museen" -> "Museum",
   "музеев" -> "музей"), kept as a small ``forms`` table per language;
@@ -70,6 +71,10 @@ VARIANTS = {
 
 # A brand present in this many countries or more (a world or continent region counts as many).
 MIN_BRAND_COUNTRIES = 3
+# A brand of fewer countries ("Mercadona", "Albert Heijn", "Walgreens") is kept only where no word or
+# place is spelled like it (``_local_brand_blocklist``) and its name has this many letters or more.
+LOCAL_BRAND_LETTERS = 4
+LOCAL_BRAND_DICTIONARIES = ("en", "de", "fr", "es", "it", "pt", "nl")
 # Region codes of NSI's locationSets (UN M49) that stand for many countries.
 _MANY = 50
 # Irregular forms kept: of lemmas this long or longer, at most this many letters longer than the lemma
@@ -217,8 +222,9 @@ def _countries(location_set: dict) -> set[str]:
     return out
 
 
-def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str]], dict]:
-    """[(surface, main tag, brand value, wikidata)] of the brands present in enough countries."""
+def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str, bool]], dict]:
+    """[(surface, main tag, brand value, wikidata, local)] of every brand with a Wikidata id; ``local``:
+    present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no word shares its name)."""
     by_q: dict[str, list[tuple[str, dict, set[str]]]] = defaultdict(list)
     for path, group in nsi["nsi"].items():
         parts = path.split("/")
@@ -234,8 +240,7 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
     spellings = ("brand", "brand:en", *(f"brand:{lang}" for lang in langs), "brand:zh-Hans", "brand:zh-Hant")
     for q, items in sorted(by_q.items()):
         reach = set().union(*(c for _, _, c in items))
-        if len(reach) < MIN_BRAND_COUNTRIES:
-            continue
+        local = len(reach) < MIN_BRAND_COUNTRIES
         mains = defaultdict(int)
         for main, _, c in items:
             mains[main] += len(c)
@@ -246,8 +251,8 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
                 continue
             for key in spellings:
                 if tags.get(key):
-                    kept.append((tags[key], main, tags["brand"], q))
-    stats["brands_kept"] = len({q for *_, q in kept})
+                    kept.append((tags[key], main, tags["brand"], q, local))
+    stats["brands_kept"] = len({q for *_, q, local in kept if not local})
     return kept, stats
 
 
@@ -289,6 +294,23 @@ def _common_words(dictionaries, words_by_lang) -> tuple[dict, set[str]]:
         t = cues.table(lang)
         words.update(fold(w) for section in ("stop", "markers", "joiners") for w in t[section])
     return dictionaries, words
+
+
+# Marks inside a brand written without spaces that people leave out ("セブン-イレブン", "ファミリー・マート").
+_SPACELESS_MARKS = re.compile(r"[-‐‑–・･·.]")
+
+
+def _local_brand_blocklist(common) -> set[str]:
+    """Words a local brand may not be spelled as (nor open with): the lower-case forms of every
+    dictionary of the Latin-script languages whose tables list few names (the Polish and Turkish ones
+    list "toronto"), and the gazetteer's places (``nl/data/places.json.gz``, when built)."""
+    dictionaries, _words = common
+    out = {fold(w) for lang in LOCAL_BRAND_DICTIONARIES if lang in dictionaries
+           for form in dictionaries[lang] if (w := form.decode()) == w.lower()}
+    places = ROOT / "nl" / "data" / "places.json.gz"
+    if places.is_file():
+        out.update(json.loads(gzip.decompress(places.read_bytes()))["names"])
+    return out
 
 
 def _is_common(key: str, common) -> bool:
@@ -401,16 +423,31 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
     brand_rows, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
     common = _common_words(dictionaries, words_by_lang)
     brands: dict[str, list] = {}
-    for surface, main, brand, q in brand_rows:
+    local_words = _local_brand_blocklist(common)
+    local_kept: set[str] = set()
+    # the brands of many countries first: a local brand never takes the spelling of one of them
+    for surface, main, brand, q, local in sorted(brand_rows, key=lambda row: row[4]):
         key = " ".join(t.fold for t in cues.tokens(fold(surface)))
         if is_spaceless_text(key):  # read as a substring, like the language's own surfaces
             key = "".join(fold(surface).split())
         if len(key.replace(" ", "")) < 2:
             continue
+        if local:
+            # a brand of one or two countries counts only where nothing else is spelled so: no word of
+            # any language's dictionary or table ("continente", "biedronka"), no city, four letters or more
+            if key in brands and brands[key][2] != q or len(key.replace(" ", "")) < LOCAL_BRAND_LETTERS \
+                    or _is_common(key, common) or key in local_words:
+                continue
+            local_kept.add(q)
         # the entry whose own brand tag is this spelling gives the brand value ("Starbucks", not "스타벅스")
         prev = brands.get(key)
         if prev is None or (surface == brand and prev[1][1] != f"brand={surface}"):
             brands[key] = [surface, [main, f"brand={brand}"], q, int(_is_common(key, common))]
+        bare = _SPACELESS_MARKS.sub("", key) if is_spaceless_text(key) else key
+        if bare != key and len(bare) >= 2:
+            # "セブン-イレブン" as people type it: "セブンイレブン"
+            brands.setdefault(bare, brands[key])
+    brand_stats["local_brands_kept"] = len(local_kept)
     languages["brands"] = {"format": FORMAT, "max_words": max(k.count(" ") + 1 for k in brands),
                            "max_letters": max(len(k) for k in brands if is_spaceless_text(k)),
                            "keys": dict(sorted(brands.items()))}
