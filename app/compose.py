@@ -151,7 +151,7 @@ def _unsupported(r: Request) -> bool:
     """Parts of a request composition does not build: copy-edits keep them."""
     return bool(r.area_ids or r.uids or len(r.users) > 1 or r.types and not r.ids or r.periods
                 or r.ids and (r.features or r.places or r.around or r.in_view or r.bbox or r.users or r.dates)
-                or r.brands and any(f.negated for f in r.features) or len(r.output) > 1
+                or any(not f.negated for f in r.brands) and any(f.negated for f in r.features) or len(r.output) > 1
                 or r.output - set(OUTPUTS) or r.in_view and (r.places or r.around) or r.bbox and (r.places or r.around))
 
 
@@ -268,6 +268,10 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
         if flt.kind in ("no", "absent") and negated is not None and negated.negated:
             tags = _feature_tags(r, negated, covered)
             wanted = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
+            # "petrol stations that are not Shell": a brand is left out by its brand tag, whatever it sells
+            brand = [t for t in tags or () if t.startswith("brand=")]
+            if brand and len(brand) == 1:
+                return [_tag(brand[0], "!=")]
             # "restaurants that are not pizzerias": the lexicon gives both one tag; nothing would be left
             if tags is not None and len(tags) == 1 and not tags[0].endswith("=*") and tags[0] not in wanted:
                 return [_tag(tags[0], "!=")]
@@ -384,7 +388,29 @@ def _overlaps_attribute(r: Request) -> bool:
     spans = [m.span for m in r.attribute_words]
     negation = _cue_tokens()["negation"]
     return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
-        any(t.fold in negation for p in r.places for t in tokens(p.name))
+        any(t.fold in negation for p in r.places for t in tokens(p.name) if not t.spaceless) or \
+        any(cue in "".join(fold(p.name).split()) for p in r.places for cue in _spaceless_negation())
+
+
+@lru_cache(maxsize=1)
+def _spaceless_negation() -> frozenset[str]:
+    """Negation cues written without spaces, whole ("不是", "아닌", "じゃない"): a syllable of one ("제" of
+    "제외", except) is no negation inside a name ("제주")."""
+    out: set[str] = set()
+    for t in all_tables().values():
+        for cue in _flat(t["negation"]):
+            folded = "".join(fold(cue).split())
+            if folded and all(tok.spaceless for tok in tokens(folded)):
+                out.add(folded)
+    return frozenset(out)
+
+
+def _flat(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [w for v in value.values() for w in _flat(v)]
+    return [w for v in value for w in _flat(v)] if isinstance(value, (list, tuple)) else []
 
 
 # ------------------------------------------------------------------ every word accounted for
@@ -453,8 +479,10 @@ def _accounted(r: Request, covered: list) -> bool:
 def _unaccounted(r: Request, covered: list, allowed: set) -> list[str]:
     """The tokens of ``r`` no part of the query covers and no cue of what was read allows."""
     out = []
+    # a place's case ending after an apostrophe is the place ("kocaeli'deki", "Trabzon'daki", "Paris's")
+    ends = {p.span[1] + 1 for p in r.places if p.span is not None and r.text[p.span[1]:p.span[1] + 1] in "'’"}
     for t in tokens(r.text):
-        if any(a <= t.start and t.end <= b for a, b in covered):
+        if any(a <= t.start and t.end <= b for a, b in covered) or t.start in ends:
             continue
         if t.number and r.coords is not None:
             continue  # the point's coordinates ("around 40.7128,-74.0060"): the around's centre
@@ -497,8 +525,8 @@ _AREA_NAME = re.compile(r'\{\{geocodeArea:\s*"?([^"}]*)"?\s*\}\}')
 
 def query_facts(query: str) -> tuple | None:
     """What a query selects, without its style: the tag filters of each statement that prints (as a
-    set of sets), the folded names of its areas, its around radii and its out options. None: it does
-    not parse."""
+    set of sets), the folded names of its areas (with the boxes it types and the map view), its around
+    radii and its out options. None: it does not parse."""
     try:
         script = overpassql.parse(query)
     except Exception:  # an unparsable pick carries no facts
@@ -507,6 +535,12 @@ def query_facts(query: str) -> tuple | None:
         return None
     selects, areas, radii, outs = set(), set(), set(), set()
     for node in A.walk(script):
+        # a box typed in and the map view are places too ("bus stops in 52.5,13.35,52.54,13.42" is no view)
+        if isinstance(node, A.BBox):
+            areas.add(("box", node.south, node.west, node.north, node.east))
+        elif isinstance(node, A.PlaceholderFilter) and "{{bbox}}" in node.text \
+                or isinstance(node, A.Setting) and "{{bbox}}" in node.value:
+            areas.add(("view",))
         if isinstance(node, A.Placeholder):
             areas.update(fold(m) for m in _AREA_NAME.findall(node.text))
         elif isinstance(node, A.Query):

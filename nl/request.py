@@ -299,6 +299,10 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
+    if lexicon is not None and knowledge.world_places:
+        # a phrase that is all a city, beside the places read ("ospedali a milano e a torino", "京都と奈良のお寺")
+        # or in the middle of the request ("wifiがある東京のカフェ")
+        places, features = _place_phrases(places, features, ChainMap(dict(knowledge.places or {}), gazetteer()))
     places, features = _feature_places(places, features)
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
@@ -477,6 +481,26 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
                 return (place,), features[:k] + (feature,) + features[k + 1:]
     return (), features
+
+
+def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
+                   known: Mapping[str, str]) -> tuple[tuple, tuple]:
+    """Feature phrases that name nothing the lexicon knows and are all a known place, read beside
+    the places the cue tables found: "milano" of "ospedali a milano e a torino" (Italian reads a place
+    after "a" only once), "奈良" of "京都と奈良のお寺". Nothing changes unless a thing with tags is left.
+
+    >>> ps, fs = _place_phrases((Place("torino", (22, 28)),), (Feature("ospedali", (0, 8), tags=(1,)),
+    ...                          Feature("milano", (11, 17))), {"milano": "Milan"})
+    >>> [p.name for p in ps], [f.text for f in fs]
+    (['milano', 'torino'], ['ospedali'])
+    """
+    named = [k for k, f in enumerate(features)
+             if not f.negated and not f.tags and f.span is not None and stem_fold(f.text) in known]
+    if not named or not any(f.tags for k, f in enumerate(features) if k not in named and not f.negated):
+        return places, features
+    found = [Place(features[k].text, features[k].span) for k in named]
+    ordered = tuple(sorted(places + tuple(found), key=lambda p: p.span or (1 << 30, 0)))
+    return ordered, tuple(f for k, f in enumerate(features) if k not in named)
 
 
 # The longest place name tried at the edge of a phrase written without spaces ("北京", "名古屋", "서울특별시").
