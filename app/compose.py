@@ -257,6 +257,10 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
         return _name_filter(flt)
     if flt.kind == "compare":
         return _compare(r, flt, things, covered)
+    if flt.kind == "yes" and flt.span is not None and any(
+            f.kind == "compare" and f.span is not None and f.span[0] < flt.span[1] and flt.span[0] < f.span[1]
+            for f in r.filters):
+        return []  # "con limite di velocità superiore a 90": the comparison's own attribute, read twice
     if flt.kind == "yes" and flt.span is not None and any(f.kind == "name" for f in r.filters):
         words = [m for m in r.attribute_words if flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1]]
         if words and all(m.attribute.key == "name" for m in words):
@@ -319,6 +323,17 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
         value = float(flt.value.replace(",", ".")) * METRES[flt.unit]
     except ValueError:
         return None
+    if attribute.digits is not None:
+        # "at least 4 stars": stars are "4", "4S", "3.5"; number() reads no "4S", the first digit does
+        low, high = attribute.digits
+        if value != int(value) or not low <= value <= high:
+            return None
+        first = {">": int(value) + 1, ">=": int(value), "<": low, "<=": low}[flt.op]
+        last = {">": high, ">=": high, "<": int(value) - 1, "<=": int(value)}[flt.op]
+        if first > last:
+            return None
+        digits = str(first) if first == last else f"[{first}-{last}]"
+        return [A.Tag(key, f"^{digits}", op="~")]
     number = f"{value:g}"
     script = overpassql.parse(f"nwr(if:number(t[{_quoted(key)}]){flt.op}{number});")
     test = next(f for f in script.statements[0].filters if isinstance(f, A.IfFilter))

@@ -40,13 +40,15 @@ class Attribute:
     """One attribute: ``key`` (what a comparison, an absence or "with X" tests), ``yes`` (the tags that
     having it means; empty: the key alone), ``no`` (the tags that not having it means; empty: the key
     missing where ``yes`` is empty, else each ``yes`` tag negated), ``for_tags`` (another key for a
-    feature's tag: a peak's height is its ``ele``)."""
+    feature's tag: a peak's height is its ``ele``), ``digits`` (the values are one digit in this range
+    and a suffix: a hotel's ``stars`` are "4", "4S", "3.5": a comparison tests the first digit)."""
 
     id: str
     key: str
     yes: tuple[str, ...] = ()
     no: tuple[str, ...] = ()
     for_tags: tuple[tuple[str, str], ...] = ()
+    digits: tuple[int, int] | None = None
 
     def key_for(self, feature_tags) -> str:
         """The key this attribute tests on a feature with ``feature_tags`` ("higher than 4000 m" of a peak: ``ele``)."""
@@ -77,7 +79,8 @@ def attributes() -> dict[str, Attribute]:
     out = {}
     for a in _data()["attributes"]:
         out[a["id"]] = Attribute(a["id"], a["key"], tuple(a.get("yes", ())), tuple(a.get("no", ())),
-                                 tuple(sorted(a.get("for", {}).items())))
+                                 tuple(sorted(a.get("for", {}).items())),
+                                 tuple(a["digits"]) if a.get("digits") else None)
     return out
 
 
