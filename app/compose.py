@@ -64,6 +64,8 @@ CHANGED_WORDS = ("modified", "edited", "changed", "updated", "touched", "edits",
 # The elements' types as OSM editors' menus name them, where the cue tables' types do not
 # ("линия": a way in the Russian editors, "路径": in the Chinese ones).
 EDITOR_TYPE_WORDS = ("линия", "路径", "vía", "via", "relação", "knoten", "nœud", "noeud")
+# A period composition prints as overpass-turbo's {{date:...}} ("7 days", "1 month"; geoql.nl reads them so).
+_PERIOD = re.compile(r"\d+ (minute|hour|day|week|month|year)s?")
 # Comparison units composition converts to the tag's own (OSM heights and elevations are metres).
 METRES = {None: 1.0, "m": 1.0, "km": 1000.0}
 
@@ -149,15 +151,20 @@ def compose_script(request: Request) -> A.Script | None:
 
 def _unsupported(r: Request) -> bool:
     """Parts of a request composition does not build: copy-edits keep them."""
-    return bool(r.area_ids or r.uids or len(r.users) > 1 or r.types and not r.ids or r.periods
+    return bool(r.area_ids or r.uids or len(r.users) > 1 or r.types and not r.ids
                 or r.ids and (r.features or r.places or r.around or r.in_view or r.bbox or r.users or r.dates)
                 or any(not f.negated for f in r.brands) and any(f.negated for f in r.features) or len(r.output) > 1
                 or r.output - set(OUTPUTS) or r.in_view and (r.places or r.around) or r.bbox and (r.places or r.around))
 
 
 def _when(r: Request) -> list | None:
-    """"since 1 March 2024": ``newer`` than that day; [] without a date; None for what is not built
-    (a date range, a date with no since-cue, a relative time such as "last 7 days")."""
+    """"since 1 March 2024": ``newer`` than that day; "in the last 7 days": ``newer`` than overpass-turbo's
+    ``{{date:7 days}}`` (the day the query runs, less the period); [] without either; None for what is
+    not built (a date range, a date with no since-cue, a period beside a date)."""
+    if r.periods:
+        if r.dates or len(r.periods) != 1 or not _PERIOD.fullmatch(r.periods[0]):
+            return None
+        return [A.Newer(f"{{{{date:{r.periods[0]}}}}}")]
     if not r.dates:
         return []
     if len(r.dates) != 1 or not r.since or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.dates[0]):
@@ -191,7 +198,12 @@ class _Thing:
 
 def _things(r: Request, covered: list) -> list[_Thing] | None:
     out = []
+    edits = _cue_tokens()["time"] | _cue_tokens()["stop"] | stopwords(r.language) if r.users or r.dates or r.periods \
+        else frozenset()
     for f in r.things:
+        if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
+            covered.append(f.span)  # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing
+            continue
         tags = _feature_tags(r, f, covered)
         if tags is None:
             return None
@@ -459,7 +471,9 @@ def _cue_tokens() -> dict[str, frozenset[str]]:
         "filters": frozenset(toks([t["filters"] for t in tables])),
         "negation": frozenset(toks([t["negation"] for t in tables])),
         "ids": frozenset(toks([[t["types"], t["ids"]["id"]] for t in tables]) | toks(EDITOR_TYPE_WORDS)),
-        "time": frozenset(toks([[t["time"]["since"], t["months"]] for t in tables]) | toks(CHANGED_WORDS)),
+        "time": frozenset(toks([[t["time"]["since"], t["months"]] for t in tables]) | toks(CHANGED_WORDS)
+                          | toks([[t["time"].get(k, []) for k in ("last", "one", "units")] + [list(t["time"].get("relative", {}))]
+                                 for t in tables])),
         "users": frozenset(toks([t["users"] for t in tables])),
         **{kind: frozenset(toks(list(ws))) for kind, ws in output_words().items()},
     }
@@ -477,7 +491,7 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["filters"]
     if any(f.negated for f in r.features):
         allowed |= cues["negation"]
-    if r.dates:
+    if r.dates or r.periods:
         allowed |= cues["time"]
     if r.users:
         allowed |= cues["users"] | cues["time"]
@@ -559,7 +573,8 @@ def query_facts(query: str) -> tuple | None:
         if isinstance(node, A.Placeholder):
             areas.update(fold(m) for m in _AREA_NAME.findall(node.text))
         elif isinstance(node, A.Query):
-            tags = frozenset(overpassql.ql.Dumper().dump(f) for f in node.filters if isinstance(f, (A.Tag, A.IfFilter)))
+            tags = frozenset(overpassql.ql.Dumper().dump(f) for f in node.filters
+                             if isinstance(f, (A.Tag, A.IfFilter, A.Newer, A.Changed, A.User, A.Uid)))
             if node.type == "area":
                 areas.update(fold(f.value) for f in node.filters if isinstance(f, A.Tag) and f.key.startswith("name"))
             elif tags:

@@ -240,6 +240,15 @@ def _latin_scores(toks: list[Token]) -> dict[str, float]:
     return score
 
 
+def latin_score(text: str, language: str) -> float:
+    """How strongly the cue words of ``text`` tell ``language`` (0: none of its words).
+
+    >>> latin_score("place in Bochum", "en") > 0, latin_score("otogar ankara", "en")
+    (True, 0.0)
+    """
+    return _latin_scores(tokens(text)).get(language, 0.0)
+
+
 def latin_rivals(text: str, language: str, margin: float) -> list[str]:
     """Latin-script languages other than ``language`` whose cue-word score for ``text`` is within
     ``margin`` of ``language``'s (every one of them when no cue word tells), likeliest first: the
@@ -613,6 +622,7 @@ class _Reader:
     def dates(self) -> None:
         f, toks = self.frame, self.toks
         found: list[tuple[int, str]] = []
+        ends: set[int] = set()  # the token right after a date written in digits
 
         def add(pos, y, mo=1, d=1):
             y, mo, d = int(y), int(mo or 1), int(d or 1)
@@ -629,6 +639,7 @@ class _Reader:
                     continue
                 if add(m.start(), g[order[0]], g[order[1]], g[order[2]]):
                     self.take(i, j)
+                    ends.add(j)
                     if rx is _CJK_DATE and g[2]:  # "2017年11月16日から17日", "2018年9月14日至9月16日"
                         r = _CJK_RANGE_END.match(self.text, m.end())
                         if r and add(r.start(2), g[0], r.group(1) or g[1], r.group(2)):
@@ -683,6 +694,9 @@ class _Reader:
             if k + 1 < self.n and toks[k].number and toks[k + 1].start in starts:
                 k += 1  # the day before its month: "nach dem 1. Juni 2019"
             if k < self.n and toks[k].start in starts:  # "since November 1, 2018"
+                self.take(s, e)
+                f.since = True
+            elif s in ends:  # the cue after the date: "2024-04-01以降", "2024-01-01 이후", "2024-01-01以来"
                 self.take(s, e)
                 f.since = True
         found.sort()
@@ -858,6 +872,17 @@ class _Reader:
                     if re.search(r"[A-Z0-9_]", raw):
                         f.users.append(raw)
                         self.take(k, e)
+        # "edits by bob_the_mapper in the last 7 days", "tanaka_taroが2024-04-01以降に編集した": a name joined
+        # by underscores in a request about edits (a date or a period) is a user's, cue or not
+        if f.dates or f.periods:
+            for m in _UNDERSCORE_NAME.finditer(self.text):
+                i, j = self.tokens_in(m.start(), m.end())
+                # "with opening_hours", "without addr_street": a key after a filter cue
+                keyed = any(hit and hit[0] == i for s in range(max(0, i - 3), i)
+                            for hit in (self.lex.with_cues.match_at(self.toks, s), self.lex.absent_cues.match_at(self.toks, s)))
+                if i < j and not any(self.taken[i:j]) and not keyed:
+                    f.users.append(m.group())
+                    self.take(i, j)
         f.ids = list(dict.fromkeys(f.ids))
         f.uids = list(dict.fromkeys(f.uids))
         f.area_ids = list(dict.fromkeys(f.area_ids))
@@ -1538,6 +1563,9 @@ _ID_FILLERS = frozenset({"with", "the", "id", "ids", "of", "following", "given",
                          "identifiant", "identifiants", "identifier", "identifiers", "kennung", "к", "为", "為", "是",
                          "係", "가", "이", "는", "인", "號", "号", "번", "が", "は"})
 _ID_FILLERS_CJK = frozenset({"的", "の", "嘅", "인", "번", "号", "號", "이", "가", "는", "으", "로", "번의"})
+# A user name joined by underscores ("bob_the_mapper", "kim_osm"); a tag key ("opening_hours") has no
+# date or period beside it, and one written "addr:street" or "key=value" is left alone.
+_UNDERSCORE_NAME = re.compile(r"(?<![A-Za-z0-9_:=])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![A-Za-z0-9_:=])")
 _OR_WORDS = frozenset({"or", "oder", "ou", "o", "или"})  # a comparison after its number: "10 or more", "10 oder mehr"
 _LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與", "埋", "者",
                          "与", "及", "同", "、", "と", "및", "또는", "과", "와"})

@@ -38,7 +38,7 @@ from geoql.nl.attributes import AttributeMatch, find as find_attributes
 from geoql.nl.cues import table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.places import gazetteer
-from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, read_frame
+from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_score, read_frame
 from geoql.nl.support import Support, read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, spaceless
 from geoql.nl.text import scripts as script_counts
@@ -338,6 +338,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
 # How far below the guess a language's cue-word score may be and still read the request where its
 # feature lexicon knows more of the words (``_rival_language``).
 RIVAL_MARGIN = 0.5
+# ... and below an English guess made on English words ("bakkers en slagers in haarlem": Dutch's "en").
+ENGLISH_RIVAL_MARGIN = 0.1
 
 
 def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | None:
@@ -347,10 +349,15 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     with no cue word at all, is Turkish). None: keep the guess."""
     if lexicon is None or frame.script != "Latin":
         return None
+    # English read by its own small words stays English unless a language as likely by its small words
+    # knows two of the words or more: English's lexicon leaves out words it reads wrong more often than
+    # right ("place", "route", "tunnel"), which another language may know ("place in Bochum" is English)
+    english = frame.language == "en" and latin_score(text, "en") > 0
+    margin, least = (ENGLISH_RIVAL_MARGIN, 2) if english else (RIVAL_MARGIN, 1)
     best, known = None, lexicon.known_words(text, frame.language)
-    for lang in latin_rivals(text, frame.language, RIVAL_MARGIN):
+    for lang in latin_rivals(text, frame.language, margin):
         n = lexicon.known_words(text, lang)
-        if n > known:
+        if n > known and n >= least:
             best, known = lang, n
     return best
 

@@ -192,7 +192,8 @@ def _composed_field(request: Request, key: str):
         return [[f.kind, f.text, f.op, f.value] for f in request.filters]
     if key == "numbers":
         return [[n.value, n.text, n.unit] for n in request.numbers]
-    return getattr(request, key)
+    value = getattr(request, key)
+    return list(value) if isinstance(value, tuple) else value  # users, dates, periods: JSON lists
 
 
 @pytest.mark.parametrize("case", _request_cases())
