@@ -8,18 +8,24 @@ It covers features with their attribute filters, unions ("X and Y"), one area pe
 places, ``around`` a named place (``{{geocodeCoords:X}}``), around other features (a named set),
 the map view, a point typed in, and the outputs asked for.
 
+It also builds element ids, a box typed in, "since <date>" and "in the last N days" (overpass-turbo's
+``{{date:N days}}``), one user, name patterns, comparisons and negated brands (``brand!=X``).
+
 It is strict on purpose: the answer replaces a copy-edit that often carries most facts already, so
 a composed query must say everything the request says and nothing else. It returns None when any
 content word of the request is not accounted for (a feature, a place, a number, an attribute, a
 cue word of what was read), when a feature has no tags or more than one reading, or when the request
-asks for something composition does not build (ids, users, dates, element types, a box, CSV).
+asks for something composition does not build (element types beside features, several users, a
+date range, a period beside a date, CSV, two outputs).
 
 >>> from geoql.nl.lexicon import Lexicon
 >>> from geoql.nl.request import Knowledge, read_request
 >>> k = Knowledge(lexicon=Lexicon.default())
 >>> compose(read_request("cafes and bakeries in Vienna", k))
 '[out:json][timeout:25];{{geocodeArea:"Vienna"}}->.searchArea;(node["amenity"="cafe"](area.searchArea);way["amenity"="cafe"](area.searchArea);relation["amenity"="cafe"](area.searchArea);node["shop"="bakery"](area.searchArea);way["shop"="bakery"](area.searchArea);relation["shop"="bakery"](area.searchArea););out;>;out skel qt;'
->>> compose(read_request("edits by bob in the last 7 days", k)) is None
+>>> compose(read_request("edits by bob_the_mapper in the last 7 days", k))
+'[out:json][timeout:25];(node(newer:"{{date:7 days}}")(user:"bob_the_mapper");way(newer:"{{date:7 days}}")(user:"bob_the_mapper");relation(newer:"{{date:7 days}}")(user:"bob_the_mapper"););out;>;out skel qt;'
+>>> compose(read_request("edits by bob between 2024-01-01 and 2024-02-01", k)) is None
 True
 """
 
