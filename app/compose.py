@@ -204,8 +204,8 @@ class _Thing:
 
 def _things(r: Request, covered: list) -> list[_Thing] | None:
     out = []
-    edits = _cue_tokens()["time"] | _cue_tokens()["stop"] | stopwords(r.language) if r.users or r.dates or r.periods \
-        else frozenset()
+    cues = _cue_tokens()
+    edits = cues["time"] | cues["stop"] | stopwords(r.language) if r.users or r.dates or r.periods else frozenset()
     for f in r.things:
         if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
             covered.append(f.span)  # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing
@@ -292,7 +292,7 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
             wanted = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
             # "petrol stations that are not Shell": a brand is left out by its brand tag, whatever it sells
             brand = [t for t in tags or () if t.startswith("brand=")]
-            if brand and len(brand) == 1:
+            if len(brand) == 1:
                 return [_tag(brand[0], "!=")]
             # "restaurants that are not pizzerias": the lexicon gives both one tag; nothing would be left
             if tags is not None and len(tags) == 1 and not tags[0].endswith("=*") and tags[0] not in wanted:
@@ -420,9 +420,10 @@ def _overlaps_attribute(r: Request) -> bool:
     there, so nothing is composed."""
     spans = [m.span for m in r.attribute_words]
     negation = _cue_tokens()["negation"]
+    names = ["".join(fold(p.name).split()) for p in r.places]
     return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
         any(t.fold in negation for p in r.places for t in tokens(p.name) if not t.spaceless) or \
-        any(cue in "".join(fold(p.name).split()) for p in r.places for cue in _spaceless_negation())
+        any(cue in name for name in names for cue in _spaceless_negation())
 
 
 @lru_cache(maxsize=1)

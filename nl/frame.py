@@ -240,27 +240,27 @@ def _latin_scores(toks: list[Token]) -> dict[str, float]:
     return score
 
 
-def latin_score(text: str, language: str) -> float:
-    """How strongly the cue words of ``text`` tell ``language`` (0: none of its words).
+def latin_scores(text: str) -> dict[str, float]:
+    """How strongly the cue words of ``text`` tell each Latin-script language (a language none of
+    whose words appear is missing): what :func:`guess_language` picks the best of.
 
-    >>> latin_score("place in Bochum", "en") > 0, latin_score("otogar ankara", "en")
-    (True, 0.0)
+    >>> latin_scores("place in Bochum")["en"] > 0, latin_scores("otogar ankara")
+    (True, {})
     """
-    return _latin_scores(tokens(text)).get(language, 0.0)
+    return _latin_scores(tokens(text))
 
 
-def latin_rivals(text: str, language: str, margin: float) -> list[str]:
-    """Latin-script languages other than ``language`` whose cue-word score for ``text`` is within
+def latin_rivals(score: dict[str, float], language: str, margin: float) -> list[str]:
+    """Latin-script languages other than ``language`` whose :func:`latin_scores` ``score`` is within
     ``margin`` of ``language``'s (every one of them when no cue word tells), likeliest first: the
     languages a guess made on a few small words might have missed ("hospitales en madrid y
     barcelona": French's "en" outweighs Spanish's "y").
 
-    >>> latin_rivals("hospitales en madrid y barcelona", "fr", 0.5)[:1]
+    >>> latin_rivals(latin_scores("hospitales en madrid y barcelona"), "fr", 0.5)[:1]
     ['es']
     """
-    score = _latin_scores(tokens(text))
     own = score.get(language, 0.0)
-    latin = [lang for lang in LANGUAGES if "Latin" in table(lang)["language"]["scripts"]]
+    latin = _latin_markers()[1]  # the Latin-script tables, in LANGUAGES' order
     return sorted((lang for lang in latin if lang != language and score.get(lang, 0.0) >= own - margin),
                   key=lambda lang: -score.get(lang, 0.0))
 

@@ -37,8 +37,8 @@ from typing import Mapping, Protocol, Sequence
 from geoql.nl.attributes import AttributeMatch, find as find_attributes
 from geoql.nl.cues import table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
+from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.places import gazetteer
-from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_score, read_frame
 from geoql.nl.support import Support, read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, spaceless
 from geoql.nl.text import scripts as script_counts
@@ -293,16 +293,15 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
     place = places[0].name if places else None
     if not places:
-        # the caller's place names first (the CPU default's: its training queries'), then the world's cities
-        known = ChainMap(dict(knowledge.places or {}), gazetteer()) if knowledge.world_places else knowledge.places
-        places, features = _known_places(text, features, known or {})
+        places, features = _known_places(text, features, _place_names(knowledge))
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
-    if lexicon is not None and knowledge.world_places:
+    if lexicon is not None and knowledge.world_places and any(not f.negated and not f.tags for f in features):
         # a phrase that is all a city, beside the places read ("ospedali a milano e a torino", "京都と奈良のお寺")
-        # or in the middle of the request ("wifiがある東京のカフェ")
-        places, features = _place_phrases(places, features, ChainMap(dict(knowledge.places or {}), gazetteer()))
+        # or in the middle of the request ("wifiがある東京のカフェ"); only a phrase without tags can be one,
+        # so a request whose phrases all name things does not load the gazetteer
+        places, features = _place_phrases(places, features, _place_names(knowledge))
     places, features = _feature_places(places, features)
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
@@ -342,6 +341,13 @@ RIVAL_MARGIN = 0.5
 ENGLISH_RIVAL_MARGIN = 0.1
 
 
+def _place_names(knowledge: Knowledge) -> Mapping[str, str]:
+    """The place names a request may write without a preposition: the caller's first (the CPU
+    default's: its training queries'), then, unless ``world_places`` is off, the world's cities."""
+    own = knowledge.places or {}
+    return ChainMap(own, gazetteer()) if knowledge.world_places else own
+
+
 def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | None:
     """A language to read a Latin-script request in instead of the guess: one whose cue words score
     within ``RIVAL_MARGIN`` of the guess's and whose feature lexicon knows strictly more of the
@@ -352,10 +358,14 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     # English read by its own small words stays English unless a language as likely by its small words
     # knows two of the words or more: English's lexicon leaves out words it reads wrong more often than
     # right ("place", "route", "tunnel"), which another language may know ("place in Bochum" is English)
-    english = frame.language == "en" and latin_score(text, "en") > 0
+    score = latin_scores(text)
+    english = frame.language == "en" and score.get("en", 0.0) > 0
     margin, least = (ENGLISH_RIVAL_MARGIN, 2) if english else (RIVAL_MARGIN, 1)
+    rivals = latin_rivals(score, frame.language, margin)
+    if not rivals:
+        return None
     best, known = None, lexicon.known_words(text, frame.language)
-    for lang in latin_rivals(text, frame.language, margin):
+    for lang in rivals:
         n = lexicon.known_words(text, lang)
         if n > known and n >= least:
             best, known = lang, n
