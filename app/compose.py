@@ -432,19 +432,20 @@ def _spaceless_negation() -> frozenset[str]:
     "제외", except) is no negation inside a name ("제주")."""
     out: set[str] = set()
     for t in all_tables().values():
-        for cue in _flat(t["negation"]):
+        for cue in _phrases(t["negation"]):
             folded = "".join(fold(cue).split())
             if folded and all(tok.spaceless for tok in tokens(folded)):
                 out.add(folded)
     return frozenset(out)
 
 
-def _flat(value) -> list[str]:
+def _phrases(value) -> list[str]:
+    """Every cue phrase of a cue-table entry: a phrase, a list of them, or a dict of lists (its values)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [w for v in value.values() for w in _flat(v)]
-    return [w for v in value for w in _flat(v)] if isinstance(value, (list, tuple)) else []
+        return [w for v in value.values() for w in _phrases(v)]
+    return [w for v in value for w in _phrases(v)] if isinstance(value, (list, tuple)) else []
 
 
 # ------------------------------------------------------------------ every word accounted for
@@ -453,17 +454,7 @@ def _flat(value) -> list[str]:
 def _cue_tokens() -> dict[str, frozenset[str]]:
     """Folded tokens of the cue phrases a composed query accounts for, by what was read."""
     def toks(phrases) -> set[str]:
-        out: set[str] = set()
-        stack = [phrases]
-        while stack:
-            x = stack.pop()
-            if isinstance(x, str):
-                out.update(t.fold for t in tokens(x))
-            elif isinstance(x, dict):
-                stack.extend(x.values())
-            elif isinstance(x, (list, tuple)):
-                stack.extend(x)
-        return out
+        return {t.fold for phrase in _phrases(phrases) for t in tokens(phrase)}
 
     tables = all_tables().values()
     words = cue_words()

@@ -44,6 +44,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from build_places import lowercase_words  # a sibling script: the rule for words a name is not spelled as
 from geoql.core.files import write_atomic
 from geoql.index.config import NPM_REGISTRY, SCHEMA_VERSION, default_cache_dir
 from geoql.index.schema import load_schema
@@ -74,7 +75,6 @@ MIN_BRAND_COUNTRIES = 3
 # A brand of fewer countries ("Mercadona", "Albert Heijn", "Walgreens") is kept only where no word or
 # place is spelled like it (``_local_brand_blocklist``) and its name has this many letters or more.
 LOCAL_BRAND_LETTERS = 4
-LOCAL_BRAND_DICTIONARIES = ("en", "de", "fr", "es", "it", "pt", "nl")
 # Region codes of NSI's locationSets (UN M49) that stand for many countries.
 _MANY = 50
 # Irregular forms kept: of lemmas this long or longer, at most this many letters longer than the lemma
@@ -301,12 +301,11 @@ _SPACELESS_MARKS = re.compile(r"[-‐‑–・･·.]")
 
 
 def _local_brand_blocklist(common) -> set[str]:
-    """Words a local brand may not be spelled as (nor open with): the lower-case forms of every
-    dictionary of the Latin-script languages whose tables list few names (the Polish and Turkish ones
-    list "toronto"), and the gazetteer's places (``nl/data/places.json.gz``, when built)."""
+    """Words a local brand may not be spelled as: the lower-case forms of the dictionaries
+    ``build_places.lowercase_words`` reads (the gazetteer's rule), and the gazetteer's places
+    (``nl/data/places.json.gz``, when built)."""
     dictionaries, _words = common
-    out = {fold(w) for lang in LOCAL_BRAND_DICTIONARIES if lang in dictionaries
-           for form in dictionaries[lang] if (w := form.decode()) == w.lower()}
+    out = lowercase_words(dictionaries)
     places = ROOT / "nl" / "data" / "places.json.gz"
     if places.is_file():
         out.update(json.loads(gzip.decompress(places.read_bytes()))["names"])

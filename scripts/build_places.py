@@ -26,6 +26,7 @@ import argparse
 import gzip
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from geoql.core.files import write_atomic
@@ -74,15 +75,21 @@ def _lexicon_surfaces() -> set[str]:
     return out
 
 
+def lowercase_words(dictionaries: Mapping[str, Mapping[bytes, bytes]]) -> set[str]:
+    """Folded lower-case word forms of simplemma's form -> lemma tables (``dictionaries``, by language)
+    of ``DICTIONARY_LANGUAGES``, the Latin-script languages whose tables hold few proper names (the
+    Polish and Turkish ones list "Toronto", "Antalya"): the words a city or a brand is not spelled as.
+    Only forms written in lower case: the tables also list "Toronto", "Maastricht" as names.
+    ``scripts/build_nl_lexicon.py`` keeps local brands out of it the same way."""
+    return {fold(w) for lang in DICTIONARY_LANGUAGES if lang in dictionaries
+            for form in dictionaries[lang] if (w := form.decode()) == w.lower()}
+
+
 def _dictionary_words() -> set[str]:
-    """Folded lower-case word forms of simplemma's dictionaries of the Latin-script languages whose dictionaries
-    hold few proper names (the Polish and Turkish ones list "Toronto", "Antalya")."""
     from simplemma.strategies.dictionaries import DefaultDictionaryFactory
 
     factory = DefaultDictionaryFactory()
-    # only forms written in lower case: the dictionaries also list "Toronto", "Maastricht" as names
-    return {fold(w) for lang in DICTIONARY_LANGUAGES for form in factory.get_dictionary(lang)._dict
-            if (w := form.decode()) == w.lower()}
+    return lowercase_words({lang: factory.get_dictionary(lang)._dict for lang in DICTIONARY_LANGUAGES})
 
 
 def _usable(name: str, population: int, words: set[str], dictionary: set[str]) -> bool:
