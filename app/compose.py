@@ -40,7 +40,7 @@ from overpassql import ast as A
 
 from geoql.app.decoding import Candidate
 from geoql.nl.attributes import Attribute, attributes
-from geoql.nl.cues import all_tables, output_words, tokens
+from geoql.nl.cues import all_tables, output_words, own_table, tokens
 from geoql.nl.places import dictionary_form
 from geoql.nl.request import Feature, Filter, Request
 from geoql.nl.text import fold
@@ -180,9 +180,10 @@ def _when(r: Request) -> list | None:
 
 def _by_ids(r: Request) -> A.Script | None:
     """"way 50637691", "nodes 1 and 2": the elements by type and id, nothing else in the request."""
-    allowed = _cue_tokens()["ids"] | _cue_tokens()["stop"] | stopwords(r.language)
+    cues = _cue_tokens(r.language)
+    allowed = cues["ids"] | cues["stop"] | stopwords(r.language)
     for kind in r.output:
-        allowed |= _cue_tokens().get(kind, frozenset())
+        allowed |= cues.get(kind, frozenset())
     if any(not t.number and t.fold not in allowed for t in tokens(r.text)):
         return None
     by_type: dict[str, list[str]] = {}
@@ -204,7 +205,7 @@ class _Thing:
 
 def _things(r: Request, covered: list) -> list[_Thing] | None:
     out = []
-    cues = _cue_tokens()
+    cues = _cue_tokens(r.language)
     edits = cues["time"] | cues["stop"] | stopwords(r.language) if r.users or r.dates or r.periods else frozenset()
     for f in r.things:
         if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
@@ -419,7 +420,7 @@ def _overlaps_attribute(r: Request) -> bool:
     reads a place "fauteuil roulant", "上海不是星巴克的咖啡馆" one "上海不"): the reading is wrong
     there, so nothing is composed."""
     spans = [m.span for m in r.attribute_words]
-    negation = _cue_tokens()["negation"]
+    negation = _cue_tokens(r.language)["negation"]
     names = ["".join(fold(p.name).split()) for p in r.places]
     return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
         any(t.fold in negation for p in r.places for t in tokens(p.name) if not t.spaceless) or \
@@ -450,13 +451,16 @@ def _phrases(value) -> list[str]:
 
 # ------------------------------------------------------------------ every word accounted for
 
-@lru_cache(maxsize=1)
-def _cue_tokens() -> dict[str, frozenset[str]]:
-    """Folded tokens of the cue phrases a composed query accounts for, by what was read."""
+@lru_cache(maxsize=16)
+def _cue_tokens(lang: str = "en") -> dict[str, frozenset[str]]:
+    """Folded tokens of the cue phrases a composed query accounts for, by what was read: every
+    table of ``all_tables`` and ``lang``'s own where it leaves it out ("w promieniu", "görünümdeki",
+    "huidige kaartweergave" account for a Polish, Turkish or Dutch request's words)."""
     def toks(phrases) -> set[str]:
         return {t.fold for phrase in _phrases(phrases) for t in tokens(phrase)}
 
-    tables = all_tables().values()
+    own = own_table(lang)
+    tables = [*all_tables().values(), *([own] if own is not None else [])]
     words = cue_words()
     return {
         "stop": frozenset(toks([t["stop"] for t in tables]) | toks([t["markers"] for t in tables])
@@ -473,13 +477,15 @@ def _cue_tokens() -> dict[str, frozenset[str]]:
                           | toks([[t["time"].get(k, []) for k in ("last", "one", "units")] + [list(t["time"].get("relative", {}))]
                                  for t in tables])),
         "users": frozenset(toks([t["users"] for t in tables])),
-        **{kind: frozenset(toks(list(ws))) for kind, ws in output_words().items()},
+        **{kind: frozenset(toks(list(ws)) | toks([t[section].get(kind, []) for t in tables[len(all_tables()):]
+                                                  for section in ("output", "output_support")]))
+           for kind, ws in output_words().items()},
     }
 
 
 def _accounted(r: Request, covered: list) -> bool:
     """Every token of the request is covered by a part of the query or is a cue word of what was read."""
-    cues = _cue_tokens()
+    cues = _cue_tokens(r.language)
     allowed = set(cues["stop"]) | stopwords(r.language)
     if r.in_view:
         allowed |= cues["view"]

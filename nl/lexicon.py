@@ -277,9 +277,11 @@ class Lexicon:
         text = unicodedata.normalize("NFKC", text)[:4000]
         spans = [m.span for m in self._token_matches(text, table, None, []) if m.score >= MIN_SCORE]
         # a brand's name says nothing of the language (Polish iD lists "lidl" as a supermarket's term),
-        # nor does a word in capitals ("DROP TABLE": code, a shout, an acronym)
+        # nor does a word in capitals ("DROP TABLE": code, a shout, an acronym), nor one of one or two
+        # letters: its stem is too short to tell ("à" stems to Turkish "ada", an island)
         brands = self._table("brands")
         return sum(1 for t in tokens(text) if not t.spaceless and any(a <= t.start and t.end <= b for a, b in spans)
+                   and len(t.fold) > 2
                    and (brands is None or t.fold not in brands.keys) and not (len(t.text) > 1 and t.text.isupper()))
 
     # -- spaced scripts: token sequences by stem ---------------------------------------------

@@ -15,6 +15,7 @@ from GeoNames (``scripts/build_places.py``, which says what is left out and why)
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from functools import lru_cache
 from importlib import resources
@@ -41,11 +42,31 @@ def gazetteer() -> dict[str, str]:
     return {key: value[0] for key, value in data["names"].items()}
 
 
+# Of a name of several words, this many spellings of it are looked up in the gazetteer.
+MAX_SPELLINGS = 64
+
+
 def dictionary_form(name: str, lang: str) -> str:
     """``name`` in its dictionary form where ``lang`` inflects it (``geoql.nl.lexicon.place_lemmas``):
     the likeliest spelling the gazetteer knows ("казани" -> "казань", not the first rule's "казан"),
-    else the likeliest spelling; a name of several words as it is."""
-    if not isinstance(name, str) or " " in name.strip():
+    else the likeliest spelling. Of a name of several words, the spelling the gazetteer knows ("нижнем
+    новгороде" -> "нижний новгород"), else the name as written: which of its words agree with the
+    noun ("starym mieście") and which keep their own case ("pałacu kultury") the rules cannot tell.
+
+    >>> dictionary_form("нижнем новгороде", "ru"), dictionary_form("pałacu kultury", "pl")
+    ('нижний новгород', 'pałacu kultury')
+    """
+    if not isinstance(name, str):
+        return name
+    words = name.split()
+    if len(words) > 1:
+        lemmas = [place_lemmas(w, lang) or [w] for w in words]
+        if all(len(options) == 1 for options in lemmas):
+            return name  # a language without rules: the gazetteer is not read
+        known = gazetteer()
+        for spelling in itertools.islice(itertools.product(*lemmas), MAX_SPELLINGS):
+            if stem_fold(" ".join(spelling)) in known:
+                return " ".join(spelling)
         return name
     lemmas = place_lemmas(name, lang)
     known = gazetteer()

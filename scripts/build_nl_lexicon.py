@@ -222,9 +222,11 @@ def _countries(location_set: dict) -> set[str]:
     return out
 
 
-def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str, bool]], dict]:
-    """[(surface, main tag, brand value, wikidata, local)] of every brand with a Wikidata id; ``local``:
-    present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no word shares its name)."""
+def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str, bool, bool]], dict]:
+    """[(surface, main tag, brand value, wikidata, local, match name)] of every brand with a Wikidata id;
+    ``local``: present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no word shares its
+    name); ``match name``: one of NSI's ``matchNames`` (it never takes a spelling another brand writes).
+    The stats hold ``reach``: wikidata -> the countries (a region code: ``001#0``...) it is in."""
     by_q: dict[str, list[tuple[str, dict, set[str]]]] = defaultdict(list)
     for path, group in nsi["nsi"].items():
         parts = path.split("/")
@@ -235,25 +237,48 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
             tags = item.get("tags", {})
             q = tags.get("brand:wikidata")
             if q and tags.get("brand"):
-                by_q[q].append((main, tags, _countries(item.get("locationSet", {}))))
-    kept, stats = [], {"brands_with_wikidata": len(by_q)}
+                by_q[q].append((main, tags, _countries(item.get("locationSet", {})), item.get("matchNames", ())))
+    kept, stats = [], {"brands_with_wikidata": len(by_q), "reach": {}}
     spellings = ("brand", "brand:en", *(f"brand:{lang}" for lang in langs), "brand:zh-Hans", "brand:zh-Hant")
     for q, items in sorted(by_q.items()):
-        reach = set().union(*(c for _, _, c in items))
+        reach = set().union(*(c for _, _, c, _ in items))
+        stats["reach"][q] = reach
         local = len(reach) < MIN_BRAND_COUNTRIES
         mains = defaultdict(int)
-        for main, _, c in items:
+        for main, _, c, _ in items:
             mains[main] += len(c)
         # the category the brand spans most countries in; its advertising totems are no shop
         main = max(sorted(mains), key=lambda m: (not m.startswith("advertising="), mains[m], prior.get(m, 0)))
-        for entry_main, tags, _ in items:
+        for entry_main, tags, _, match_names in items:
             if entry_main != main:
                 continue
             for key in spellings:
                 if tags.get(key):
-                    kept.append((tags[key], main, tags["brand"], q, local))
-    stats["brands_kept"] = len({q for *_, q, local in kept if not local})
+                    kept.append((tags[key], main, tags["brand"], q, local, False))
+            for name in match_names:
+                if _names_the_brand(name, tags["brand"]):
+                    kept.append((name, main, tags["brand"], q, local, True))
+    stats["brands_kept"] = len({q for _, _, _, q, local, _ in kept if not local})
     return kept, stats
+
+
+def _names_the_brand(match_name: str, brand: str) -> bool:
+    """Whether one of NSI's ``matchNames`` (the names mappers write for the brand) is the brand as people
+    type it: the brand's words and more ("costa coffee", "shell station") or the last of its words
+    ("leclerc" of "E.Leclerc"). Others name a sub-brand or a generic thing ("coles", "station-service").
+
+    >>> _names_the_brand("costa coffee", "Costa"), _names_the_brand("leclerc", "E.Leclerc")
+    (True, True)
+    >>> _names_the_brand("station-service", "E.Leclerc"), _names_the_brand("coles express", "Shell")
+    (False, False)
+    """
+    name = [t.fold for t in cues.tokens(fold(match_name))]
+    own = [t.fold for t in cues.tokens(fold(brand))]
+    if not name or not own or name == own:
+        return False
+    if len(name) > len(own) and any(name[i:i + len(own)] == own for i in range(len(name) - len(own) + 1)):
+        return True
+    return len(name) == 1 and len(own) > 1 and name[0] == own[-1] and len(name[0]) >= LOCAL_BRAND_LETTERS + 1
 
 
 def _dictionaries(langs):
@@ -420,12 +445,14 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
                            "keys": keys, "forms": lang_forms}
 
     brand_rows, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
+    reach = brand_stats.pop("reach")
     common = _common_words(dictionaries, words_by_lang)
     brands: dict[str, list] = {}
     local_words = _local_brand_blocklist(common)
     local_kept: set[str] = set()
-    # the brands of many countries first: a local brand never takes the spelling of one of them
-    for surface, main, brand, q, local in sorted(brand_rows, key=lambda row: row[4]):
+    # the brands of many countries first: a local brand never takes the spelling of one of them; a
+    # brand's own spellings before the names mappers write for it ("costa coffee"): those never take one
+    for surface, main, brand, q, local, match_name in sorted(brand_rows, key=lambda row: (row[5], row[4])):
         key = " ".join(t.fold for t in cues.tokens(fold(surface)))
         if is_spaceless_text(key):  # read as a substring, like the language's own surfaces
             key = "".join(fold(surface).split())
@@ -440,6 +467,8 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
             local_kept.add(q)
         # the entry whose own brand tag is this spelling gives the brand value ("Starbucks", not "스타벅스")
         prev = brands.get(key)
+        if match_name and prev is not None:
+            continue
         if prev is None or (surface == brand and prev[1][1] != f"brand={surface}"):
             brands[key] = [surface, [main, f"brand={brand}"], q, int(_is_common(key, common))]
         bare = _SPACELESS_MARKS.sub("", key) if is_spaceless_text(key) else key
@@ -447,6 +476,7 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
             # "セブン-イレブン" as people type it: "セブンイレブン"
             brands.setdefault(bare, brands[key])
     brand_stats["local_brands_kept"] = len(local_kept)
+    brand_stats["brand_terms"] = _brand_terms(languages, brand_rows, reach, dictionaries["en"])
     languages["brands"] = {"format": FORMAT, "max_words": max(k.count(" ") + 1 for k in brands),
                            "max_letters": max(len(k) for k in brands if is_spaceless_text(k)),
                            "keys": dict(sorted(brands.items()))}
@@ -462,6 +492,38 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
         "files": sorted(languages),
     }
     return sources, languages
+
+
+# Countries where each language is spoken by most people: a term is a brand only where the brand is sold.
+LANGUAGE_COUNTRIES = {"en": "gb us ie ca au nz", "de": "de at ch li lu", "fr": "fr be ch lu mc ca",
+                      "es": "es mx ar co cl pe ve ec", "it": "it ch sm", "pt": "pt br", "ru": "ru by kz",
+                      "zh": "cn tw sg", "yue": "hk mo", "ja": "jp", "ko": "kr", "pl": "pl", "tr": "tr",
+                      "nl": "nl be"}
+
+
+def _brand_terms(languages: dict[str, dict], brand_rows, reach: dict[str, set[str]], english: dict) -> int:
+    """Give a preset's term that is a brand of that preset's tag, sold where the language is spoken, the
+    brand too: iD's Polish supermarket lists "biedronka" and "lidl" among its terms, and a request that
+    writes them means the chain ("biedronka w gdańsku", "sklepy oprócz biedronki"), even where the name
+    is also a word of the language ("biedronka", a ladybird) and the brand table leaves it out. An
+    English word is no brand ("petrol", "pizza"). Returns how many rows were given a brand."""
+    by_spelling: dict[str, tuple[str, str, str]] = {}
+    for surface, main, brand, q, _local, _match in brand_rows:
+        by_spelling.setdefault(" ".join(t.fold for t in cues.tokens(fold(surface))), (main, brand, q))
+    n = 0
+    for lang, data in languages.items():
+        countries = set(LANGUAGE_COUNTRIES.get(lang, "").split())
+        for rows in data["keys"].values():
+            for row in rows:
+                surface, tags, role = row[0], row[1], row[4]
+                spelled = " ".join(t.fold for t in cues.tokens(fold(surface)))
+                hit = by_spelling.get(spelled)
+                if role != "t" or not hit or tags != [hit[0]] or spelled.encode() in english:
+                    continue
+                if any("#" in c or c in countries for c in reach.get(hit[2], ())):
+                    row[1] = [*tags, f"brand={hit[1]}"]
+                    n += 1
+    return n
 
 
 def _version(dist: str) -> str:

