@@ -31,6 +31,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,7 +43,7 @@ from geoql.app.decoding import Candidate
 from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, own_table, tokens
 from geoql.nl.places import dictionary_form
-from geoql.nl.request import Feature, Filter, Request
+from geoql.nl.request import Feature, FeatureMatch, Filter, Request
 from geoql.nl.text import fold
 from geoql.nl.words import cue_words, stopwords
 
@@ -227,12 +228,32 @@ def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | No
     sure = [m for m in f.tags if m.score >= MIN_TAG_SCORE]
     # a generic word beside a name adds nothing ("Lidl stores"); alone it is the thing ("tiendas": shops)
     matches = [m for m in sure if tuple(m.span) not in generic] or sure
+    brand = _brand_of_thing(matches)
+    if brand is not None:
+        matches = [brand]
     if len(matches) != 1:
         return None
     m = matches[0]
     covered += [(f.span[0] + m.span[0], f.span[0] + m.span[1])]
     covered += [(f.span[0] + a, f.span[0] + b) for a, b in generic]
     return tuple(m.tags)
+
+
+def _brand_of_thing(matches: list) -> FeatureMatch | None:
+    """A brand and the thing it is named beside, as one match: the thing's tags and the brand's ("CU
+    편의점": ``shop=convenience`` + ``brand=CU``; "Shell petrol stations": ``amenity=fuel`` + ``brand=Shell``,
+    not the convenience shop NSI files Shell under). None unless the phrase is exactly those two."""
+    if len(matches) != 2:
+        return None
+    # the brand as the brand writes it ("points" is no "Point S")
+    brands = [m for m in matches if any(t.startswith("brand=") for t in m.tags)
+              and [t.fold for t in tokens(m.text)] == [t.fold for t in tokens(m.surface)]]
+    if len(brands) != 1 or any(any(t.startswith("brand=") for t in m.tags) for m in matches if m is not brands[0]):
+        return None
+    brand, thing = brands[0], next(m for m in matches if m is not brands[0])
+    a, b = min(brand.span[0], thing.span[0]), max(brand.span[1], thing.span[1])
+    tags = (*thing.tags, *(t for t in brand.tags if t.startswith("brand=")))
+    return dataclasses.replace(thing, span=(a, b), tags=tags)
 
 
 def _tag(text: str, op: str = "=") -> A.Tag:

@@ -773,6 +773,17 @@ class _Reader:
                 if marker > k:
                     of = self.span(k, marker)
                 s0 = min(s0, k - 1 if k > 0 and lex.of_start.match_at(toks, k - 1) else k)
+            elif after and before is None and compared is None and lex.of_before and i > 0 and not f.coords \
+                    and not self.taken[i - 1] and not _BREAK.search(self.gap(i)) \
+                    and (lex.spaced_words or not toks[i - 1].spaceless):
+                # the centre first without its particle, one word: "서울 지하철역 100m 이내", "plajlara
+                # 100 m mesafedeki" (an inflected word). Not in Chinese or Japanese: there the word
+                # before the number has no edge ("距离X", "X半径", "X方圆" are their own constructions)
+                k = i - 1
+                while k > 0 and toks[k].spaceless and toks[k - 1].spaceless and not self.gap(k) \
+                        and not self.taken[k - 1] and i - k < 10:
+                    k -= 1  # Korean: the word's letters back to its space
+                of, s0 = self.span(k, i), k
             if after:
                 e0 = max(e0, after[0])
             if of is not None:
@@ -1202,8 +1213,11 @@ class _Reader:
             while end < min(self.n, k + 40) and self._place_char(end) and not self.taken[end] \
                     and (end == k or not _BREAK.search(self.gap(end))) \
                     and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧", "=")) \
-                    and not (end > k and self.gap(end) and end - 1 in stop_ends):
-                end += 1  # (Korean: a word ending in a particle ends the name: "번호가 있는")
+                    and not (end > k and self.gap(end) and end - 1 in stop_ends) \
+                    and not (end > k and not lex.spaced_words and (neg := lex.neg_before.match_at(toks, end))
+                             and neg[0] - end > 1):
+                end += 1  # (Korean: a word ending in a particle ends the name: "번호가 있는"; a negation of
+                #            two characters or more ends one: "上海不是星巴克", not "那不勒斯")
             chosen = self._place_end(k, end, after_prep, strong_only=was_soft and k not in after_prep)
             if chosen is None:
                 continue

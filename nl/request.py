@@ -293,7 +293,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
     place = places[0].name if places else None
     if not places:
-        places, features = _known_places(text, features, _place_names(knowledge))
+        places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names))
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
@@ -458,11 +458,12 @@ def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) ->
 MAX_KNOWN_PLACE_WORDS = 3
 
 
-def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str]) -> tuple[tuple, tuple]:
+def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str], *,
+                  named: bool = False) -> tuple[tuple, tuple]:
     """A place the caller knows (``Knowledge.places``) at the start or the end of the request, written
     with no preposition, that the cue tables read as part of a feature phrase: "hospital munich",
     "madrid farmacias". The phrase keeps the rest; nothing changes when no feature phrase would be
-    left or nothing matches.
+    left (unless the request ``named`` what it asks for: '부산 "자갈치시장"') or nothing matches.
 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
@@ -474,9 +475,14 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     end = len(text.rstrip(" ?.!。？！"))
     things = [f for f in features if not f.negated]
     for k, f in enumerate(features):
-        if f.negated or f.span is None or (f.span[1] != end and f.span[0] != 0):
+        if f.negated or f.span is None:
             continue
-        if len(things) > 1 and stem_fold(f.text) in known:
+        if f.span[1] != end and f.span[0] != 0:
+            wide = _wide_edge_place(f, known, end)  # only a place that is a word of its own there
+            if wide is not None:
+                return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
+            continue
+        if (len(things) > 1 or named) and stem_fold(f.text) in known:
             # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
             return (Place(f.text, f.span),), features[:k] + features[k + 1:]
         wide = _wide_edge_place(f, known, end)
@@ -535,12 +541,18 @@ def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int) -> tuple[Pl
     """
     text = f.text
     for head in (True, False):
-        if (head and f.span[0] != 0) or (not head and f.span[1] != end):
+        # inside the request, only a place that is a word of its own opening a phrase whose rest is
+        # one thing: "스타벅스가 아닌 서울 카페" (not "활동을 위해 지정된 ...", not "阿拉伯语")
+        inside = head and f.span[0] != 0
+        if (inside and not spaceless(text[:1])) or (not head and f.span[1] != end):
             continue
         for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - 1), 1, -1):
             name = text[:n] if head else text[-n:]
             rest = text[n:] if head else text[:-n]
             if not (spaceless(name[0]) and spaceless(name[-1])) or stem_fold(name) not in known:
+                continue
+            if inside and not (rest[:1] == " " and any(text[a:b] == rest.strip() for (a, b) in
+                                                       (m.span for m in f.tags) if a >= n)):
                 continue
             if not any(ch.isalpha() for ch in rest) or (rest[:1].isalpha() and not spaceless(rest[0]) and head) \
                     or (not head and rest[-1:].isalpha() and not spaceless(rest[-1])):
