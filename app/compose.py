@@ -208,9 +208,15 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
     out = []
     cues = _cue_tokens(r.language)
     edits = cues["time"] | cues["stop"] | stopwords(r.language) if r.users or r.dates or r.periods else frozenset()
+    # "whose name ends in station": the name cue and operation before the value are no thing
+    naming = cues["filters"] | cues["stop"] | stopwords(r.language) \
+        if sum(f.kind == "name" for f in r.filters) == 1 else frozenset()
     for f in r.things:
         if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
             covered.append(f.span)  # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing
+            continue
+        if naming and f.span is not None and all(t.fold in naming for t in tokens(f.text)):
+            covered.append(f.span)
             continue
         tags = _feature_tags(r, f, covered)
         if tags is None:

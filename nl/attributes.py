@@ -28,7 +28,7 @@ from importlib import resources
 
 from geoql.core.errors import GeoqlError
 from geoql.nl.cues import Matcher, tokens
-from geoql.nl.text import base_language
+from geoql.nl.text import base_language, script_of
 
 
 class AttributeDataError(GeoqlError):
@@ -93,8 +93,12 @@ def _matcher(lang: str, generic: bool) -> Matcher:
     cues = []
     for a in _data()["attributes"]:
         words = a["words"]
-        # a language without its own words reads English's (ids and brands are written in English often too)
-        for w in dict.fromkeys([*words.get(lang, ()), *words.get("en", ())]):
+        # a language without its own words reads English's (ids and brands are written in English often too);
+        # a request read as English reads every Latin-script language's: the guess rests on a few small
+        # words, and a request without them ("vegane restaurants freiburg") is guessed English
+        others = [w for other, ws in words.items() if other not in (lang, "en") for w in ws
+                  if all(not ch.isalpha() or script_of(ch) == "Latin" for ch in w)] if lang == "en" else []
+        for w in dict.fromkeys([*words.get(lang, ()), *words.get("en", ()), *others]):
             cues.append((w, by_id[a["id"]]))
     return Matcher(cues)
 

@@ -1076,9 +1076,13 @@ class _Reader:
         # (a quoted name, read and taken before, keeps its own case: 'biergarten "Augustiner-Keller" in münchen')
         lowercase = not any(t.upper for k, t in enumerate(toks) if not self.taken[k])
         found: list[tuple[int, int]] = []
+        # a preposition that ends a name operation is none: "whose name ends in station"
+        in_ops = {q for a, b, _ in self.find(lex.name_ops, True) for q in range(a, b)}
         for s, e, _ in self.find(lex.preps, True):
             if self.gap(s).endswith("-") or (e < self.n and self.gap(e).startswith("-")):
                 continue  # "in-patient", "Rhein-in-..." : part of a word
+            if s in in_ops and self._cue_near(lex.names, s, s, before=True, after=False, reach=6):
+                continue
             k = e
             while k < self.n and toks[k].fold in lex.articles and not self.taken[k]:
                 k += 1
@@ -1485,8 +1489,10 @@ class _Reader:
             if not hit or hit[0] < i - 1 or not (self._cue_near(lex.names, s, s, before=True, after=False, reach=6)
                                                   or any(lex.names.match_at(toks, q) for q in range(i, s))):
                 continue
-            if hit[0] < j:  # the value follows the operation
+            if hit[0] < j and not lex.with_after:  # the value follows the operation
                 return hit[1], self.span(max(hit[0], i), j)
+            if s == i and lex.with_after:
+                continue  # Korean, Turkish: the value is before the operation ("한강이 들어간"), read there
             if s > i:  # the operation closes the phrase: the value is before it, after a name cue inside
                 first = max((e for q in range(i, s) for e in [lex.names.match_at(toks, q)] if e and e[0] <= s),
                             key=lambda e: e[0], default=(i, None))[0]

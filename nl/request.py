@@ -306,6 +306,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features) + _phrase_attributes(features, attribute_words, frame.filters)
+    places, filters = _attribute_over_places(places, filters, attribute_words)
+    place = places[0].name if places else None
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
@@ -405,7 +407,16 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
     """
     out = []
     taken = [span for _, _, span, *_ in read if span]
-    for f in features:
+    for k, f in enumerate(features):
+        if not f.negated and not f.tags and f.span is not None and spaceless(f.text[:1]) and not any(
+                a < f.span[1] and f.span[0] < b for a, b in taken):
+            # a phrase written without spaces that is all one attribute's words, beside the things:
+            # "广州有户外座位的餐厅" (in a spaced script a lone word is too often something else:
+            # "accessible to cyclists")
+            whole = [m for m in words if m.span == f.span and m.attribute.yes]
+            if len(whole) == 1 and len(features) > 1:
+                out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
+            continue
         if f.negated or not f.tags or f.span is None:
             continue
         for m in words:
@@ -418,6 +429,35 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
                 continue
             out.append(Filter("yes", m.text, span))
     return tuple(out)
+
+
+def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...],
+                           words: Sequence[AttributeMatch]) -> tuple[tuple, tuple]:
+    """The attribute words around what the cue tables read: a place read inside them is none ("non
+    accessibles en fauteuil roulant à Nice": "en" is no place preposition there); a filter read
+    inside them takes them all, once, and where they open with its negation ("with no fee": the
+    attribute "no fee", ``fee=no``) it asks for the attribute.
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("hôtels non accessibles en fauteuil roulant à nice", Knowledge(Lexicon.default()))
+    >>> [p.name for p in r.places], [(f.kind, f.text) for f in r.filters]
+    (['nice'], [('no', 'accessibles en fauteuil roulant')])
+    """
+    def overlaps(m, span) -> bool:
+        return bool(span) and m.span[0] < span[1] and span[0] < m.span[1]
+
+    kept = tuple(p for p in places if not any(overlaps(m, p.span) for m in words))
+    out: list[Filter] = []
+    for f in filters:
+        m = next((m for m in words if f.span and m.span[0] <= f.span[0] and f.span[1] <= m.span[1]
+                  and m.span != f.span and f.kind != "compare"), None)
+        if m is not None:
+            kind = "yes" if f.kind in ("no", "absent") and m.span[0] < f.span[0] else f.kind
+            f = dataclasses.replace(f, kind=kind, text=m.text, span=m.span)
+            if any(o.span == f.span for o in out):
+                continue
+        out.append(f)
+    return kept, tuple(out)
 
 
 def _brands(features: tuple[Feature, ...]) -> tuple[Feature, ...]:
