@@ -42,10 +42,10 @@ from overpassql import ast as A
 from geoql.app.decoding import Candidate
 from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, own_table, tokens
-from geoql.nl.places import dictionary_form
+from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.request import Feature, FeatureMatch, Filter, Request
 from geoql.nl.text import fold
-from geoql.nl.words import cue_words, stopwords
+from geoql.nl.words import cue_words, stem_fold, stopwords
 
 # The gold queries' settings and element types (overpass-turbo's wizard writes these).
 SETTINGS = (("out", "json"), ("timeout", "25"))
@@ -354,7 +354,14 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
         return None
     words = [m for m in r.attribute_words if not m.attribute.yes]
     if len({m.attribute.id for m in words}) > 1:
-        return None
+        # the comparison's own word names an attribute too ("higher" of "10 kattan yüksek", higher than
+        # 10 floors): the noun it compares decides
+        cue = _cue_tokens(r.language)["filters"]
+        nouns = [m for m in words if not all(t.fold in cue for t in tokens(m.text))]
+        if len({m.attribute.id for m in nouns}) != 1:
+            return None
+        covered += [m.span for m in words if m not in nouns]
+        words = nouns
     tags = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
     if words:
         attribute = words[0].attribute
@@ -448,10 +455,13 @@ def _overlaps_attribute(r: Request) -> bool:
     there, so nothing is composed."""
     spans = [m.span for m in r.attribute_words]
     negation = _cue_tokens(r.language)["negation"]
-    names = ["".join(fold(p.name).split()) for p in r.places]
+    suspect = [p for p in r.places
+               if any(t.fold in negation for t in tokens(p.name) if not t.spaceless)
+               or any(cue in "".join(fold(p.name).split()) for cue in _spaceless_negation())]
+    # a place the gazetteer knows is one, whatever its words ("são" of São Paulo also ends a negation's
+    # scope); the gazetteer is read only for a suspect
     return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
-        any(t.fold in negation for p in r.places for t in tokens(p.name) if not t.spaceless) or \
-        any(cue in name for name in names for cue in _spaceless_negation())
+        any(stem_fold(p.name) not in gazetteer() for p in suspect)
 
 
 @lru_cache(maxsize=1)

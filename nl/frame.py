@@ -1514,9 +1514,10 @@ class _Reader:
                 return cue[1], range(s, k), unit, end
         # after it: "10 or more" right after the number (or its unit); in a script without spaces one
         # more word may stand between ("10层以上": 10 floors or more)
-        for s in range(end, min(self.n, end + (2 if not lex.spaced else 1))):
+        for s in range(end, min(self.n, end + (2 if not lex.spaced or lex.with_after else 1))):
             cue = lex.more_less.match_at(toks, s)
-            if cue and (not lex.spaced or toks[s].fold in _OR_WORDS):
+            # Turkish puts the comparison after the noun too: "10 kattan yüksek" (higher than 10 floors)
+            if cue and (not lex.spaced or toks[s].fold in _OR_WORDS or lex.with_after and s > end):
                 return cue[1], range(s, cue[0]), unit, end
         return None
 

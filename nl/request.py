@@ -29,6 +29,7 @@ Feature(text='benches', span=(0, 7), negated=False, tags=(), place=None)
 from __future__ import annotations
 
 import dataclasses
+import re
 import unicodedata
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -301,7 +302,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         # a phrase that is all a city, beside the places read ("ospedali a milano e a torino", "京都と奈良のお寺")
         # or in the middle of the request ("wifiがある東京のカフェ"); only a phrase without tags can be one,
         # so a request whose phrases all name things does not load the gazetteer
-        places, features = _place_phrases(places, features, _place_names(knowledge))
+        places, features = _place_phrases(places, features, _place_names(knowledge), text)
     places, features = _feature_places(places, features)
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
@@ -547,7 +548,7 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
 
 
 def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
-                   known: Mapping[str, str]) -> tuple[tuple, tuple]:
+                   known: Mapping[str, str], text: str | None = None) -> tuple[tuple, tuple]:
     """Feature phrases that name nothing the lexicon knows and are all a known place, read beside
     the places the cue tables found: "milano" of "ospedali a milano e a torino" (Italian reads a place
     after "a" only once), "奈良" of "京都と奈良のお寺". Nothing changes unless a thing with tags is left.
@@ -557,6 +558,8 @@ def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
     >>> [p.name for p in ps], [f.text for f in fs]
     (['milano', 'torino'], ['ospedali'])
     """
+    if text is not None:
+        features = tuple(_with_words_before(text, f, known, features, places) for f in features)
     named = [k for k, f in enumerate(features)
              if not f.negated and not f.tags and f.span is not None and stem_fold(f.text) in known]
     if not named or not any(f.tags for k, f in enumerate(features) if k not in named and not f.negated):
@@ -564,6 +567,22 @@ def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
     found = [Place(features[k].text, features[k].span) for k in named]
     ordered = tuple(sorted(places + tuple(found), key=lambda p: p.span or (1 << 30, 0)))
     return ordered, tuple(f for k, f in enumerate(features) if k not in named)
+
+
+def _with_words_before(text: str, f: Feature, known: Mapping[str, str], features, places) -> Feature:
+    """A phrase without tags with the word or two before it, where together they are a known place
+    whose first word the cue tables read as a small word ("em são paulo": "são" is also "are";
+    "in los angeles"); else the phrase as it is."""
+    if f.negated or f.tags or f.span is None or stem_fold(f.text) in known:
+        return f
+    taken = [g.span for g in features if g.span] + [p.span for p in places if p.span]
+    for n in (1, 2):
+        m = re.search(r"(?:\S+\s+){%d}$" % n, text[:f.span[0]])
+        if m is None or any(a < f.span[0] and m.start() < b for a, b in taken):
+            return f
+        if stem_fold(text[m.start():f.span[1]]) in known:
+            return dataclasses.replace(f, text=text[m.start():f.span[1]], span=(m.start(), f.span[1]))
+    return f
 
 
 # The longest place name tried at the edge of a phrase written without spaces ("北京", "名古屋", "서울특별시").
