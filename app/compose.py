@@ -209,8 +209,10 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
     cues = _cue_tokens(r.language)
     edits = cues["time"] | cues["stop"] | stopwords(r.language) if r.users or r.dates or r.periods else frozenset()
     # "whose name ends in station": the name cue and operation before the value are no thing
+    # ... and a filter's own cue read apart ("와이파이 되는 카페": "되" of "되는", with)
     naming = cues["filters"] | cues["stop"] | stopwords(r.language) \
-        if sum(f.kind == "name" for f in r.filters) == 1 else frozenset()
+        if sum(f.kind == "name" for f in r.filters) == 1 or r.filters and all(f.kind == "yes" for f in r.filters) \
+        else frozenset()
     for f in r.things:
         if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
             covered.append(f.span)  # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing
@@ -455,13 +457,30 @@ def _overlaps_attribute(r: Request) -> bool:
     there, so nothing is composed."""
     spans = [m.span for m in r.attribute_words]
     negation = _cue_tokens(r.language)["negation"]
+    # (a landmark an around is centred on was read by the around's own cues, only a negation's own words
+    # tell a misreading there: "dal duomo di milano" is one, "from resorts without piste type" none)
     suspect = [p for p in r.places
-               if any(t.fold in negation for t in tokens(p.name) if not t.spaceless)
+               if (any(t.fold in negation for t in tokens(p.name) if not t.spaceless) if p.role != "centre"
+                   else _holds_negation([t.fold for t in tokens(p.name) if not t.spaceless]))
                or any(cue in "".join(fold(p.name).split()) for cue in _spaceless_negation())]
     # a place the gazetteer knows is one, whatever its words ("são" of São Paulo also ends a negation's
     # scope); the gazetteer is read only for a suspect
     return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
         any(stem_fold(p.name) not in gazetteer() for p in suspect)
+
+
+def _holds_negation(words: list[str]) -> bool:
+    """Whether a whole negation cue ("without", "privo di", "sans") stands in ``words``, not only a word
+    that ends a negation's scope ("di", "de", "and")."""
+    return any(tuple(words[i:i + len(cue)]) == cue for cue in _negation_cues() for i in range(len(words)))
+
+
+@lru_cache(maxsize=1)
+def _negation_cues() -> frozenset[tuple[str, ...]]:
+    """The negation cues written with spaces, as folded token tuples, every table's."""
+    return frozenset(cue for t in all_tables().values()
+                     for phrase in _phrases([t["negation"]["before"], t["negation"]["after"]])
+                     if (cue := tuple(tok.fold for tok in tokens(phrase) if not tok.spaceless)))
 
 
 @lru_cache(maxsize=1)
@@ -537,6 +556,8 @@ def _accounted(r: Request, covered: list) -> bool:
     if r.users:
         allowed |= cues["users"] | cues["time"]
         covered += [m.span() for u in r.users for m in re.finditer(re.escape(u), r.text)]
+    if r.bbox is not None:
+        allowed |= cues["view"]  # the box's name: "im Bereich 53.54,9.98,53.56,10.01"
     if r.bbox is not None or r.dates:
         # the box's or date's numbers, and a box typed without spaces ("52.50,13.35,52.54,13.42": one token)
         covered += [(t.start, t.end) for t in tokens(r.text)

@@ -103,6 +103,18 @@ def _matcher(lang: str, generic: bool) -> Matcher:
     return Matcher(cues)
 
 
+@lru_cache(maxsize=None)
+def words_of(lang: str) -> frozenset[str]:
+    """The folded words of ``lang``'s own attribute phrases (a trailing ``*`` left off): "адрес", "wlan".
+
+    >>> "адрес" in words_of("ru"), "wlan" in words_of("de")
+    (True, True)
+    """
+    lang = base_language(lang)
+    return frozenset(tok.fold for a in _data()["attributes"] for w in a["words"].get(lang, ())
+                     for tok in tokens(w.rstrip("*")))
+
+
 def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]:
     """The attribute words of ``text`` in ``lang`` (English's too), left to right, longest first; with
     ``generic`` the words that add nothing to a feature ("places", "Filialen") instead."""

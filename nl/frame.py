@@ -302,6 +302,7 @@ class _Lexicon:
     lang: str
     spaced: bool
     view: Matcher
+    box_words: frozenset  # the nouns of the view cues ("bereich", "riquadro", "zone"): a box's name
     around_before: Matcher
     around_after: Matcher
     of_after: Matcher
@@ -395,6 +396,8 @@ def _lexicon(lang: str) -> _Lexicon:
         lang=lang,
         spaced=own["language"].get("spaced", True),
         view=Matcher(cues(lambda t: t["view"])),
+        box_words=frozenset(tok.fold for w in own["view"] for tok in tokens(fold(w))
+                            if len(tok.fold) > 2 and tok.fold not in {fold(x) for x in own["stop"]}),
         around_before=Matcher(cues(lambda t: t["around"]["before"])),
         around_after=Matcher(cues(lambda t: t["around"]["after"])),
         of_after=Matcher(cues(lambda t: t["around"]["of_after"])),
@@ -603,7 +606,14 @@ class _Reader:
             s, w, n, e = (float(g.replace("−", "-")) for g in m.groups())
             if abs(s) <= 90 and abs(n) <= 90 and abs(w) <= 180 and abs(e) <= 180:
                 f.bbox = (s, w, n, e)
-                self.take(*self.tokens_in(m.start(), m.end()))
+                a, b = self.tokens_in(m.start(), m.end())
+                # the box's name before it: "im Bereich 53.54,9.98,...", "nel riquadro 41.89,..."
+                if a > 0 and self.toks[a - 1].fold in self.lex.box_words:
+                    a -= 1
+                    while a > 0 and (self.toks[a - 1].fold in self.lex.articles
+                                     or (hit := self.lex.preps.match_at(self.toks, a - 1)) and hit[0] == a):
+                        a -= 1
+                self.take(a, b)
                 return
         points = []
         for m in _COORDS.finditer(self.text):

@@ -34,8 +34,9 @@ from importlib import resources
 from typing import Iterable, Sequence
 
 from geoql.core.errors import GeoqlError
+from geoql.nl.attributes import words_of as attribute_words
 from geoql.nl.cues import Token, tokens
-from geoql.nl.text import base_language, fold, spaceless
+from geoql.nl.text import base_language, fold, script_of, spaceless
 
 FORMAT = 1
 # The languages the lexicon reads: those of the cue tables, and Turkish and Polish (no cue table:
@@ -51,6 +52,10 @@ ROLE_WEIGHT = {"name": 1.0, "alias": 0.9, "term": 0.6, "part": 0.6}
 # A brand match; a brand whose name is also a common word ("Shell", "Next") counts only written
 # with its capital, and for less.
 BRAND_SCORE, COMMON_BRAND_SCORE = 0.9, 0.6
+# A brand written in another case ("пятерочки" of Пятёрочка) in the languages that inflect names: found by
+# the stem, of names this long or longer, and weaker than any preset the same word names.
+INFLECTED_BRAND_LANGUAGES = {"ru": "Cyrillic", "pl": "Latin"}  # language -> the script of its brands' names
+INFLECTED_BRAND_LETTERS, INFLECTED_BRAND_SCORE = 5, 0.55
 SHORT_BRAND = 3
 # Matches scoring less are not returned by default (tuned on OverpassNL train and OsmNL dev:
 # scripts/lexicon_accuracy.py).
@@ -313,6 +318,11 @@ class Lexicon:
                     if row and _brand_ok(row, window, i):
                         score = COMMON_BRAND_SCORE if row[3] else BRAND_SCORE
                         cands.append((score, row[0], tuple(row[1]), "brand", row[2], "", True))
+                    elif not row and n == 1 and table is not None and table.lang in INFLECTED_BRAND_LANGUAGES:
+                        # a brand in another case: "кроме пятерочки", "oprócz kauflandu"
+                        row = self._inflected_brands(table).get(keys[i])
+                        if row:
+                            cands.append((INFLECTED_BRAND_SCORE, row[0], tuple(row[1]), "brand", row[2], "", False))
                 if cands:
                     # a surface the request spells exactly is preferred to one it only shares stems with
                     # ("parking": amenity=parking, not "park")
@@ -326,6 +336,23 @@ class Lexicon:
             out.append(FeatureMatch((start, end), text[start:end], surface, tags, round(score, 3), source, ref, lang))
             i += len(window)
         return out
+
+    def _inflected_brands(self, table: _Table) -> dict[str, list]:
+        """The brands of one word, by the stem ``table``'s language gives them (built on first use); not
+        a brand spelled like a word the language's surfaces or attribute words use ("адрес": an address,
+        and an estate agent)."""
+        cache = self.__dict__.setdefault("_inflected", {})
+        if table.lang not in cache:
+            brands = self._table("brands")
+            own = table.known_words() | {word_keys(w, table.lang) for w in attribute_words(table.lang)}
+            out: dict[str, list] = {}
+            script = INFLECTED_BRAND_LANGUAGES[table.lang]
+            for key, row in (brands.keys.items() if brands is not None else ()):
+                if " " not in key and len(key) >= INFLECTED_BRAND_LETTERS and not row[3] and key.isalpha() \
+                        and script_of(key[0]) == script and (stem := word_keys(key, table.lang)) not in own:
+                    out.setdefault(stem, row)
+            cache[table.lang] = out
+        return cache[table.lang]
 
     def _foreign_matches(self, text: str, table: _Table, brands: _Table | None, blocked) -> list[FeatureMatch]:
         """Words the request's language does not know, read in the other Latin-script languages."""
