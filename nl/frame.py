@@ -536,9 +536,15 @@ class _Reader:
         return i, j
 
     # -- steps
-    def read(self) -> Frame:
+    def read(self, known: tuple[tuple[int, int], ...] = ()) -> Frame:
         if not self.n:
             return self.frame
+        for start, end in known:
+            i, j = self.tokens_in(start, end)
+            if i < j and not any(self.taken[i:j]) and self.text[start:end].strip():
+                self.frame.places.append(self.text[start:end])
+                self._locate(self.text[start:end], i)
+                self.take(i, j)
         self.quotes()
         self.coordinates()
         self.dates()
@@ -1604,14 +1610,16 @@ _LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", 
 _COORD_STEMS = ("coordinat", "coordonn", "coordenad", "koordinat", "координат", "坐标", "座標", "좌표")
 
 
-def read_frame(nl: str, language: str | None = None) -> Frame:
+def read_frame(nl: str, language: str | None = None, known: tuple[tuple[int, int], ...] = ()) -> Frame:
     """The intent frame of ``nl`` (see the module's docstring), read in ``language``
-    (default: :func:`guess_language`'s). Never raises: a request that is not text,
-    empty, emoji or in a script without a cue table gives a frame with what it could
-    read (at worst only ``nl``, ``language="und"``)."""
+    (default: :func:`guess_language`'s); ``known``: character spans the caller knows are
+    places (a gazetteer's city opening a request written without spaces, "上海不是星巴克的咖啡馆",
+    whose "上" the cue tables would read apart), read as places before anything else. Never
+    raises: a request that is not text, empty, emoji or in a script without a cue table gives
+    a frame with what it could read (at worst only ``nl``, ``language="und"``)."""
     if not isinstance(nl, str):
         nl = "" if nl is None else str(nl)
     try:
-        return _Reader(nl, language).read()
+        return _Reader(nl, language).read(known)
     except (ValueError, IndexError, KeyError):  # a reading fault must not sink the caller's request
         return Frame(nl=nl, language="und", script=main_script(nl[:MAX_CHARS]))

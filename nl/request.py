@@ -283,6 +283,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     rival = _rival_language(text, frame, lexicon)
     if rival is not None:
         frame = read_frame(nl, rival)
+    opening = _opening_city(text, frame, knowledge) if lexicon is not None else None
+    if opening is not None:
+        frame = read_frame(nl, frame.language, known=(opening,))
     # A place read only by its position that the lexicon knows as a thing is the thing: "公园的长椅".
     thing = frame.opening_place
     if not (thing and things is not None and things.names_a_thing(thing, frame.language)):
@@ -373,6 +376,24 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
         if n > known and n >= least:
             best, known = lang, n
     return best
+
+
+def _opening_city(text: str, frame: Frame, knowledge: Knowledge) -> tuple[int, int] | None:
+    """The span of a city the gazetteer knows opening a request written without spaces, where the
+    frame read no place there and split the name ("上海不是…": "上" and "海"; "成都地铁站…": "都" is
+    "all"): the longest name of two to ``MAX_WIDE_PLACE_CHARS`` characters. None otherwise (the
+    gazetteer is not read for a request the frame read a place at the start of, or in spaces)."""
+    if not text[:1] or not spaceless(text[0]) or not knowledge.world_places:
+        return None
+    if any(text.startswith(p) for p in frame.places) or any(text.startswith(w) and len(w) > 1 for w in frame.what) \
+            or frame.around is not None and frame.around.of and text.startswith(frame.around.of[:2]):
+        return None  # (an around's centre: "デンバーから50キロ以内", "東京タワーから500m以内")
+    known = _place_names(knowledge)
+    for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - 1), 1, -1):
+        name = text[:n]
+        if all(spaceless(ch) for ch in name) and stem_fold(name) in known:
+            return (0, n)
+    return None
 
 
 def frame_text(nl: str) -> str:
