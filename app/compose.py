@@ -465,7 +465,7 @@ def _overlaps_attribute(r: Request) -> bool:
                or any(cue in "".join(fold(p.name).split()) for cue in _spaceless_negation())]
     # a place the gazetteer knows is one, whatever its words ("são" of São Paulo also ends a negation's
     # scope); the gazetteer is read only for a suspect
-    return any(p.span and a < p.span[1] and p.span[0] < b for p in r.places for a, b in spans) or \
+    return any(p.span and a < p.span[1] and p.span[0] < b and (a, b) != p.span for p in r.places for a, b in spans) or \
         any(stem_fold(p.name) not in gazetteer() for p in suspect)
 
 

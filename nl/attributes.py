@@ -84,6 +84,11 @@ def attributes() -> dict[str, Attribute]:
     return out
 
 
+# Another language's attribute word counts in a request read as English when it is a stem ("vegan*") or
+# this long or longer: a short whole word is too often a name there ("china", "india").
+OTHER_LANGUAGE_LETTERS = 6
+
+
 @lru_cache(maxsize=None)
 def _matcher(lang: str, generic: bool) -> Matcher:
     lang = base_language(lang)
@@ -97,7 +102,8 @@ def _matcher(lang: str, generic: bool) -> Matcher:
         # a request read as English reads every Latin-script language's: the guess rests on a few small
         # words, and a request without them ("vegane restaurants freiburg") is guessed English
         others = [w for other, ws in words.items() if other not in (lang, "en") for w in ws
-                  if all(not ch.isalpha() or script_of(ch) == "Latin" for ch in w)] if lang == "en" else []
+                  if (w.endswith("*") or len(w) >= OTHER_LANGUAGE_LETTERS)
+                  and all(not ch.isalpha() or script_of(ch) == "Latin" for ch in w)] if lang == "en" else []
         for w in dict.fromkeys([*words.get(lang, ()), *words.get("en", ()), *others]):
             cues.append((w, by_id[a["id"]]))
     return Matcher(cues)

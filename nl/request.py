@@ -468,7 +468,8 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
     def overlaps(m, span) -> bool:
         return bool(span) and m.span[0] < span[1] and span[0] < m.span[1]
 
-    kept = tuple(p for p in places if not any(overlaps(m, p.span) for m in words))
+    # (a place that is exactly an attribute word stays a place: "China", "Lit")
+    kept = tuple(p for p in places if not any(overlaps(m, p.span) and m.span != p.span for m in words))
     out: list[Filter] = []
     for f in filters:
         m = next((m for m in words if f.span and m.span[0] <= f.span[0] and f.span[1] <= m.span[1]

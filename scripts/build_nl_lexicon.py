@@ -244,20 +244,25 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
         reach = set().union(*(c for _, _, c, _ in items))
         stats["reach"][q] = reach
         local = len(reach) < MIN_BRAND_COUNTRIES
-        mains = defaultdict(int)
-        for main, _, c, _ in items:
+        mains, named = defaultdict(int), defaultdict(int)
+        for main, tags, c, _ in items:
             mains[main] += len(c)
-        # the category the brand spans most countries in; its advertising totems are no shop
-        main = max(sorted(mains), key=lambda m: (not m.startswith("advertising="), mains[m], prior.get(m, 0)))
+            named[main] += tags.get("name") == tags["brand"]
+        # the category whose features carry the brand's own name (IKEA's furniture stores, not its "IKEA
+        # Restaurant"s), then the one the brand spans most countries in; its advertising totems are no shop
+        main = max(sorted(mains), key=lambda m: (not m.startswith("advertising="), named[m] > 0, mains[m],
+                                                 prior.get(m, 0)))
         for entry_main, tags, _, match_names in items:
+            # the names mappers write for the brand, whichever of its categories lists them ("leclerc",
+            # of E.Leclerc's fuel stations)
+            for name in match_names:
+                if _names_the_brand(name, tags["brand"]):
+                    kept.append((name, main, tags["brand"], q, local, True))
             if entry_main != main:
                 continue
             for key in spellings:
                 if tags.get(key):
                     kept.append((tags[key], main, tags["brand"], q, local, False))
-            for name in match_names:
-                if _names_the_brand(name, tags["brand"]):
-                    kept.append((name, main, tags["brand"], q, local, True))
     stats["brands_kept"] = len({q for _, _, _, q, local, _ in kept if not local})
     return kept, stats
 

@@ -31,3 +31,12 @@ def test_a_word_inside_a_phrase_is_found_with_its_span():
     m = find("Cafés mit WLAN in Bonn", "de")
     assert [(x.text, x.span, x.attribute.id) for x in m if x.attribute] == [("WLAN", (10, 14), "wifi")]
     assert find("", "de") == [] and find(None, "de") == []
+
+
+# A request read as English reads other Latin-script languages' attribute stems ("vegane", German);
+# their short whole words stay names ("China", the Spanish "china": Chinese).
+@pytest.mark.parametrize("text, want", [("vegane restaurants freiburg", [("vegane", "vegan")]),
+                                        ("places of worship in China", []),
+                                        ("restaurants that are not italian", [("italian", "cuisine_italian")])])
+def test_english_reads_other_languages_stems(text, want):
+    assert [(m.text, m.attribute.id) for m in find(text, "en")] == want
