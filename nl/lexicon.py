@@ -237,7 +237,7 @@ class Lexicon:
                                "scripts/build_nl_lexicon.py") from e
 
     def lookup(self, text: str, lang: str, *, skip: Iterable[tuple[int, int]] = (),
-               min_score: float = MIN_SCORE) -> list[FeatureMatch]:
+               min_score: float = MIN_SCORE, opening: bool = True) -> list[FeatureMatch]:
         """The features ``text`` names, left to right, each span once (the longest match wins).
 
         ``lang`` is the request's language (``geoql.nl.frame.guess_language``; a regional tag
@@ -246,6 +246,8 @@ class Lexicon:
         nothing, the words it does not know are read in the other Latin-script languages (names
         and aliases only). ``skip``: character spans (of the NFKC text) not to read, such as what
         the frame took for places, names and cue words. Matches under ``min_score`` are left out.
+        ``opening``: whether ``text`` opens the request (a phrase from inside it does not: there a
+        capital tells a brand spelled like a word, "Supermärkte außer Aldi").
         """
         if not isinstance(text, str) or not text.strip():
             return []
@@ -258,7 +260,7 @@ class Lexicon:
         if table is not None and not table.stemmed:
             found += self._substring_matches(text, table, brands, blocked)
         found += self._token_matches(text, table if table is not None and table.stemmed else None, brands,
-                                     blocked + [m.span for m in found])
+                                     blocked + [m.span for m in found], opening=opening)
         if not found and table is not None and table.lang in _LATIN:
             # only when the request's language read nothing: a request misread as English names its
             # things in its own language ("Tankstellen in Stuttgart"), one read right is left alone
@@ -291,7 +293,7 @@ class Lexicon:
 
     # -- spaced scripts: token sequences by stem ---------------------------------------------
     def _token_matches(self, text: str, table: _Table | None, brands: _Table | None, blocked, *,
-                       foreign: bool = False) -> list[FeatureMatch]:
+                       foreign: bool = False, opening: bool = True) -> list[FeatureMatch]:
         toks = [t for t in tokens(text) if not t.spaceless]
         free = [not _overlaps((t.start, t.end), blocked) for t in toks]
         keys = [table.key(t) if table is not None and not t.number else t.fold for t in toks]
@@ -315,7 +317,7 @@ class Lexicon:
                                       _folded_surface(row[_SURFACE]) == " ".join(folds)))
                 if brands is not None and not foreign:
                     row = brands.keys.get(" ".join(folds))
-                    if row and _brand_ok(row, window, i):
+                    if row and _brand_ok(row, window, i if opening else i + 1):
                         score = COMMON_BRAND_SCORE if row[3] else BRAND_SCORE
                         cands.append((score, row[0], tuple(row[1]), "brand", row[2], "", True))
                     elif not row and n == 1 and table is not None and table.lang in INFLECTED_BRAND_LANGUAGES:

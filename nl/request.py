@@ -68,9 +68,10 @@ class Lexicon(Protocol):
     """The seam for a multilingual feature and brand lexicon: the tags a feature phrase names
     (``Feature.tags``, ``Request.brands``), best first; ``lookup(text, lang)`` as a feature
     lexicon answers it; ``known_words(text, lang)``: how many words of ``text`` the language's own
-    surfaces name (what decides between close language guesses)."""
+    surfaces name (what decides between close language guesses). ``opening``: whether ``text`` opens
+    the request (a capital inside it tells a brand spelled like a word)."""
 
-    def lookup(self, text: str, lang: str) -> Sequence[FeatureMatch]: ...
+    def lookup(self, text: str, lang: str, *, opening: bool = True) -> Sequence[FeatureMatch]: ...
 
     def known_words(self, text: str, lang: str) -> int: ...
 
@@ -402,8 +403,10 @@ def frame_text(nl: str) -> str:
 
 
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
-    tags = tuple(lexicon.lookup(phrase, frame.language)) if lexicon is not None else ()
-    return Feature(phrase, frame.spans.get(phrase), negated=negated, tags=tags)
+    span = frame.spans.get(phrase)
+    opening = span is None or span[0] == 0
+    tags = tuple(lexicon.lookup(phrase, frame.language, opening=opening)) if lexicon is not None else ()
+    return Feature(phrase, span, negated=negated, tags=tags)
 
 
 def _filters(frame: Frame, features: tuple[Feature, ...]) -> tuple[Filter, ...]:

@@ -97,7 +97,7 @@ def test_the_place_of_reference_rows(nl, place):
 class _Cafes:
     """A lexicon that knows the tag of cafés, and a brand."""
 
-    def lookup(self, text: str, lang: str) -> list[FeatureMatch]:
+    def lookup(self, text: str, lang: str, *, opening: bool = True) -> list[FeatureMatch]:
         if "starbucks" in text.lower():
             return [FeatureMatch((0, len(text)), ("amenity=cafe", "brand=Starbucks"), 0.95, "Starbucks")]
         return [FeatureMatch((0, len(text)), ("amenity=cafe",), 0.9, "Café")] if "caf" in text.lower() else []
