@@ -331,7 +331,9 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
     if flt.kind == "yes":
         return [_tag(t) for t in attribute.yes] if len(attribute.yes) == 1 else (
             [A.Tag(attribute.key)] if not attribute.yes else None)
-    if flt.kind == "absent" or (flt.kind == "no" and not attribute.no and not attribute.yes):
+    # "without wheelchair access", "ohne WLAN": a property with a tag for not having it says so; a key
+    # without one ("without a name", "sans adresse") is missing
+    if flt.kind == "absent" and not attribute.no or (flt.kind == "no" and not attribute.no and not attribute.yes):
         return [A.Tag(attribute.key, op="not_exists")]
     if attribute.no:
         return [_tag(t) for t in attribute.no] if len(attribute.no) == 1 else None
