@@ -52,7 +52,7 @@ SETTINGS = (("out", "json"), ("timeout", "25"))
 TYPES = ("node", "way", "relation")
 AREA_SET = "searchArea"
 CENTRE_SET = "centre"
-# Outputs composition prints, and how (``Request.output``); CSV needs columns nobody named: not composed.
+# Outputs composition prints, and how (``Request.output``); CSV: ``[out:csv(...)]`` and ``out center``.
 OUTPUTS = {"count": [["count"]], "geom": [["geom"]], "center": [["center"]], "meta": [["meta"]]}
 DEFAULT_OUT = [[], ">", ["skel", "qt"]]  # out; >; out skel qt;
 # A lexicon match below this is too unsure to go into a query by itself (the lexicon's own floor
@@ -149,9 +149,29 @@ def compose_script(request: Request) -> A.Script | None:
     for part in parts:
         where = ([A.AreaFilter(names[part.area])] if part.area is not None else []) + scope
         body += [A.Query(t, list(part.filters) + where) for t in TYPES]
-    outs = OUTPUTS[next(iter(request.output))] if request.output else DEFAULT_OUT
+    settings = [A.Setting(k, v) for k, v in SETTINGS]
+    if "csv" in request.output:
+        # "as CSV (with name and website)": a table of id, type, position and the columns named; the
+        # position of a way or relation is its centre
+        columns = ",".join(["::id", "::type", "::lat", "::lon", *(_quoted(c) for c in _csv_columns(request)[0])])
+        settings[0] = A.Setting("out", "csv", config=f"({columns})")
+        outs = [["center"]]
+    else:
+        outs = OUTPUTS[next(iter(request.output))] if request.output else DEFAULT_OUT
     tail = [A.Recurse(o) if isinstance(o, str) else A.Out(list(o)) for o in outs]
-    return A.Script([A.Setting(k, v) for k, v in SETTINGS], head + statements + [A.Union_(body)] + tail)
+    return A.Script(settings, head + statements + [A.Union_(body)] + tail)
+
+
+def _csv_columns(r: Request) -> tuple[list[str], list[tuple[int, int]]]:
+    """The columns a CSV request names ("as CSV with name and website": name, website), name always
+    first, and where their words stand: the keys of the attributes that are only a key."""
+    columns, spans = ["name"], []
+    for m in r.attribute_words:
+        if not m.attribute.yes and m.attribute.key and "csv" in r.output:
+            spans.append(m.span)
+            if m.attribute.key not in columns:
+                columns.append(m.attribute.key)
+    return columns, spans
 
 
 # ------------------------------------------------------------------ what is not composed
@@ -161,7 +181,8 @@ def _unsupported(r: Request) -> bool:
     return bool(r.area_ids or r.uids or len(r.users) > 1 or r.types and not r.ids
                 or r.ids and (r.features or r.places or r.around or r.in_view or r.bbox or r.users or r.dates)
                 or any(not f.negated for f in r.brands) and any(f.negated for f in r.features) or len(r.output) > 1
-                or r.output - set(OUTPUTS) or r.in_view and (r.places or r.around) or r.bbox and (r.places or r.around))
+                # a table is composed only where the request says "CSV" ("tables et aires de pique-nique")
+                or r.output - set(OUTPUTS) - {"csv"} or "csv" in r.output and "csv" not in r.text.casefold() or r.in_view and (r.places or r.around) or r.bbox and (r.places or r.around))
 
 
 def _when(r: Request) -> list | None:
@@ -213,7 +234,11 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
     naming = cues["filters"] | cues["stop"] | stopwords(r.language) \
         if sum(f.kind == "name" for f in r.filters) == 1 or r.filters and all(f.kind == "yes" for f in r.filters) \
         else frozenset()
+    columns = _csv_columns(r)[1] if "csv" in r.output else []
     for f in r.things:
+        if f.span is not None and f.span in columns:
+            covered.append(f.span)  # "as CSV with name and website": a column
+            continue
         if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
             covered.append(f.span)  # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing
             continue
@@ -276,7 +301,11 @@ def _tag(text: str, op: str = "=") -> A.Tag:
 def _filters(r: Request, things: list[_Thing], covered: list) -> tuple | None:
     """Every filter of the request as tag filters for each thing, or None when one is not read."""
     out: list = []
+    columns = _csv_columns(r)[1] if "csv" in r.output else []
     for flt in r.filters:
+        if flt.span is not None and any(a <= flt.span[0] and flt.span[1] <= b for a, b in columns):
+            covered.append(flt.span)  # a CSV column, not a filter
+            continue
         made = _filter(r, flt, things, covered)
         if made is None:
             return None

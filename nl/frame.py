@@ -488,7 +488,7 @@ _LIST_BREAK = re.compile(r"[,，、]")
 class _Reader:
     """One request being read: its tokens, which of them are taken, and the frame."""
 
-    def __init__(self, nl: str, language: str | None = None):
+    def __init__(self, nl: str, language: str | None = None, known: tuple[tuple[int, int], ...] = ()):
         text = unicodedata.normalize("NFKC", nl)[:MAX_CHARS]
         self.text = text
         self.toks = tokens(text)
@@ -499,6 +499,7 @@ class _Reader:
         language = language or guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
         self.lex = _lexicon(cue_language(language))
+        self.known = known  # places the caller knows (read_frame)
 
     # -- helpers
     def gap(self, i: int) -> str:
@@ -536,10 +537,10 @@ class _Reader:
         return i, j
 
     # -- steps
-    def read(self, known: tuple[tuple[int, int], ...] = ()) -> Frame:
+    def read(self) -> Frame:
         if not self.n:
             return self.frame
-        for start, end in known:
+        for start, end in self.known:
             i, j = self.tokens_in(start, end)
             if i < j and not any(self.taken[i:j]) and self.text[start:end].strip():
                 self.frame.places.append(self.text[start:end])
@@ -1620,6 +1621,6 @@ def read_frame(nl: str, language: str | None = None, known: tuple[tuple[int, int
     if not isinstance(nl, str):
         nl = "" if nl is None else str(nl)
     try:
-        return _Reader(nl, language).read(known)
+        return _Reader(nl, language, known).read()
     except (ValueError, IndexError, KeyError):  # a reading fault must not sink the caller's request
         return Frame(nl=nl, language="und", script=main_script(nl[:MAX_CHARS]))
