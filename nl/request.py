@@ -284,9 +284,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     rival = _rival_language(text, frame, lexicon)
     if rival is not None:
         frame = read_frame(nl, rival)
-    opening = _opening_city(text, frame, knowledge) if lexicon is not None else None
-    if opening is not None:
-        frame = read_frame(nl, frame.language, known=(opening,))
+    opening = _opening_cities(text, frame, knowledge) if lexicon is not None else ()
+    if opening:
+        frame = read_frame(nl, frame.language, known=opening)
     # A place read only by its position that the lexicon knows as a thing is the thing: "公园的长椅".
     thing = frame.opening_place
     if not (thing and things is not None and things.names_a_thing(thing, frame.language)):
@@ -379,22 +379,37 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     return best
 
 
-def _opening_city(text: str, frame: Frame, knowledge: Knowledge) -> tuple[int, int] | None:
-    """The span of a city the gazetteer knows opening a request written without spaces, where the
-    frame read no place there and split the name ("上海不是…": "上" and "海"; "成都地铁站…": "都" is
-    "all"): the longest name of two to ``MAX_WIDE_PLACE_CHARS`` characters. None otherwise (the
-    gazetteer is not read for a request the frame read a place at the start of, or in spaces)."""
+def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tuple[int, int], ...]:
+    """The spans of the cities the gazetteer knows opening a request written without spaces, one after
+    the other with the table's "and" between them, where the frame read no place there and split a
+    name ("上海不是…": "上" and "海"; "成都地铁站…": "都" is "all"; "北京和上海的医院"): at each, the
+    longest name of two to ``MAX_WIDE_PLACE_CHARS`` characters. () where the frame read each as a
+    place already, read a phrase at the start and the cities are not a list ("苏州酒店", "阿拉贡有哪些医院"),
+    for a request in spaces, or whose opening is an around's centre ("デンバーから50キロ以内")."""
     if not text[:1] or not spaceless(text[0]) or not knowledge.world_places:
-        return None
-    if any(text.startswith(p) for p in frame.places) or any(text.startswith(w) and len(w) > 1 for w in frame.what) \
-            or frame.around is not None and frame.around.of and text.startswith(frame.around.of[:2]):
-        return None  # (an around's centre: "デンバーから50キロ以内", "東京タワーから500m以内")
+        return ()
+    if frame.around is not None and frame.around.of and text.startswith(frame.around.of[:2]):
+        return ()
+    # the frame read something at the start already: only a list of cities it split is read again
+    opened = any(text.startswith(p) for p in frame.places) or any(text.startswith(w) and len(w) > 1 for w in frame.what)
     known = _place_names(knowledge)
-    for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - 1), 1, -1):
-        name = text[:n]
-        if all(spaceless(ch) for ch in name) and stem_fold(name) in known:
-            return (0, n)
-    return None
+    joiners = sorted((w for w in table(cue_language(frame.language))["place"]["and"] if w.strip()), key=len, reverse=True)
+    out: list[tuple[int, int]] = []
+    at = 0
+    while at < len(text):
+        found = next(((at, at + n) for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - at - 1), 1, -1)
+                      if all(spaceless(ch) for ch in text[at:at + n]) and stem_fold(text[at:at + n]) in known), None)
+        if found is None:
+            break
+        out.append(found)
+        joiner = next((w for w in joiners if text.startswith(w, found[1])), None)
+        if joiner is None:
+            break
+        at = found[1] + len(joiner)
+    # nothing to add where the frame read each of them as a place already ("东京和大阪的医院")
+    if all(text[a:b] in frame.places for a, b in out) or opened and len(out) < 2:
+        return ()
+    return tuple(out)
 
 
 def frame_text(nl: str) -> str:
