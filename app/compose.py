@@ -164,10 +164,13 @@ def compose_script(request: Request) -> A.Script | None:
 
 def _csv_columns(r: Request) -> tuple[list[str], list[tuple[int, int]]]:
     """The columns a CSV request names ("as CSV with name and website": name, website), name always
-    first, and where their words stand: the keys of the attributes that are only a key."""
+    first, and where their words stand: the keys of the attributes that are only a key. ([], []) for a
+    request that asks no CSV."""
+    if "csv" not in r.output:
+        return [], []
     columns, spans = ["name"], []
     for m in r.attribute_words:
-        if not m.attribute.yes and m.attribute.key and "csv" in r.output:
+        if not m.attribute.yes and m.attribute.key:
             spans.append(m.span)
             if m.attribute.key not in columns:
                 columns.append(m.attribute.key)
@@ -234,7 +237,7 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
     naming = cues["filters"] | cues["stop"] | stopwords(r.language) \
         if sum(f.kind == "name" for f in r.filters) == 1 or r.filters and all(f.kind == "yes" for f in r.filters) \
         else frozenset()
-    columns = _csv_columns(r)[1] if "csv" in r.output else []
+    columns = _csv_columns(r)[1]
     for f in r.things:
         if f.span is not None and f.span in columns:
             covered.append(f.span)  # "as CSV with name and website": a column
@@ -301,7 +304,7 @@ def _tag(text: str, op: str = "=") -> A.Tag:
 def _filters(r: Request, things: list[_Thing], covered: list) -> tuple | None:
     """Every filter of the request as tag filters for each thing, or None when one is not read."""
     out: list = []
-    columns = _csv_columns(r)[1] if "csv" in r.output else []
+    columns = _csv_columns(r)[1]
     for flt in r.filters:
         if flt.span is not None and any(a <= flt.span[0] and flt.span[1] <= b for a, b in columns):
             covered.append(flt.span)  # a CSV column, not a filter
@@ -564,9 +567,9 @@ def _cue_tokens(lang: str = "en") -> dict[str, frozenset[str]]:
                           | toks([[t["time"].get(k, []) for k in ("last", "one", "units")] + [list(t["time"].get("relative", {}))]
                                  for t in tables])),
         "users": frozenset(toks([t["users"] for t in tables])),
-        **{kind: frozenset(toks(list(ws)) | toks([t[section].get(kind, []) for t in tables[len(all_tables()):]
-                                                  for section in ("output", "output_support")]))
-           for kind, ws in output_words().items()},
+        # (output_words' kinds: those of every table; the words: these tables')
+        **{kind: frozenset(toks([t[section].get(kind, []) for t in tables for section in ("output", "output_support")]))
+           for kind in output_words()},
     }
 
 

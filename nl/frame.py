@@ -396,8 +396,8 @@ def _lexicon(lang: str) -> _Lexicon:
         lang=lang,
         spaced=own["language"].get("spaced", True),
         view=Matcher(cues(lambda t: t["view"])),
-        box_words=frozenset(tok.fold for w in own["view"] for tok in tokens(fold(w))
-                            if len(tok.fold) > 2 and tok.fold not in {fold(x) for x in own["stop"]}),
+        box_words=frozenset(tok.fold for w in own["view"] for tok in tokens(fold(w)) if len(tok.fold) > 2)
+        - {fold(x) for x in own["stop"]},
         around_before=Matcher(cues(lambda t: t["around"]["before"])),
         around_after=Matcher(cues(lambda t: t["around"]["after"])),
         of_after=Matcher(cues(lambda t: t["around"]["of_after"])),

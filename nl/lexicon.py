@@ -185,6 +185,7 @@ class Lexicon:
     def __init__(self, folder):
         self._folder = folder
         self._tables: dict[str, _Table | None] = {}
+        self._inflected: dict[str, dict[str, list]] = {}  # language -> its brands by stem (_inflected_brands)
         self._lock = threading.Lock()
 
     @staticmethod
@@ -314,7 +315,7 @@ class Lexicon:
                             continue
                         score = _score(row, folds) * (FOREIGN_DISCOUNT if foreign else 1.0)
                         cands.append((score, row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang,
-                                      _folded_surface(row[_SURFACE]) == " ".join(folds)))
+                                      folded_surface(row[_SURFACE]) == " ".join(folds)))
                 if brands is not None and not foreign:
                     row = brands.keys.get(" ".join(folds))
                     if row and _brand_ok(row, window, i if opening else i + 1):
@@ -343,8 +344,7 @@ class Lexicon:
         """The brands of one word, by the stem ``table``'s language gives them (built on first use); not
         a brand spelled like a word the language's surfaces or attribute words use ("адрес": an address,
         and an estate agent)."""
-        cache = self.__dict__.setdefault("_inflected", {})
-        if table.lang not in cache:
+        if table.lang not in self._inflected:
             brands = self._table("brands")
             own = table.known_words() | {word_keys(w, table.lang) for w in attribute_words(table.lang)}
             out: dict[str, list] = {}
@@ -353,8 +353,9 @@ class Lexicon:
                 if " " not in key and len(key) >= INFLECTED_BRAND_LETTERS and not row[3] and key.isalpha() \
                         and script_of(key[0]) == script and (stem := word_keys(key, table.lang)) not in own:
                     out.setdefault(stem, row)
-            cache[table.lang] = out
-        return cache[table.lang]
+            with self._lock:  # two threads may build it; the first one's stays
+                self._inflected.setdefault(table.lang, out)
+        return self._inflected[table.lang]
 
     def _foreign_matches(self, text: str, table: _Table, brands: _Table | None, blocked) -> list[FeatureMatch]:
         """Words the request's language does not know, read in the other Latin-script languages."""
@@ -440,13 +441,18 @@ def _brand_ok(row: list, window: Sequence[Token], i: int) -> bool:
 
 
 @lru_cache(maxsize=1 << 14)
-def _folded_surface(surface: str) -> str:
+def folded_surface(surface: str) -> str:
+    """A surface as the lexicon compares it: its folded words, one space between ("Point S" -> "point s").
+
+    >>> folded_surface("E.Leclerc"), folded_surface("McDonald's")
+    ('e leclerc', 'mcdonald s')
+    """
     return " ".join(t.fold for t in tokens(fold(surface)))
 
 
 def _score(row: list, folds: Sequence[str]) -> float:
     """A row's score, a little less when the request reaches it through stems, not its words."""
-    written, surface = " ".join(folds), _folded_surface(row[_SURFACE])
+    written, surface = " ".join(folds), folded_surface(row[_SURFACE])
     if written == surface:
         return row[_SCORE]
     # of two surfaces with the same stems, the one spelled most like the request ("parking", not "park")

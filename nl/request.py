@@ -296,7 +296,6 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     what = [thing, *frame.what] if thing else list(frame.what)
     features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
-    place = places[0].name if places else None
     if not places:
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names))
         # a phrase that lost its place is looked up again: its matches' spans index its own text
@@ -558,17 +557,15 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     for k, f in enumerate(features):
         if f.negated or f.span is None:
             continue
-        if f.span[1] != end and f.span[0] != 0:
-            wide = _wide_edge_place(f, known, end)  # only a place that is a word of its own there
-            if wide is not None:
-                return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
-            continue
-        if (len(things) > 1 or named) and stem_fold(f.text) in known:
+        edge = f.span[1] == end or f.span[0] == 0
+        if edge and (len(things) > 1 or named) and stem_fold(f.text) in known:
             # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
             return (Place(f.text, f.span),), features[:k] + features[k + 1:]
-        wide = _wide_edge_place(f, known, end)
+        wide = _wide_edge_place(f, known, end)  # (inside the request: only a place that is a word of its own)
         if wide is not None:
             return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
+        if not edge:
+            continue
         toks = [t for t in tokens(f.text) if not t.spaceless]
         for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
@@ -599,7 +596,8 @@ def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
     (['milano', 'torino'], ['ospedali'])
     """
     if text is not None:
-        features = tuple(_with_words_before(text, f, known, features, places) for f in features)
+        taken = [g.span for g in features if g.span] + [p.span for p in places if p.span]
+        features = tuple(_with_words_before(text, f, known, taken) for f in features)
     named = [k for k, f in enumerate(features)
              if not f.negated and not f.tags and f.span is not None and stem_fold(f.text) in known]
     if not named or not any(f.tags for k, f in enumerate(features) if k not in named and not f.negated):
@@ -609,13 +607,12 @@ def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
     return ordered, tuple(f for k, f in enumerate(features) if k not in named)
 
 
-def _with_words_before(text: str, f: Feature, known: Mapping[str, str], features, places) -> Feature:
+def _with_words_before(text: str, f: Feature, known: Mapping[str, str], taken: list[tuple[int, int]]) -> Feature:
     """A phrase without tags with the word or two before it, where together they are a known place
     whose first word the cue tables read as a small word ("em são paulo": "são" is also "are";
-    "in los angeles"); else the phrase as it is."""
+    "in los angeles"), none of them ``taken`` by a phrase or place; else the phrase as it is."""
     if f.negated or f.tags or f.span is None or stem_fold(f.text) in known:
         return f
-    taken = [g.span for g in features if g.span] + [p.span for p in places if p.span]
     for n in (1, 2):
         m = re.search(r"(?:\S+\s+){%d}$" % n, text[:f.span[0]])
         if m is None or any(a < f.span[0] and m.start() < b for a, b in taken):

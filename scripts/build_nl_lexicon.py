@@ -49,7 +49,7 @@ from geoql.core.files import write_atomic
 from geoql.index.config import NPM_REGISTRY, SCHEMA_VERSION, default_cache_dir
 from geoql.index.schema import load_schema
 from geoql.nl import cues
-from geoql.nl.lexicon import FORMAT, LANGUAGES, MIN_SCORE, ROLE_WEIGHT, STEMMERS, is_spaceless_text, key_of, stemmer_version, word_keys
+from geoql.nl.lexicon import FORMAT, LANGUAGES, MIN_SCORE, ROLE_WEIGHT, STEMMERS, folded_surface, is_spaceless_text, key_of, stemmer_version, word_keys
 from geoql.nl.text import base_language, fold
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,11 +222,12 @@ def _countries(location_set: dict) -> set[str]:
     return out
 
 
-def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str, bool, bool]], dict]:
-    """[(surface, main tag, brand value, wikidata, local, match name)] of every brand with a Wikidata id;
-    ``local``: present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no word shares its
-    name); ``match name``: one of NSI's ``matchNames`` (it never takes a spelling another brand writes).
-    The stats hold ``reach``: wikidata -> the countries (a region code: ``001#0``...) it is in."""
+def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str, bool, bool]],
+                                                                      dict[str, set[str]], dict]:
+    """([(surface, main tag, brand value, wikidata, local, match name)] of every brand with a Wikidata id,
+    reach, stats). ``local``: present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no
+    word shares its name); ``match name``: one of NSI's ``matchNames`` (it never takes a spelling another
+    brand writes); ``reach``: wikidata -> the countries (a region code: ``001#0``...) it is in."""
     by_q: dict[str, list[tuple[str, dict, set[str]]]] = defaultdict(list)
     for path, group in nsi["nsi"].items():
         parts = path.split("/")
@@ -238,11 +239,11 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
             q = tags.get("brand:wikidata")
             if q and tags.get("brand"):
                 by_q[q].append((main, tags, _countries(item.get("locationSet", {})), item.get("matchNames", ())))
-    kept, stats = [], {"brands_with_wikidata": len(by_q), "reach": {}}
+    kept, reach_by_q, stats = [], {}, {"brands_with_wikidata": len(by_q)}
     spellings = ("brand", "brand:en", *(f"brand:{lang}" for lang in langs), "brand:zh-Hans", "brand:zh-Hant")
     for q, items in sorted(by_q.items()):
         reach = set().union(*(c for _, _, c, _ in items))
-        stats["reach"][q] = reach
+        reach_by_q[q] = reach
         local = len(reach) < MIN_BRAND_COUNTRIES
         mains, named = defaultdict(int), defaultdict(int)
         for main, tags, c, _ in items:
@@ -264,7 +265,7 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
                 if tags.get(key):
                     kept.append((tags[key], main, tags["brand"], q, local, False))
     stats["brands_kept"] = len({q for _, _, _, q, local, _ in kept if not local})
-    return kept, stats
+    return kept, reach_by_q, stats
 
 
 def _names_the_brand(match_name: str, brand: str) -> bool:
@@ -277,8 +278,7 @@ def _names_the_brand(match_name: str, brand: str) -> bool:
     >>> _names_the_brand("station-service", "E.Leclerc"), _names_the_brand("coles express", "Shell")
     (False, False)
     """
-    name = [t.fold for t in cues.tokens(fold(match_name))]
-    own = [t.fold for t in cues.tokens(fold(brand))]
+    name, own = folded_surface(match_name).split(), folded_surface(brand).split()
     if not name or not own or name == own:
         return False
     if len(name) > len(own) and any(name[i:i + len(own)] == own for i in range(len(name) - len(own) + 1)):
@@ -449,8 +449,7 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
                            "max_letters": max(len(k) for k in keys),
                            "keys": keys, "forms": lang_forms}
 
-    brand_rows, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
-    reach = brand_stats.pop("reach")
+    brand_rows, reach, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
     common = _common_words(dictionaries, words_by_lang)
     brands: dict[str, list] = {}
     local_words = _local_brand_blocklist(common)
@@ -458,7 +457,7 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
     # the brands of many countries first: a local brand never takes the spelling of one of them; a
     # brand's own spellings before the names mappers write for it ("costa coffee"): those never take one
     for surface, main, brand, q, local, match_name in sorted(brand_rows, key=lambda row: (row[5], row[4])):
-        key = " ".join(t.fold for t in cues.tokens(fold(surface)))
+        key = folded_surface(surface)
         if is_spaceless_text(key):  # read as a substring, like the language's own surfaces
             key = "".join(fold(surface).split())
         if len(key.replace(" ", "")) < 2:
@@ -514,14 +513,14 @@ def _brand_terms(languages: dict[str, dict], brand_rows, reach: dict[str, set[st
     English word is no brand ("petrol", "pizza"). Returns how many rows were given a brand."""
     by_spelling: dict[str, tuple[str, str, str]] = {}
     for surface, main, brand, q, _local, _match in brand_rows:
-        by_spelling.setdefault(" ".join(t.fold for t in cues.tokens(fold(surface))), (main, brand, q))
+        by_spelling.setdefault(folded_surface(surface), (main, brand, q))
     n = 0
     for lang, data in languages.items():
         countries = set(LANGUAGE_COUNTRIES.get(lang, "").split())
         for rows in data["keys"].values():
             for row in rows:
                 surface, tags, role = row[0], row[1], row[4]
-                spelled = " ".join(t.fold for t in cues.tokens(fold(surface)))
+                spelled = folded_surface(surface)
                 hit = by_spelling.get(spelled)
                 if role != "t" or not hit or tags != [hit[0]] or spelled.encode() in english:
                     continue
