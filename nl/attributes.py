@@ -63,6 +63,7 @@ class AttributeMatch:
     span: tuple[int, int]
     text: str
     attribute: Attribute | None  # None: a generic word ("places") that adds nothing
+    without: bool = False  # the word says the attribute is missing: Turkish "isimsiz" (nameless)
 
 
 @lru_cache(maxsize=1)
@@ -128,7 +129,43 @@ def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]
         return []
     toks = tokens(text)
     out = []
-    for start, end, payload in _matcher(lang if isinstance(lang, str) else "en", generic).find(toks):
+    lang = lang if isinstance(lang, str) else "en"
+    matcher = _matcher(lang, generic)
+    for start, end, payload in matcher.find(toks):
         a, b = toks[start].start, toks[end - 1].end
-        out.append(AttributeMatch((a, b), text[a:b], payload))
+        # "adressiz": the stem's prefix cue ("adres*") reads the suffix as an ending
+        without = not generic and end == start + 1 and _stripped(toks[start], lang, matcher) is not None
+        out.append(AttributeMatch((a, b), text[a:b], payload, without=without))
+    if not generic:
+        out += _without(text, toks, lang, matcher, {k for m in out for k in range(*m.span)})
+        out.sort(key=lambda m: m.span)
     return out
+
+
+def _without(text: str, toks, lang: str, matcher: Matcher, taken: set[int]) -> list[AttributeMatch]:
+    """Words that are an attribute's word and a suffix saying it is missing (``without_suffixes``):
+    Turkish "isimsiz" (name + -siz), "wifisiz", "adressiz".
+
+    >>> [(m.text, m.attribute.key, m.without) for m in find("izmir'de isimsiz parklar", "tr")]
+    [('isimsiz', 'name', True)]
+    """
+    out = []
+    for t in toks:
+        if t.start in taken:
+            continue
+        attribute = _stripped(t, lang, matcher)
+        if attribute is not None:
+            out.append(AttributeMatch((t.start, t.end), text[t.start:t.end], attribute, without=True))
+    return out
+
+
+def _stripped(t, lang: str, matcher: Matcher) -> Attribute | None:
+    """The attribute of token ``t`` less a without suffix of ``lang``, else None."""
+    for suffix in _data().get("without_suffixes", {}).get(base_language(lang), ()):
+        if len(t.fold) <= len(suffix) or not t.fold.endswith(suffix):
+            continue
+        stem = tokens(t.fold[:-len(suffix)])
+        hit = matcher.match_at(stem, 0) if len(stem) == 1 else None
+        if hit and hit[0] == 1:
+            return hit[1]
+    return None

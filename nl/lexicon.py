@@ -399,6 +399,8 @@ class Lexicon:
                     continue  # Latin words in the request are read as tokens
                 if n == 1 and not (_alone(text, start, end, blocked, particles) and spaceless(piece)):
                     continue
+                if start > 0 and text[start - 1].isalpha() and any(ch.isspace() for ch in text[start:end]):
+                    continue  # across a space only from a word's start: "가능한 식당" holds no "한식당"
                 cands = [(row[_SCORE], row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang)
                          for row in table.keys.get(piece, ())]
                 row = brands.keys.get(piece) if brands is not None and n > 1 else None

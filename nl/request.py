@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Protocol, Sequence
 
 from geoql.nl.attributes import AttributeMatch, find as find_attributes
-from geoql.nl.cues import table, tokens
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.places import gazetteer
@@ -309,8 +309,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     places, features = _feature_places(places, features)
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
-    filters = _filters(frame, features) + _phrase_attributes(features, attribute_words, frame.filters)
+    filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     places, filters = _attribute_over_places(places, filters, attribute_words)
+    features, filters = _attribute_in_phrase(features, filters, attribute_words, frame.language)
+    # a name asked for is no place: "кафе в названии которых есть кофе в москве"
+    values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
+    places = tuple(p for p in places if fold(p.name) not in values)
     place = places[0].name if places else None
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
@@ -423,15 +427,38 @@ def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: boo
     return Feature(phrase, span, negated=negated, tags=tags)
 
 
-def _filters(frame: Frame, features: tuple[Feature, ...]) -> tuple[Filter, ...]:
+def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
     """The frame's attribute filters, each with the feature it was read from."""
     index = {(f.text, f.negated): k for k, f in reversed(list(enumerate(features)))}
     out = []
     for kind, text, span, op, value, unit in frame.filters:
         phrase = next((p for p, at in frame.spans.items() if at == span), None)
         feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
+        if kind in ("compare", "name") and feature is not None and _names_thing(
+                features[feature], words, value if kind == "name" else None):
+            # "здания выше 25 этажей", "budynki powyżej 10 pięter", "streets named after goethe": the thing
+            # and its comparison or name in one phrase; the phrase stays the thing, with the filter
+            feature = None
         out.append(Filter(kind, text, span, op, value, unit, feature))
     return tuple(out)
+
+
+# A lexicon match this sure names a thing (the score compose takes a phrase's tags at).
+SURE_THING_SCORE = 0.5
+
+
+def _names_thing(feature: Feature, words: Sequence[AttributeMatch], value: str | None = None) -> bool:
+    """Whether the phrase names a thing beside the attribute words in it and the name ``value``: a sure
+    lexicon match on none of them ("andares" of "mais de 15 andares" is the floors, not a footway)."""
+    if feature.span is None:
+        return False
+    start = feature.span[0]
+    other = [w.span for w in words]
+    at = feature.text.find(value) if value else -1
+    if at >= 0:
+        other.append((start + at, start + at + len(value)))
+    return any(m.score >= SURE_THING_SCORE and not any(
+        a < start + m.span[1] and start + m.span[0] < b for a, b in other) for m in feature.tags)
 
 
 def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeMatch], read: Sequence) -> tuple[Filter, ...]:
@@ -460,13 +487,24 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
             continue
         for m in words:
             span, inner = m.span, (m.span[0] - f.span[0], m.span[1] - f.span[0])
+            if f.span[0] <= span[0] < f.span[1] < span[1] and m.attribute.yes \
+                    and not any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]):
+                # the attribute runs on into the next phrases, which it holds whole ("restauracje dostępne
+                # dla wózków": "wózków" is the attribute's, no thing): they are the filter's
+                held = [g for g, o in enumerate(features) if g != k and o.span is not None and not o.negated
+                        and f.span[1] <= o.span[0] and o.span[1] <= span[1]]
+                if held and not any(a < span[1] and span[0] < b for a, b in taken):
+                    out.append(Filter("yes", m.text, span, feature=held[0]))
+                    out += [Filter("yes", m.text, span, feature=g) for g in held[1:]]
+                continue
             if not (f.span[0] <= span[0] and span[1] <= f.span[1]):
                 continue
-            # an attribute that is only a key ("higher" of "peaks higher than 4000 m") is a comparison's
-            if not m.attribute.yes or any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]) \
+            # an attribute that is only a key ("higher" of "peaks higher than 4000 m") is a comparison's;
+            # one said missing ("isimsiz parklar") is an absence whatever it is
+            if not (m.attribute.yes or m.without) or any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]) \
                     or any(a < span[1] and span[0] < b for a, b in taken):
                 continue
-            out.append(Filter("yes", m.text, span))
+            out.append(Filter("absent" if m.without else "yes", m.text, span))
     return tuple(out)
 
 
@@ -498,6 +536,51 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
                 continue
         out.append(f)
     return kept, tuple(out)
+
+
+# How many words besides one attribute's a negated phrase may hold and still be that attribute
+# ("sans accès fauteuil roulant": "accès").
+MAX_ATTRIBUTE_FILLER = 1
+
+
+def _attribute_in_phrase(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                         words: Sequence[AttributeMatch], language: str) -> tuple[tuple, tuple]:
+    """A negated phrase that holds one attribute's words and more: a thing the lexicon knows beside them
+    is asked for, without the attribute ("nicht barrierefreie Restaurants": restaurants, not wheelchair
+    accessible); a word or so that names nothing is the attribute's ("sans accès fauteuil roulant").
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("nicht barrierefreie Restaurants in Mainz", Knowledge(Lexicon.default()))
+    >>> [f.text for f in r.things], [(f.kind, f.text) for f in r.filters]
+    (['barrierefreie Restaurants'], [('no', 'barrierefreie')])
+    """
+    features, out = list(features), []
+    for flt in filters:
+        # "没有无线网络的咖啡馆": the negation took the attribute's first letter ("无" is a negation too)
+        # and left the rest a negated phrase; the attribute is what is missing
+        held = [k for k, f in enumerate(features) if flt.kind == "yes" and flt.span and f.negated and f.span
+                and flt.span[0] < f.span[0] and f.span[1] <= flt.span[1]]
+        out.append(dataclasses.replace(flt, kind="absent", feature=held[0]) if held else flt)
+    filters, out = tuple(out), []
+    stop = {fold(w) for w in table(language)["stop"]} if language in CUE_LANGUAGES else set()
+    for flt in filters:
+        inside = [m for m in words if flt.span and flt.kind in ("no", "absent") and m.attribute.key != "name"
+                  and flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1] and m.span != flt.span]
+        if len(inside) != 1 or flt.feature is None:
+            out.append(flt)
+            continue
+        m, f = inside[0], features[flt.feature]
+        if f.span is not None and f.negated and _names_thing(f, inside):
+            features[flt.feature] = dataclasses.replace(f, negated=False)
+            out.append(dataclasses.replace(flt, text=m.text, span=m.span, feature=None))
+            continue
+        rest = [t for t in tokens(flt.text) if not (m.span[0] <= flt.span[0] + t.start < m.span[1])
+                and t.fold not in stop]
+        if not f.tags and len(rest) <= MAX_ATTRIBUTE_FILLER:
+            out.append(dataclasses.replace(flt, text=m.text))  # the span keeps the filler word
+            continue
+        out.append(flt)
+    return tuple(features), tuple(out)
 
 
 def _brands(features: tuple[Feature, ...]) -> tuple[Feature, ...]:

@@ -317,6 +317,16 @@ def inflected_forms(dictionaries, words_by_lang: dict[str, set[str]]) -> dict[st
     return out
 
 
+def _words_not_brands(raw, brand_rows) -> dict[str, set[str]]:
+    """Every word of the surfaces, folded, less a search term that is a brand of its own preset's tag:
+    iD's Polish supermarket lists "lidl" among its terms, which makes Lidl no common word ("supermarkets
+    that are not lidl")."""
+    spelled = {(folded_surface(surface), main) for surface, main, *_ in brand_rows}
+    return {lang: {w for s, tags, role, *_ in raw[lang]
+                   if not (role == "term" and len(tags) == 1 and (folded_surface(s), tags[0]) in spelled)
+                   for w in fold(s).split()} for lang in LANGUAGES}
+
+
 def _common_words(dictionaries, words_by_lang) -> tuple[dict, set[str]]:
     """What tells a common word: simplemma's tables and every surface word and cue word."""
     words = set().union(*words_by_lang.values())
@@ -450,7 +460,7 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
                            "keys": keys, "forms": lang_forms}
 
     brand_rows, reach, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
-    common = _common_words(dictionaries, words_by_lang)
+    common = _common_words(dictionaries, _words_not_brands(raw, brand_rows))
     brands: dict[str, list] = {}
     local_words = _local_brand_blocklist(common)
     local_kept: set[str] = set()
