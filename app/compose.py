@@ -469,9 +469,11 @@ def _around(r: Request, covered: list, statements: list) -> A.Around | None:
         return A.Around(radius, [f"{{{{geocodeCoords:{_quoted(_place_name(a.place, r.language))}}}}}"])
     if a.centre == "features" and a.of_request is not None and a.of:
         inner = a.of_request
-        if inner.filters or inner.places or inner.around or len(inner.things) != 1:
+        # a place in the centre phrase is the request's own ("名古屋の駅": the stations of Nagoya, in Nagoya)
+        if inner.filters or inner.around or len(inner.things) != 1 \
+                or any(p.name not in r.place_names for p in inner.places):
             return None
-        sub: list = []
+        sub: list = [p.span for p in inner.places if p.span is not None]
         tags = _feature_tags(inner, inner.things[0], sub)
         if tags is None or not _accounted(inner, sub):
             return None

@@ -100,14 +100,21 @@ def _matcher(lang: str, generic: bool) -> Matcher:
     for a in _data()["attributes"]:
         words = a["words"]
         # a language without its own words reads English's (ids and brands are written in English often too);
-        # a request read as English reads every Latin-script language's: the guess rests on a few small
-        # words, and a request without them ("vegane restaurants freiburg") is guessed English
+        # a request read in a Latin-script language reads every other one's long words: the guess rests on a
+        # few small words, and a request without them ("vegane restaurants freiburg") is guessed English,
+        # one with a shared one ("restaurantes vegetarianos en sevilla": "en") may be guessed French
         others = [w for other, ws in words.items() if other not in (lang, "en") for w in ws
                   if (w.endswith("*") or len(w) >= OTHER_LANGUAGE_LETTERS)
-                  and all(not ch.isalpha() or script_of(ch) == "Latin" for ch in w)] if lang == "en" else []
+                  and all(not ch.isalpha() or script_of(ch) == "Latin" for ch in w)] if _latin(lang) else []
         for w in dict.fromkeys([*words.get(lang, ()), *words.get("en", ()), *others]):
             cues.append((w, by_id[a["id"]]))
     return Matcher(cues)
+
+
+def _latin(lang: str) -> bool:
+    """Whether ``lang``'s own attribute words are written in Latin letters (English: yes)."""
+    own = [w for a in _data()["attributes"] for w in a["words"].get(lang, ())]
+    return lang == "en" or bool(own) and all(script_of(ch) == "Latin" for w in own for ch in w if ch.isalpha())
 
 
 @lru_cache(maxsize=None)

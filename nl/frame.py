@@ -775,7 +775,8 @@ class _Reader:
             if link:
                 j = k = link[0]
                 while k < self.n and not self.taken[k] and (k == j or not _BREAK.search(self.gap(k))) \
-                        and not lex.scope_end.match_at(toks, k) and k - j < 6 \
+                        and not (lex.scope_end.match_at(toks, k) and not (k == j and toks[k].fold in lex.articles)) \
+                        and k - j < 6 \
                         and not (lex.preps.match_at(toks, k) and toks[k].fold not in lex.joiners):
                     k += 1
                 if k > j:

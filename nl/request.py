@@ -33,6 +33,7 @@ import re
 import unicodedata
 from collections import ChainMap
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Mapping, Protocol, Sequence
 
 from geoql.nl.attributes import AttributeMatch, find as find_attributes
@@ -41,7 +42,7 @@ from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.places import gazetteer
 from geoql.nl.support import Support, read_support
-from geoql.nl.text import SPACELESS_SCRIPTS, fold, spaceless
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
 from geoql.nl.text import scripts as script_counts
 from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 
@@ -296,6 +297,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     what = [thing, *frame.what] if thing else list(frame.what)
     features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
+    if lexicon is not None and knowledge.world_places and not any(not f.negated for f in features):
+        places, features = _city_and_thing(places, features, _place_names(knowledge), lexicon, frame.language)
     if not places:
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names))
         # a phrase that lost its place is looked up again: its matches' spans index its own text
@@ -322,6 +325,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     around = None
     if frame.around is not None:
         of = frame.around.of
+        if of is None and lexicon is not None:
+            features, of = _centre_before_number(text, frame, features)
         # the centre phrase read on its own, without known places: "munich central station" is one name
         of_request = read_request(of, dataclasses.replace(knowledge, places={}, world_places=False)) if of else None
         centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
@@ -330,6 +335,10 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         if centre_place is not None:
             start = text.find(centre_place)
             places += (Place(centre_place, (start, start + len(centre_place)) if start >= 0 else None, role="centre"),)
+        elif centre == "features" and of_request.place_names and not any(p.role == "area" for p in places):
+            # "名古屋の駅から500m以内": the stations of Nagoya, so the request is in Nagoya
+            start = text.find(of_request.place)
+            places += (Place(of_request.place, (start, start + len(of_request.place)) if start >= 0 else None),)
     return Request(
         nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
         features=features, filters=filters, brands=_brands(features), places=places, in_view=frame.in_view,
@@ -420,6 +429,36 @@ def frame_text(nl: str) -> str:
     return unicodedata.normalize("NFKC", nl)[:MAX_CHARS]
 
 
+def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], known: Mapping[str, str],
+                    lexicon: Lexicon, language: str) -> tuple[tuple, tuple]:
+    """A request of one place phrase and no thing whose first words are a city and whose last words
+    name a thing, sure: the city and the thing ("제주 약국": pharmacies in Jeju).
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("제주 약국", Knowledge(Lexicon.default()))
+    >>> r.place_names, [f.text for f in r.things]
+    (('제주',), ['약국'])
+    """
+    if len(places) != 1 or places[0].span is None or places[0].role != "area":
+        return places, features
+    place = places[0]
+    words = place.name.split()
+    for n in range(len(words) - 1, 0, -1):
+        city, rest = " ".join(words[:n]), " ".join(words[n:])
+        # a city the gazetteer lacks counts in Korean, where a place and a thing are written so
+        # ("대전 도서관"); in a script with case "Central Park" is one name
+        if fold(city) not in known and city not in known and script_of(city[0]) != "Hangul":
+            continue
+        at = place.span[0] + place.name.index(rest, len(city))
+        opening = at == 0
+        tags = tuple(m for m in lexicon.lookup(rest, language, opening=opening))
+        if not any(m.score >= SURE_THING_SCORE and m.span == (0, len(rest)) for m in tags):
+            continue
+        city_place = dataclasses.replace(place, name=city, span=(place.span[0], place.span[0] + len(city)))
+        return (city_place,), (Feature(rest, (at, at + len(rest)), tags=tags), *features)
+    return places, features
+
+
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
     span = frame.spans.get(phrase)
     opening = span is None or span[0] == 0
@@ -435,7 +474,7 @@ def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[Attrib
         phrase = next((p for p, at in frame.spans.items() if at == span), None)
         feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
         if kind in ("compare", "name") and feature is not None and _names_thing(
-                features[feature], words, value if kind == "name" else None):
+                features[feature], words, value if kind == "name" else None, _name_cues(frame.language) if kind == "name" else ()):
             # "здания выше 25 этажей", "budynki powyżej 10 pięter", "streets named after goethe": the thing
             # and its comparison or name in one phrase; the phrase stays the thing, with the filter
             feature = None
@@ -447,9 +486,11 @@ def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[Attrib
 SURE_THING_SCORE = 0.5
 
 
-def _names_thing(feature: Feature, words: Sequence[AttributeMatch], value: str | None = None) -> bool:
-    """Whether the phrase names a thing beside the attribute words in it and the name ``value``: a sure
-    lexicon match on none of them ("andares" of "mais de 15 andares" is the floors, not a footway)."""
+def _names_thing(feature: Feature, words: Sequence[AttributeMatch], value: str | None = None,
+                 cues: frozenset[str] = frozenset()) -> bool:
+    """Whether the phrase names a thing beside the attribute words in it, the name ``value`` and the
+    name's ``cues``: a sure lexicon match on none of them ("andares" of "mais de 15 andares" is the
+    floors, not a footway; "endet" of "mit Stern endet" says how the name ends)."""
     if feature.span is None:
         return False
     start = feature.span[0]
@@ -457,8 +498,18 @@ def _names_thing(feature: Feature, words: Sequence[AttributeMatch], value: str |
     at = feature.text.find(value) if value else -1
     if at >= 0:
         other.append((start + at, start + at + len(value)))
-    return any(m.score >= SURE_THING_SCORE and not any(
+    return any(m.score >= SURE_THING_SCORE and not all(t.fold in cues for t in tokens(m.text)) and not any(
         a < start + m.span[1] and start + m.span[0] < b for a, b in other) for m in feature.tags)
+
+
+@lru_cache(maxsize=None)
+def _name_cues(language: str) -> frozenset[str]:
+    """The folded words of ``language``'s name cues and name operations ("named", "endet", "contains")."""
+    if language not in CUE_LANGUAGES:
+        return frozenset()
+    t = table(language)
+    phrases = [*t["names"], *(p for ops in t["filters"]["name"].values() for p in ops)]
+    return frozenset(tok.fold for p in phrases for tok in tokens(p))
 
 
 def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeMatch], read: Sequence) -> tuple[Filter, ...]:
@@ -758,6 +809,42 @@ def _named(request: "Request") -> bool:
                for t in tokens(request.text))
 
 
+def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]) -> tuple[tuple, str | None]:
+    """In a script without spaces, the thing right before an around's distance with nothing between, when
+    another thing follows: the centre ("广州医院500米以内的药店": hospitals, the pharmacies near them).
+    Returns the features without it, and its phrase (None: no such thing)."""
+    if frame.script not in SPACELESS_SCRIPTS:
+        return features, None
+    asked = [f for f in features if not f.negated and f.span is not None]
+    for f in asked[:-1]:
+        after = text[f.span[1]:].lstrip()
+        if after[:1].isdigit() and any(m.score >= SURE_THING_SCORE for m in f.tags) \
+                and any(g.span[0] > f.span[1] for g in asked):
+            return tuple(g for g in features if g is not f), f.text
+    return features, None
+
+
+# What may join a place and the things of it in a centre phrase without spaces ("名古屋の駅", "广州的医院").
+CENTRE_JOINERS = ("の", "的")
+
+
+def _place_and_things(of: str, of_request: "Request") -> bool:
+    """Whether a centre phrase without spaces is a place and things the lexicon names sure, and nothing
+    else: "名古屋の駅" (Nagoya's stations), "成都地铁站"; not "東京タワー" (タワー is no thing of Tokyo's, the
+    phrase is one landmark: it is written without a joiner and the lexicon names a tower)."""
+    if of_request.script not in SPACELESS_SCRIPTS or len(of_request.place_names) != 1:
+        return False
+    things = [f for f in of_request.features if not f.negated]
+    if not things or not all(any(m.score >= SURE_THING_SCORE for m in f.tags) for f in things):
+        return False
+    rest = of.replace(of_request.place, "", 1)
+    for f in things:
+        rest = rest.replace(f.text, "", 1)
+    rest = rest.strip()
+    joined = any(rest == j for j in CENTRE_JOINERS)
+    return joined or (not rest and of_request.script == "Han")
+
+
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
             things: Things | None, lexicon: bool = False) -> tuple[str | None, str | None]:
     """(what an around is measured from, the named place when it is one): the centre phrase names a
@@ -776,6 +863,8 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
     if not of or of_request is None:
         return None, None
     if things is not None and things.names_a_thing(of, frame.language):
+        return "features", None
+    if of_request.place_names and lexicon and _place_and_things(of, of_request):
         return "features", None
     if of_request.place_names:
         return "place", of_request.place
