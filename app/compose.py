@@ -359,6 +359,12 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
             # "restaurants that are not pizzerias": the lexicon gives both one tag; nothing would be left
             if tags is not None and len(tags) == 1 and not tags[0].endswith("=*") and tags[0] not in wanted:
                 return [_tag(tags[0], "!=")]
+            # "restaurants sauf les pizzerias" (amenity=fast_food + cuisine=pizza): the one tag of a key the
+            # things do not test is what sets them apart
+            keys = {str(t.key) for th in things for t in th.tags}
+            own = [t for t in tags or () if t.partition("=")[0] not in keys and not t.endswith("=*")]
+            if tags is not None and len(tags) > 1 and len(own) == 1 and any(t.partition("=")[0] in keys for t in tags):
+                return [_tag(own[0], "!=")]
         return None
     if flt.kind == "yes":
         return [_tag(t) for t in attribute.yes] if len(attribute.yes) == 1 else (

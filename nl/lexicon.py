@@ -23,6 +23,8 @@ worse than none. Spans the caller already read as places or names can be left ou
 
 from __future__ import annotations
 
+import dataclasses
+
 import gzip
 import importlib
 import json
@@ -268,6 +270,25 @@ class Lexicon:
             found += self._foreign_matches(text, table, brands, blocked)
         found.sort(key=lambda m: m.span)
         return [m for m in _merge_adjacent(text, found) if m.score >= min_score]
+
+    def brand(self, text: str, lang: str) -> FeatureMatch | None:
+        """The brand ``text`` is as a whole, in any case, or less an ending of one or two letters in
+        the languages that inflect names ("orlenu": Orlen); None when it is none. For a reading that
+        knows a brand is meant ("fuel stations except bp"): :meth:`lookup` reads a brand spelled like a
+        word only with its capital.
+
+        >>> m = Lexicon.default().brand("bp", "en")
+        >>> m.surface, m.tags
+        ('BP', ('amenity=fuel', 'brand=BP'))
+        """
+        variants = [text.upper(), text.title()]
+        if lang in INFLECTED_BRAND_LANGUAGES:
+            variants += [text[:-k].title() for k in (1, 2) if len(text) - k >= INFLECTED_BRAND_LETTERS]
+        for variant in variants:
+            for m in self.lookup(variant, lang, opening=False):
+                if m.source == "brand" and m.span == (0, len(variant)):
+                    return dataclasses.replace(m, span=(0, len(text)), text=text)
+        return None
 
     def known_words(self, text: str, lang: str) -> int:
         """How many words of ``text`` the surfaces of ``lang`` itself name (no brands, no other

@@ -70,11 +70,16 @@ class Lexicon(Protocol):
     (``Feature.tags``, ``Request.brands``), best first; ``lookup(text, lang)`` as a feature
     lexicon answers it; ``known_words(text, lang)``: how many words of ``text`` the language's own
     surfaces name (what decides between close language guesses). ``opening``: whether ``text`` opens
-    the request (a capital inside it tells a brand spelled like a word)."""
+    the request (a capital inside it tells a brand spelled like a word); ``brand(text, lang)``: the
+    brand a phrase names in any case ("except bp": BP), where the reading knows a brand is meant."""
 
     def lookup(self, text: str, lang: str, *, opening: bool = True) -> Sequence[FeatureMatch]: ...
 
     def known_words(self, text: str, lang: str) -> int: ...
+
+    def brand(self, text: str, lang: str) -> FeatureMatch | None:
+        """The brand ``text`` is, whatever its case or (where names inflect) its ending, else None."""
+        ...
 
 
 class Things(Protocol):
@@ -310,11 +315,13 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         # so a request whose phrases all name things does not load the gazetteer
         places, features = _place_phrases(places, features, _place_names(knowledge), text)
     places, features = _feature_places(places, features)
+    if lexicon is not None:
+        features = _negated_brands(features, lexicon, frame.language)
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     places, filters = _attribute_over_places(places, filters, attribute_words)
-    features, filters = _attribute_in_phrase(features, filters, attribute_words, frame.language)
+    features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -459,6 +466,29 @@ def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], kn
     return places, features
 
 
+# A brand this short written in lower case counts after "except" only where it sells what the thing is
+# ("fuel stations except bp"); longer ones count beside any thing ("not shell").
+SHORT_BRAND_LETTERS = 3
+
+
+def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: str) -> tuple[Feature, ...]:
+    """A negated word after a thing that is a brand written in lower case or inflected: the brand ("fuel
+    stations except bp", "petrol stations that are not shell", "stacje paliw oprócz orlenu"). The lexicon
+    reads a brand spelled like a word only with its capital; after "except" beside a thing, the brand is
+    what is meant. A short brand ("bp") counts only where it sells what the thing is."""
+    things = {t for f in features if not f.negated for m in f.tags for t in m.tags}
+    if not things:
+        return features
+    out = []
+    for f in features:
+        if f.negated and not f.tags and f.span is not None and 0 < len(f.text.split()) <= 2:
+            found = lexicon.brand(f.text, language)
+            if found is not None and (len(f.text) > SHORT_BRAND_LETTERS or found.tags[0] in things):
+                f = dataclasses.replace(f, tags=(found,))
+        out.append(f)
+    return tuple(out)
+
+
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
     span = frame.spans.get(phrase)
     opening = span is None or span[0] == 0
@@ -594,7 +624,7 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
 MAX_ATTRIBUTE_FILLER = 1
 
 
-def _attribute_in_phrase(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
                          words: Sequence[AttributeMatch], language: str) -> tuple[tuple, tuple]:
     """A negated phrase that holds one attribute's words and more: a thing the lexicon knows beside them
     is asked for, without the attribute ("nicht barrierefreie Restaurants": restaurants, not wheelchair
@@ -606,12 +636,17 @@ def _attribute_in_phrase(features: tuple[Feature, ...], filters: tuple[Filter, .
     (['barrierefreie Restaurants'], [('no', 'barrierefreie')])
     """
     features, out = list(features), []
+    negations = tuple(table(language)["negation"]["before"]) if language in CUE_LANGUAGES else ()
     for flt in filters:
-        # "没有无线网络的咖啡馆": the negation took the attribute's first letter ("无" is a negation too)
-        # and left the rest a negated phrase; the attribute is what is missing
+        # "有无线网络的咖啡馆": a negation cue took the attribute's first letter ("无") and left the rest a
+        # negated phrase; that phrase is the attribute's, and missing only after a negation of its own
+        # ("没有无线网络的咖啡馆")
         held = [k for k, f in enumerate(features) if flt.kind == "yes" and flt.span and f.negated and f.span
                 and flt.span[0] < f.span[0] and f.span[1] <= flt.span[1]]
-        out.append(dataclasses.replace(flt, kind="absent", feature=held[0]) if held else flt)
+        if held:
+            missing = text[:flt.span[0]].rstrip().endswith(negations) if negations else False
+            flt = dataclasses.replace(flt, kind="absent" if missing else "yes", feature=held[0])
+        out.append(flt)
     filters, out = tuple(out), []
     stop = {fold(w) for w in table(language)["stop"]} if language in CUE_LANGUAGES else set()
     for flt in filters:

@@ -188,6 +188,8 @@ def _composed_field(request: Request, key: str):
         return None if request.around is None else [request.around.radius_m, request.around.centre, request.around.place]
     if key == "things":
         return [f.text for f in request.things]
+    if key == "brands":
+        return [f.text for f in request.brands]
     if key == "filters":
         return [[f.kind, f.text, f.op, f.value] for f in request.filters]
     if key == "numbers":
