@@ -58,6 +58,8 @@ DEFAULT_OUT = [[], ">", ["skel", "qt"]]  # out; >; out skel qt;
 # A lexicon match below this is too unsure to go into a query by itself (the lexicon's own floor
 # is 0.5; a composed query replaces an answer that may be right).
 MIN_TAG_SCORE = 0.5
+# Keys of things that are lines: a length compared on them is how long they are, which no tag holds.
+LINEAR_KEYS = frozenset({"highway", "waterway", "railway", "power", "route", "barrier"})
 # Words that say an element was changed, with a date or a user ("modified since", "geändert seit"),
 # every language together: the cue tables' time section has the since-words, not the verbs.
 CHANGED_WORDS = ("modified", "edited", "changed", "updated", "touched", "edits", "changes", "modifications",
@@ -408,8 +410,10 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
     if words:
         attribute = words[0].attribute
         covered += [m.span for m in words]
-    elif flt.unit is not None and "height" in attributes():
-        # "Berggipfel über 3000 m": a length with no attribute word is a height (a peak's is its ele)
+    elif flt.unit is not None and "height" in attributes() and flt.op in (">", ">=") \
+            and not any(str(t.key) in LINEAR_KEYS for th in things for t in th.tags):
+        # "Berggipfel über 3000 m": a length with no attribute word is a height (a peak's is its ele); not
+        # below one ("短過 300 米嘅道路", roads shorter than 300 m) nor of a line: that is its length
         attribute = attributes()["height"]
     else:
         return None

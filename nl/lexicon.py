@@ -59,6 +59,8 @@ BRAND_SCORE, COMMON_BRAND_SCORE = 0.9, 0.6
 INFLECTED_BRAND_LANGUAGES = {"ru": "Cyrillic", "pl": "Latin"}  # language -> the script of its brands' names
 INFLECTED_BRAND_LETTERS, INFLECTED_BRAND_SCORE = 5, 0.55
 SHORT_BRAND = 3
+# A brand named with an "'s" ("McDonald's", "Sainsbury's") is found without it too when what is left is this long.
+POSSESSIVE_BRAND_LETTERS = 5
 # Matches scoring less are not returned by default (tuned on OverpassNL train and OsmNL dev:
 # scripts/lexicon_accuracy.py).
 MIN_SCORE = 0.5
@@ -231,8 +233,10 @@ class Lexicon:
             if data.get("format") != FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
             keys = data["keys"]
-            if name == "brands":  # "McDonald's" is also written "McDonalds"
+            if name == "brands":  # "McDonald's" is also written "McDonalds", and "mcdonald" where a request's "'s" is read apart
                 keys.update({k.replace(" ", ""): v for k, v in list(keys.items()) if " " in k and k.replace(" ", "") not in keys})
+                keys.update({k[:-2]: v for k, v in list(keys.items())
+                             if k.endswith(" s") and len(k) - 2 >= POSSESSIVE_BRAND_LETTERS and k[:-2] not in keys})
             return _Table(name, keys, data.get("forms", {}), data["max_words"], data["max_letters"],
                           STEMMERS.get(name) is not None)
         except (OSError, ValueError, KeyError) as e:

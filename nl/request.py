@@ -322,6 +322,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     places, filters = _attribute_over_places(places, filters, attribute_words)
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
+    features, filters = _comparison_leftovers(features, filters, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -330,10 +331,15 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
     around = None
-    if frame.around is not None:
+    compared = _measure_not_distance(text, frame, attribute_words) if frame.around is not None else None
+    if compared is not None:
+        filters += (compared,)
+    if frame.around is not None and compared is None:
         of = frame.around.of
         if of is None and lexicon is not None:
-            features, of = _centre_before_number(text, frame, features)
+            k, of = _centre_before_number(text, frame, features)
+            if k is not None:
+                features, filters = _without_feature(features, filters, k)
         # the centre phrase read on its own, without known places: "munich central station" is one name
         of_request = read_request(of, dataclasses.replace(knowledge, places={}, world_places=False)) if of else None
         centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
@@ -669,6 +675,28 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
     return tuple(features), tuple(out)
 
 
+def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                          language: str) -> tuple[tuple, tuple]:
+    """Phrases that are only a comparison's words, read apart from it: "高さ200" and "以上" of "東京の高さ200m
+    以上の建物" (the comparison "高さ" >= 200 holds them). A phrase the lexicon names a thing in stays."""
+    compared = [f for f in filters if f.kind == "compare" and f.span is not None and f.value]
+    if not compared or language not in CUE_LANGUAGES:
+        return features, filters
+    t = table(language)
+    cues = {tok.fold for ops in t["filters"]["compare"].values() for w in ops for tok in tokens(w)}
+    cues |= {tok.fold for unit in t["units"].values() for w in unit for tok in tokens(w)}
+    for k in range(len(features) - 1, -1, -1):
+        f = features[k]
+        if f.negated or f.span is None or any(m.score >= SURE_THING_SCORE for m in f.tags):
+            continue
+        words = [tok for tok in tokens(f.text) if tok.fold not in cues and not tok.number]
+        inside = all(any(c.span[0] <= f.span[0] + tok.start and f.span[0] + tok.end <= c.span[1] for c in compared)
+                     for tok in words)
+        if inside and not any(g.feature == k for g in filters):
+            features, filters = _without_feature(features, filters, k)
+    return features, filters
+
+
 def _brands(features: tuple[Feature, ...]) -> tuple[Feature, ...]:
     """The features the lexicon ties to a brand ("Starbucks": ``brand=Starbucks``); none without a lexicon."""
     return tuple(f for f in features if any(t.startswith(("brand=", "brand:wikidata=")) for m in f.tags for t in m.tags))
@@ -730,7 +758,8 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
         if edge and (len(things) > 1 or named) and stem_fold(f.text) in known:
             # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
             return (Place(f.text, f.span),), features[:k] + features[k + 1:]
-        wide = _wide_edge_place(f, known, end)  # (inside the request: only a place that is a word of its own)
+        before = text[f.span[0] - 1] if f.span[0] > 0 else None
+        wide = _wide_edge_place(f, known, end, before)  # (inside the request: only a place that is a word of its own)
         if wide is not None:
             return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
         if not edge:
@@ -795,7 +824,11 @@ def _with_words_before(text: str, f: Feature, known: Mapping[str, str], taken: l
 MAX_WIDE_PLACE_CHARS = 6
 
 
-def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int) -> tuple[Place, Feature] | None:
+# Particles that end a clause before a noun phrase in Chinese and Japanese ("…的北京公园", "…の東京の公園").
+CLAUSE_PARTICLES = frozenset("的の")
+
+
+def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int, before: str | None = None) -> tuple[Place, Feature] | None:
     """A known place that opens (or ends) a phrase written without spaces, and the rest of the phrase:
     "苏州酒店" is hotels in 苏州, "와이파이 되는 카페 대구" cafés in 대구. The longest name wins; the rest
     must keep a letter.
@@ -805,6 +838,7 @@ def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int) -> tuple[Pl
     (('苏州', (0, 2)), ('酒店', (2, 4)))
     """
     text = f.text
+    after_particle = before is not None and before in CLAUSE_PARTICLES
     for head in (True, False):
         # inside the request, only a place that is a word of its own opening a phrase whose rest is
         # one thing: "스타벅스가 아닌 서울 카페" (not "활동을 위해 지정된 ...", not "阿拉伯语")
@@ -816,8 +850,9 @@ def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int) -> tuple[Pl
             rest = text[n:] if head else text[:-n]
             if not (spaceless(name[0]) and spaceless(name[-1])) or stem_fold(name) not in known:
                 continue
-            if inside and not (rest[:1] == " " and any(text[a:b] == rest.strip() for (a, b) in
-                                                       (m.span for m in f.tags) if a >= n)):
+            # ... or after a particle that closes a clause before it ("修改过的北京公园": changed parks in 北京)
+            if inside and not ((rest[:1] == " " or after_particle) and any(text[a:b] == rest.strip() for (a, b) in
+                                                                          (m.span for m in f.tags) if a >= n)):
                 continue
             if not any(ch.isalpha() for ch in rest) or (rest[:1].isalpha() and not spaceless(rest[0]) and head) \
                     or (not head and rest[-1:].isalpha() and not spaceless(rest[-1])):
@@ -844,19 +879,49 @@ def _named(request: "Request") -> bool:
                for t in tokens(request.text))
 
 
-def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]) -> tuple[tuple, str | None]:
-    """In a script without spaces, the thing right before an around's distance with nothing between, when
-    another thing follows: the centre ("广州医院500米以内的药店": hospitals, the pharmacies near them).
-    Returns the features without it, and its phrase (None: no such thing)."""
+def _without_feature(features: tuple[Feature, ...], filters: tuple[Filter, ...], k: int) -> tuple[tuple, tuple]:
+    """The features less the ``k``-th, and the filters with their feature indices moved to match (a filter
+    read from that phrase keeps no phrase)."""
+    moved = tuple(f if f.feature is None or f.feature < k else
+                  dataclasses.replace(f, feature=None if f.feature == k else f.feature - 1) for f in filters)
+    return features[:k] + features[k + 1:], moved
+
+
+def _measure_not_distance(text: str, frame: Frame, words: Sequence[AttributeMatch]) -> Filter | None:
+    """An "around" whose centre is a measure's word and whose number a comparison word follows: a
+    comparison ("서울 높이 100m 이상 건물": buildings 100 m high or more, not 100 m from a height)."""
+    of = frame.around.of
+    if not of or frame.language not in CUE_LANGUAGES:
+        return None
+    measure = [m for m in words if fold(m.text) == fold(of.strip()) and not m.attribute.yes]
+    number = next((n for n in frame.numbers if n[3] is not None and text.find(of) < (n[2] or (0, 0))[0]), None)
+    if len(measure) != 1 or number is None:
+        return None
+    after = text[number[2][1]:]
+    ops = table(frame.language)["filters"]["compare"]
+    found = sorted((after.find(w), -len(w), op) for op, ws in ops.items() for w in ws if 0 <= after.find(w) <= UNIT_GAP)
+    if not found:
+        return None
+    m = measure[0]
+    return Filter("compare", m.text, m.span, found[0][2], number[1], number[3])
+
+
+# How far after a number (its unit between) a comparison word may stand.
+UNIT_GAP = 6
+
+
+def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]) -> tuple[int | None, str | None]:
+    """In a script without spaces, the phrase right before an around's distance with nothing between, when
+    a thing follows: the centre ("广州医院500米以内的药店": hospitals, the pharmacies near them; "天安门1公里以内的
+    酒店"). Returns its index among the features and its phrase (None, None: no such phrase)."""
     if frame.script not in SPACELESS_SCRIPTS:
-        return features, None
-    asked = [f for f in features if not f.negated and f.span is not None]
-    for f in asked[:-1]:
+        return None, None
+    asked = [(k, f) for k, f in enumerate(features) if not f.negated and f.span is not None]
+    for k, f in asked[:-1]:
         after = text[f.span[1]:].lstrip()
-        if after[:1].isdigit() and any(m.score >= SURE_THING_SCORE for m in f.tags) \
-                and any(g.span[0] > f.span[1] for g in asked):
-            return tuple(g for g in features if g is not f), f.text
-    return features, None
+        if after[:1].isdigit() and any(g.span[0] > f.span[1] and g.tags for _, g in asked):
+            return k, f.text
+    return None, None
 
 
 # What may join a place and the things of it in a centre phrase without spaces ("名古屋の駅", "广州的医院").
@@ -878,6 +943,18 @@ def _place_and_things(of: str, of_request: "Request") -> bool:
     rest = rest.strip()
     joined = any(rest == j for j in CENTRE_JOINERS)
     return joined or (not rest and of_request.script == "Han")
+
+
+# The longest phrase without spaces read as a landmark's name when nothing else tells.
+MAX_LANDMARK_CHARS = 10
+
+
+def _landmark(of: str, of_request: "Request") -> bool:
+    """Whether a centre phrase in a script without spaces can be a landmark's name: one word, no thing
+    the lexicon names in it, no kana of grammar ("指定した地点", the place given, is no name)."""
+    return (len(of) <= MAX_LANDMARK_CHARS and not any(ch.isspace() for ch in of)
+            and not any(script_of(ch) == "Hiragana" for ch in of)
+            and not any(f.tags for f in of_request.features))
 
 
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
@@ -915,6 +992,9 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
         return "place", " ".join(rest)
     words = of.split()
     articles = _articles(frame.language)
+    if lexicon and of_request.script in SPACELESS_SCRIPTS and not frame.coords and _landmark(of, of_request):
+        # one word the lexicon does not name: a landmark or a district ("天安门", "渋谷から", "東京タワーから")
+        return "place", of
     if of_request.script in SPACELESS_SCRIPTS or of_request.script == "Common":
         return None, None
     rest = words[1:] if words and fold(words[0]) in articles else words
