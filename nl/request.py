@@ -561,15 +561,19 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
     out = []
     taken = [span for _, _, span, *_ in read if span]
     for k, f in enumerate(features):
-        if not f.negated and not f.tags and f.span is not None and spaceless(f.text[:1]) and not any(
+        inner = bool(f.tags) and all(b - a < len(f.text) for a, b in (m.span for m in f.tags))
+        if not f.negated and (not f.tags or inner) and f.span is not None and spaceless(f.text[:1]) and not any(
                 a < f.span[1] and f.span[0] < b for a, b in taken):
             # a phrase written without spaces that is all one attribute's words, beside the things:
             # "广州有户外座位的餐厅" (in a spaced script a lone word is too often something else:
-            # "accessible to cyclists")
+            # "accessible to cyclists"); a thing the lexicon reads inside it is the attribute's
+            # ("車椅子対応": wheelchair accessible, not a chair)
             whole = [m for m in words if m.span == f.span and m.attribute.yes]
             if len(whole) == 1 and len(features) > 1:
                 out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
-            continue
+                continue
+            if not f.tags:
+                continue
         if f.negated or not f.tags or f.span is None:
             continue
         for m in words:
