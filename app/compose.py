@@ -247,7 +247,10 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
         if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
             covered.append(f.span)  # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing
             continue
-        if naming and f.span is not None and all(t.fold in naming for t in tokens(f.text)):
+        # (in a script without spaces a token is one letter: "도서관" is no "도" + "서" + "관" of cue words)
+        if naming and f.span is not None and all(t.fold in naming for t in tokens(f.text)) \
+                and (len(tokens(f.text)) == 1 or not all(t.spaceless for t in tokens(f.text))
+                     or "".join(t.fold for t in tokens(f.text)) in cues["phrases"]):
             covered.append(f.span)
             continue
         tags = _feature_tags(r, f, covered)
@@ -472,6 +475,8 @@ def _quoted(text: str) -> str:
 def _around(r: Request, covered: list, statements: list) -> A.Around | None:
     """around N m of a named place, of a point, or of other features (a named set)."""
     a = r.around
+    if a.beyond:
+        return None  # farther than the distance: a difference of sets, not composed
     radius = f"{a.radius_m:g}"
     if a.centre == "coords" and r.coords is not None:
         return A.Around(radius, [f"{r.coords[0]:g}", f"{r.coords[1]:g}"])
@@ -561,10 +566,16 @@ def _cue_tokens(lang: str = "en") -> dict[str, frozenset[str]]:
     def toks(phrases) -> set[str]:
         return {t.fold for phrase in _phrases(phrases) for t in tokens(phrase)}
 
+    def whole(phrases) -> set[str]:
+        return {"".join(t.fold for t in tokens(phrase)) for phrase in _phrases(phrases)}
+
     own = own_table(lang)
     tables = [*all_tables().values(), *([own] if own is not None else [])]
     words = cue_words()
     return {
+        # whole cue phrases, their letters run together: a phrase of a script without spaces is one
+        # of them or none ("이름이" is a name cue; "도서관" is no run of cue letters)
+        "phrases": frozenset(whole([[t["filters"], t["names"], t["stop"], t["markers"], t["joiners"]] for t in tables])),
         "stop": frozenset(toks([t["stop"] for t in tables]) | toks([t["markers"] for t in tables])
                           | toks([t["place"]["prepositions"] for t in tables])
                           | toks([t["place"].get("postpositions", []) for t in tables])

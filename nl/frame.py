@@ -47,6 +47,7 @@ class Around:
 
     radius_m: float
     of: str | None
+    beyond: bool = False  # "离主要道路超过 700 米": farther than the distance, not within it
 
 
 @dataclass
@@ -769,8 +770,10 @@ class _Reader:
                 if compared is None and after is None:
                     continue  # "shorter than 300 m": a length, not a distance from something
             s0, e0, of = (before if before is not None else i), end, None
+            beyond = False
             if compared is not None:
-                s0, of = compared
+                s0, of, op = compared
+                beyond = op in (">", ">=")
             link = lex.of_after.match_at(toks, end, self.taken) if end < self.n else None
             if link:
                 j = k = link[0]
@@ -809,18 +812,22 @@ class _Reader:
             if of is not None and (any(stem in fold(of) for stem in _COORD_STEMS)
                                    or (f.coords and any(ch.isdigit() for ch in of))):
                 of = None  # the centre is the coordinates (Frame.coords)
-            f.around = Around(radius, of)
+            f.around = Around(radius, of, beyond)
             self.take(s0, e0)
             return
 
-    def _compared(self, i: int) -> tuple[int, str] | None:
+    def _compared(self, i: int) -> tuple[int, str, str | None] | None:
         """Chinese "距离X超过/不到 N 米": a comparison word just before the number and a
-        distance word ("距离", "离") earlier in the clause; (start, centre) or None."""
+        distance word ("距离", "离") earlier in the clause; (start, centre, the comparison's op, None
+        where the comparison words do not say) or None."""
         lex, toks = self.lex, self.toks
         cmp_start = next((s for s in range(max(0, i - 3), i)
                           if (h := lex.compare.match_at(toks, s, self.taken)) and h[0] == i), None)
         if cmp_start is None:
             return None
+        # which way it compares: the filters' comparison words say ("超过": more than)
+        way = lex.more_less.match_at(toks, cmp_start)
+        op = way[1] if way else None
         for q in range(cmp_start - 1, max(-1, cmp_start - 14), -1):
             if self.taken[q] or _BREAK.search(self.gap(q + 1)):
                 return None
@@ -829,7 +836,7 @@ class _Reader:
                 longer = lex.of_start.match_at(toks, q - 1, self.taken) if q else None
                 if longer and longer[0] >= hit[0]:  # "距离", not its "离"
                     q = q - 1
-                return q, self.span(hit[0], cmp_start)
+                return q, self.span(hit[0], cmp_start), op
         return None
 
     def identifiers(self) -> None:

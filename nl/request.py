@@ -155,6 +155,7 @@ class Around:
     centre: str | None = None
     place: str | None = None
     of_request: "Request | None" = field(default=None, repr=False)
+    beyond: bool = False  # farther than the distance ("离主要道路超过700米"), not within it
 
 
 FILTER_KINDS = ("yes", "no", "absent", "compare", "name")
@@ -275,8 +276,10 @@ class Request:
 
 # ------------------------------------------------------------------ reading
 
-def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
-    """Read ``nl`` once into a :class:`Request`, with what ``knowledge`` adds to the cue tables.
+def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str | None = None) -> Request:
+    """Read ``nl`` once into a :class:`Request`, with what ``knowledge`` adds to the cue tables;
+    ``language``: the language it is written in, when the caller knows (a phrase of a request read
+    on its own: "het station" is Dutch in a Dutch request).
 
     Never raises: text that is empty, emoji, in a script without a cue table or not text at all
     gives a Request with what could be read (at worst only ``nl``, ``language="und"``).
@@ -285,9 +288,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
         nl = "" if nl is None else str(nl)
     knowledge = knowledge or NO_KNOWLEDGE
     lexicon, things = knowledge.lexicon, knowledge.things
-    frame = read_frame(nl)
+    frame = read_frame(nl, language) if language else read_frame(nl)
     text = frame_text(nl)
-    rival = _rival_language(text, frame, lexicon)
+    rival = _rival_language(text, frame, lexicon) if not language else None
     if rival is not None:
         frame = read_frame(nl, rival)
     opening = _opening_cities(text, frame, knowledge) if lexicon is not None else ()
@@ -341,10 +344,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None) -> Request:
             if k is not None:
                 features, filters = _without_feature(features, filters, k)
         # the centre phrase read on its own, without known places: "munich central station" is one name
-        of_request = read_request(of, dataclasses.replace(knowledge, places={}, world_places=False)) if of else None
+        of_request = read_request(of, dataclasses.replace(knowledge, places={}, world_places=False),
+                                  language=frame.language) if of else None
         centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
-                        place=centre_place, of_request=of_request)
+                        place=centre_place, of_request=of_request,
+                        beyond=frame.around.beyond or _not_within(text, frame, of))
         if centre_place is not None:
             start = text.find(centre_place)
             places += (Place(centre_place, (start, start + len(centre_place)) if start >= 0 else None, role="centre"),)
@@ -912,6 +917,29 @@ def _measure_not_distance(text: str, frame: Frame, words: Sequence[AttributeMatc
 
 # How far after a number (its unit between) a comparison word may stand.
 UNIT_GAP = 6
+
+
+def _not_within(text: str, frame: Frame, of: str | None) -> bool:
+    """Whether a negation stands right before the around ("hamlets not within 700 m of a road", "唔喺任何
+    主要道路嘅 700 米範圍內"): what is asked is outside the distance."""
+    if frame.language not in CUE_LANGUAGES:
+        return False
+    t = table(frame.language)
+    starts = [n[2][0] for n in frame.numbers if n[2] is not None and n[3] is not None]
+    if of and text.find(of) >= 0:
+        starts.append(text.find(of))
+    if not starts:
+        return False
+    before = text[:min(starts)].rstrip()
+    # the around's own words and a preposition may stand between ("not within", "唔喺")
+    for lead in sorted((*t["around"]["before"], *t["place"]["prepositions"]), key=len, reverse=True):
+        if lead and before.lower().endswith(lead.lower()) and (
+                spaceless(lead[-1:]) or len(before) == len(lead) or not before[-len(lead) - 1].isalpha()):
+            before = before[:-len(lead)].rstrip()
+            break
+    words = before.lower().split()
+    return any(before.endswith(cue) if spaceless(cue[:1]) else bool(words) and " ".join(words[-len(cue.split()):]) == cue.lower()
+               for cue in t["negation"]["before"] if cue)
 
 
 def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]) -> tuple[int | None, str | None]:
