@@ -1511,9 +1511,19 @@ class _Reader:
             return "contains", self.span(i, j)
         for s in range(max(0, i - 3), j):
             hit = lex.name_ops.match_at(toks, s)
-            if not hit or hit[0] < i - 1 or not (self._cue_near(lex.names, s, s, before=True, after=False, reach=6)
-                                                  or any(lex.names.match_at(toks, q) for q in range(i, s))):
+            if not hit or hit[0] < i - 1:
                 continue
+            if not (self._cue_near(lex.names, s, s, before=True, after=False, reach=6)
+                    or any(lex.names.match_at(toks, q) for q in range(i, s))):
+                # without a name cue, a beginning or an end of one word is still a name's ("streets
+                # starting with Kirch", "Straßen, die mit Kirch beginnen"); "containing" is too often
+                # something else ("shops containing an ATM")
+                # (not beside a quoted name, which is read as one: "start with the letter 'K'"; not in a
+                # script without spaces, where a token is one letter)
+                one = (hit[0] < j and j - max(hit[0], i) == 1) if not (s > i) else (s - i == 1 and hit[0] == j)
+                if hit[1] not in ("starts", "ends") or not one or lex.with_after or self.frame.names \
+                        or toks[s].spaceless:
+                    continue
             if hit[0] < j and not lex.with_after:  # the value follows the operation
                 return hit[1], self.span(max(hit[0], i), j)
             if s == i and lex.with_after:
