@@ -275,7 +275,11 @@ def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | No
     if len(matches) != 1:
         return None
     m = matches[0]
-    covered += [(f.span[0] + m.span[0], f.span[0] + m.span[1])]
+    end = m.span[1]
+    if f.text[end:end + 1] in ("'", "’"):
+        # a suffix after an apostrophe is the word's ending: Turkish "atm'ler" (ATMs)
+        end += 1 + len(re.match(r"\w*", f.text[end + 1:]).group())
+    covered += [(f.span[0] + m.span[0], f.span[0] + end)]
     covered += [(f.span[0] + a, f.span[0] + b) for a, b in generic]
     return tuple(m.tags)
 

@@ -268,6 +268,15 @@ class Lexicon:
             found += self._substring_matches(text, table, brands, blocked)
         found += self._token_matches(text, table if table is not None and table.stemmed else None, brands,
                                      blocked + [m.span for m in found], opening=opening)
+        if table is not None and not table.stemmed:
+            # a word in Latin letters in a request written without spaces is read in English ("大阪の駅から
+            # 100m以内のATM", "서울 ATM")
+            latin = [(t.start, t.end) for t in tokens(text) if not t.spaceless and not t.number]
+            english = self._table("en") if latin else None
+            if english is not None:
+                found += [m for m in self._token_matches(text, english, None, blocked + [m.span for m in found],
+                                                         opening=opening)
+                          if any(a <= m.span[0] and m.span[1] <= b for a, b in latin)]
         if not found and table is not None and table.lang in _LATIN:
             # only when the request's language read nothing: a request misread as English names its
             # things in its own language ("Tankstellen in Stuttgart"), one read right is left alone

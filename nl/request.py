@@ -343,6 +343,10 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
             k, of = _centre_before_number(text, frame, features)
             if k is not None:
                 features, filters = _without_feature(features, filters, k)
+        elif lexicon is not None:
+            k, of = _centre_with_word_before(text, features, of, lexicon, frame.language)
+            if k is not None:
+                features, filters = _without_feature(features, filters, k)
         # the centre phrase read on its own, without known places: "munich central station" is one name
         of_request = read_request(of, dataclasses.replace(knowledge, places={}, world_places=False),
                                   language=frame.language) if of else None
@@ -940,6 +944,22 @@ def _not_within(text: str, frame: Frame, of: str | None) -> bool:
     words = before.lower().split()
     return any(before.endswith(cue) if spaceless(cue[:1]) else bool(words) and " ".join(words[-len(cue.split()):]) == cue.lower()
                for cue in t["negation"]["before"] if cue)
+
+
+def _centre_with_word_before(text: str, features: tuple[Feature, ...], of: str, lexicon: Lexicon,
+                             language: str) -> tuple[int | None, str]:
+    """A centre read as one word whose phrase began a word earlier: that word, read apart as a phrase
+    naming nothing, and the centre name one thing together ("metro istasyonlarına 100 m mesafedeki":
+    subway stations). Returns the index of the phrase taken in (None: none) and the centre."""
+    start = text.find(of)
+    for k, g in enumerate(features):
+        if g.negated or g.span is None or g.tags or not 0 < start - g.span[1] <= 1:
+            continue
+        whole = text[g.span[0]:start + len(of)]
+        found = lexicon.lookup(whole, language, opening=g.span[0] == 0)
+        if len(found) == 1 and found[0].span == (0, len(whole)) and found[0].score >= SURE_THING_SCORE:
+            return k, whole
+    return None, of
 
 
 def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]) -> tuple[int | None, str | None]:
