@@ -110,7 +110,9 @@ def compose_script(request: Request) -> A.Script | None:
         return None
     if not things and (when or request.users):
         things = [_Thing((), None)]  # "edits by bob since 2024-01-01": every element they touched
-    if not things or any(not t.tags for t in things) and not (when or request.users):
+    elif not things and _one_name(request):
+        things = [_Thing((), None)]  # '"Central Library" in Leeds': whatever bears that name
+    if not things or any(not t.tags for t in things) and not (when or request.users or _one_name(request)):
         return None
     filters = _filters(request, things, covered)
     if filters is None:
@@ -162,6 +164,12 @@ def compose_script(request: Request) -> A.Script | None:
         outs = OUTPUTS[next(iter(request.output))] if request.output else DEFAULT_OUT
     tail = [A.Recurse(o) if isinstance(o, str) else A.Out(list(o)) for o in outs]
     return A.Script(settings, head + statements + [A.Union_(body)] + tail)
+
+
+def _one_name(r: Request) -> bool:
+    """The request asks for one name and nothing else it reads ("'Central Library' in Leeds"); two names
+    ("'Zamenhof' or 'Esperanto'") are two answers, which one statement of filters cannot be."""
+    return len(r.filters) == 1 and r.filters[0].kind == "name" and not any(f.negated for f in r.features)
 
 
 def _csv_columns(r: Request) -> tuple[list[str], list[tuple[int, int]]]:

@@ -1494,6 +1494,10 @@ class _Reader:
             i, j = self.tokens_in(at, at + len(name))
             ops = [hit[1] for s in range(max(0, i - 6), min(self.n, j + 3)) if not i <= s < j
                    for hit in [lex.name_ops.match_at(toks, s)] if hit]
+            # "'venue' in their name", "„venue“ im Namen": the name holds it
+            inside = j < self.n and lex.name_in.match_at(toks, j + (1 if j + 1 < self.n and not toks[j].fold.isalnum() else 0))
+            if not ops and inside and inside[1] == "after":
+                ops = ["contains"]
             f.filters.append(("name", name, (at, at + len(name)), ops[0] if ops else "equals", name, None))
         f.filters = list(dict.fromkeys(f.filters))
 
