@@ -275,6 +275,9 @@ def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | No
         return None
     generic = {(a - f.span[0], b - f.span[0]) for a, b in r.generic_words if f.span[0] <= a and b <= f.span[1]}
     sure = [m for m in f.tags if m.score >= MIN_TAG_SCORE]
+    # a match inside an attribute's words is theirs, beside another ("saat" of "24 saat açık eczaneler")
+    words = [(a - f.span[0], b - f.span[0]) for a, b in (w.span for w in r.attribute_words)]
+    sure = [m for m in sure if not any(a <= m.span[0] and m.span[1] <= b and (a, b) != tuple(m.span) for a, b in words)] or sure
     # a generic word beside a name adds nothing ("Lidl stores"); alone it is the thing ("tiendas": shops)
     matches = [m for m in sure if tuple(m.span) not in generic] or sure
     brand = _brand_of_thing(matches)
@@ -322,10 +325,17 @@ def _filters(r: Request, things: list[_Thing], covered: list) -> tuple | None:
     """Every filter of the request as tag filters for each thing, or None when one is not read."""
     out: list = []
     columns = _csv_columns(r)[1]
+    seen: set = set()
     for flt in r.filters:
         if flt.span is not None and any(a <= flt.span[0] and flt.span[1] <= b for a, b in columns):
             covered.append(flt.span)  # a CSV column, not a filter
             continue
+        if (flt.kind, flt.span) in seen and flt.span is not None:
+            # one attribute over several phrases ("24時間営業": "時", "営業"): one filter, all its phrases
+            if flt.feature is not None and r.features[flt.feature].span is not None:
+                covered.append(r.features[flt.feature].span)
+            continue
+        seen.add((flt.kind, flt.span))
         made = _filter(r, flt, things, covered)
         if made is None:
             return None

@@ -571,7 +571,8 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
     taken = [span for _, _, span, *_ in read if span]
     for k, f in enumerate(features):
         inner = bool(f.tags) and all(b - a < len(f.text) for a, b in (m.span for m in f.tags))
-        if not f.negated and (not f.tags or inner) and f.span is not None and spaceless(f.text[:1]) and not any(
+        letters = [ch for ch in f.text if ch.isalpha()]  # ("24小时营业" opens with a digit)
+        if not f.negated and (not f.tags or inner) and f.span is not None and letters and spaceless(letters[0]) and not any(
                 a < f.span[1] and f.span[0] < b for a, b in taken):
             # a phrase written without spaces that is all one attribute's words, beside the things:
             # "广州有户外座位的餐厅" (in a spaced script a lone word is too often something else:
@@ -593,18 +594,33 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
                 # dla wózków": "wózków" is the attribute's, no thing): they are the filter's
                 held = [g for g, o in enumerate(features) if g != k and o.span is not None and not o.negated
                         and f.span[1] <= o.span[0] and o.span[1] <= span[1]]
-                if held and not any(a < span[1] and span[0] < b for a, b in taken):
-                    out.append(Filter("yes", m.text, span, feature=held[0]))
+                # ... or past the phrase's end into words no phrase holds ("aperte 24 ore su 24")
+                if not any(a < span[1] and span[0] < b for a, b in taken):
+                    out.append(Filter("yes", m.text, span, feature=held[0] if held else None))
                     out += [Filter("yes", m.text, span, feature=g) for g in held[1:]]
                 continue
             if not (f.span[0] <= span[0] and span[1] <= f.span[1]):
                 continue
             # an attribute that is only a key ("higher" of "peaks higher than 4000 m") is a comparison's;
             # one said missing ("isimsiz parklar") is an absence whatever it is
-            if not (m.attribute.yes or m.without) or any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]) \
+            # (a thing read inside the attribute's words is theirs: "saat" of "24 saat açık eczaneler")
+            if not (m.attribute.yes or m.without) or any(a < inner[1] and inner[0] < b and not (inner[0] <= a and b <= inner[1])
+                                                         for t in f.tags for a, b in [t.span]) \
+                    or not any(not (inner[0] <= a and b <= inner[1]) for t in f.tags for a, b in [t.span]) \
                     or any(a < span[1] and span[0] < b for a, b in taken):
                 continue
             out.append(Filter("absent" if m.without else "yes", m.text, span))
+    for m in words:
+        # an attribute whose words the cue tables split into phrases naming nothing, a number between
+        # ("24時間営業": "時", "営業"): those phrases are its
+        if not m.attribute.yes or any(f.span and f.span[0] < m.span[1] and m.span[0] < f.span[1] for f in out) \
+                or any(a < m.span[1] and m.span[0] < b for a, b in taken):
+            continue
+        held = [g for g, o in enumerate(features) if o.span is not None and not o.negated
+                and m.span[0] <= o.span[0] and o.span[1] <= m.span[1]
+                and not any(t.score >= SURE_THING_SCORE for t in o.tags)]
+        if len(held) > 1:
+            out += [Filter("yes", m.text, m.span, feature=g) for g in held]
     return tuple(out)
 
 
