@@ -453,7 +453,9 @@ def _lexicon(lang: str) -> _Lexicon:
         stop_words=frozenset(fold(w) for w in own["stop"]),
         joiners=frozenset(fold(w) for w in own["joiners"]),
         weak_preps=Matcher(place.get("needs_capital", [])),
-        with_cues=Matcher(cues(lambda t: t["filters"]["with"])),
+        # (English's "w/" is a letter of one in another language's words: Polish "w", in)
+        with_cues=Matcher([w for t in both for w in t["filters"]["with"]
+                           if t is own or any(len(tok.fold) > 1 for tok in tokens(w))]),
         with_after=bool(own["filters"].get("with_after")),
         absent_cues=Matcher(cues(lambda t: t["filters"]["absent"])),
         more_less=Matcher(payload(lambda t: t["filters"]["compare"])),

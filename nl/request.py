@@ -317,6 +317,10 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         # or in the middle of the request ("wifiがある東京のカフェ"); only a phrase without tags can be one,
         # so a request whose phrases all name things does not load the gazetteer
         places, features = _place_phrases(places, features, _place_names(knowledge), text)
+    if lexicon is not None and knowledge.world_places and places and frame.script in SPACELESS_SCRIPTS:
+        places, features = _more_cities(text, places, features, _place_names(knowledge))
+    if lexicon is not None and len(places) > 1:
+        places, features = _thing_before_place(places, features, lexicon, frame.language)
     places, features = _feature_places(places, features)
     if lexicon is not None:
         features = _negated_brands(features, lexicon, frame.language)
@@ -326,6 +330,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     places, filters = _attribute_over_places(places, filters, attribute_words)
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
     features, filters = _comparison_leftovers(features, filters, frame.language)
+    filters = _listed_attributes(features, filters, attribute_words)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -704,6 +709,25 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
     return tuple(features), tuple(out)
 
 
+def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                       words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
+    """A phrase that is all one attribute's words, listed after an attribute asked for ("cafes with wifi
+    and outdoor seating", "Cafés mit WLAN und Terrasse"): asked for too, not a thing of its own."""
+    asked = [f for f in filters if f.kind == "yes" and f.span is not None]
+    if not asked:
+        return filters
+    first = min(f.span[0] for f in asked)
+    held = {f.feature for f in filters}
+    out = list(filters)
+    for k, f in enumerate(features):
+        if f.negated or f.span is None or k in held or f.span[0] < first:
+            continue
+        whole = [m for m in words if m.span == f.span and m.attribute.yes]
+        if len(whole) == 1 and not any(o.span == f.span for o in out):
+            out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
+    return tuple(out)
+
+
 def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
                           language: str) -> tuple[tuple, tuple]:
     """Phrases that are only a comparison's words, read apart from it: "高さ200" and "以上" of "東京の高さ200m
@@ -729,6 +753,80 @@ def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, 
 def _brands(features: tuple[Feature, ...]) -> tuple[Feature, ...]:
     """The features the lexicon ties to a brand ("Starbucks": ``brand=Starbucks``); none without a lexicon."""
     return tuple(f for f in features if any(t.startswith(("brand=", "brand:wikidata=")) for m in f.tags for t in m.tags))
+
+
+def _more_cities(text: str, places: tuple[Place, ...], features: tuple[Feature, ...],
+                 known: Mapping[str, str]) -> tuple[tuple, tuple]:
+    """In a request written without spaces that names a place already, another city the gazetteer knows
+    that opens a phrase ("서울 카페와 부산 식당": 부산, then restaurants), or whose first letter the cue
+    tables read as a word ("北京的咖啡馆和上海的餐厅": "上" is "on", "海" was left a phrase). The city
+    becomes a place of its own; the rest of the phrase, if any, stays the phrase."""
+    out_places, out_features = list(places), []
+    for f in features:
+        if f.negated or f.span is None or any(p.span and p.span[0] < f.span[1] and f.span[0] < p.span[1] for p in places):
+            out_features.append(f)
+            continue
+        start, end = f.span
+        found = None
+        for lead in (0, 1):  # the city opens the phrase, or began a letter before it
+            a = start - lead
+            if a < 0 or (lead and (not spaceless(text[a]) or any(p.span and p.span[0] <= a < p.span[1] for p in places))):
+                continue
+            for n in range(min(MAX_WIDE_PLACE_CHARS, end - a), 1, -1):
+                name = text[a:a + n]
+                rest = text[a + n:end]
+                if not all(spaceless(ch) for ch in name) or stem_fold(name) not in known:
+                    continue
+                # what is left is nothing, or one thing the lexicon named there, after a space or a particle
+                kept = [m for m in f.tags if (start + m.span[0]) >= a + n and text[start + m.span[0]:start + m.span[1]] == rest.strip()]
+                if rest.strip() and not (kept and rest[:1] in (" ", *CLAUSE_PARTICLES)):
+                    continue
+                found = (a, n, rest)
+                break
+            if found:
+                break
+        if found is None or any(stem_fold(p.name) == stem_fold(text[found[0]:found[0] + found[1]]) for p in places):
+            out_features.append(f)
+            continue
+        a, n, rest = found
+        out_places.append(Place(text[a:a + n], (a, a + n)))
+        if rest.strip():
+            lead = len(rest) - len(rest.lstrip(" " + "".join(CLAUSE_PARTICLES)))
+            r0 = a + n + lead
+            shift = r0 - start
+            tags = tuple(dataclasses.replace(m, span=(m.span[0] - shift, m.span[1] - shift)) for m in f.tags
+                         if m.span[0] >= shift)
+            out_features.append(dataclasses.replace(f, text=text[r0:end], span=(r0, end), tags=tags))
+    out_places.sort(key=lambda p: p.span or (len(text), len(text)))
+    return tuple(out_places), tuple(out_features)
+
+
+def _thing_before_place(places: tuple[Place, ...], features: tuple[Feature, ...], lexicon: Lexicon,
+                        language: str) -> tuple[tuple, tuple]:
+    """A place read as "things in another place" of the request ("Cafés in Bonn und Bäckereien in Köln":
+    German capitals made "Bäckereien in Köln" a name): the things, and the other place."""
+    names = {p.name for p in places}
+    out_places, added = [], []
+    for p in places:
+        words = p.name.split()
+        split = None
+        for n in range(1, len(words) - 1):
+            head, tail = " ".join(words[:n]), " ".join(words[n + 1:])
+            if tail in names and p.span is not None:
+                found = lexicon.lookup(head, language, opening=False)
+                # (a kind of place is part of a place's name: "Métropole de Lyon", "City of London")
+                if len(found) == 1 and found[0].span == (0, len(head)) and found[0].score >= SURE_THING_SCORE \
+                        and not any(t.startswith(("place=", "boundary=", "admin_level=")) for t in found[0].tags):
+                    split = (head, found)
+                    break
+        if split is None:
+            out_places.append(p)
+            continue
+        head, found = split
+        added.append(Feature(head, (p.span[0], p.span[0] + len(head)), tags=tuple(found)))
+    if not added:
+        return places, features
+    return tuple(out_places), tuple(sorted((*features, *added), key=lambda f: (f.span or (0, 0))[0]))
 
 
 def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) -> tuple[tuple, tuple]:
