@@ -258,7 +258,7 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
         # (in a script without spaces a token is one letter: "도서관" is no "도" + "서" + "관" of cue words)
         if naming and f.span is not None and all(t.fold in naming for t in tokens(f.text)) \
                 and (len(tokens(f.text)) == 1 or not all(t.spaceless for t in tokens(f.text))
-                     or "".join(t.fold for t in tokens(f.text)) in cues["phrases"]):
+                     or _in_cue(r.text, f.span, cues["phrases"])):
             covered.append(f.span)
             continue
         tags = _feature_tags(r, f, covered)
@@ -268,6 +268,25 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
     return out
 
 
+def _in_cue(text: str, span: tuple[int, int], phrases: frozenset[str]) -> bool:
+    """Whether a phrase written without spaces is a cue phrase, or part of one the text around it
+    completes ("入っ" of "が入っている": the name holds it)."""
+    phrase = text[span[0]:span[1]]
+    if "".join(t.fold for t in tokens(phrase)) in phrases:
+        return True
+    around = text[max(0, span[0] - MAX_CUE_LETTERS):span[1] + MAX_CUE_LETTERS]
+    at = span[0] - max(0, span[0] - MAX_CUE_LETTERS)
+    for p in phrases:
+        k = p.find(phrase)
+        if len(p) > len(phrase) and k >= 0 and around[at - k:at - k + len(p)] == p:
+            return True
+    return False
+
+
+# The longest cue phrase of a script without spaces looked for after a phrase (letters).
+MAX_CUE_LETTERS = 12
+
+
 def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | None:
     """The tags of one feature phrase: exactly one sure lexicon match, besides generic words
     ("Lidl stores", "dm Märkte"), or None. Marks its words covered."""
@@ -275,9 +294,12 @@ def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | No
         return None
     generic = {(a - f.span[0], b - f.span[0]) for a, b in r.generic_words if f.span[0] <= a and b <= f.span[1]}
     sure = [m for m in f.tags if m.score >= MIN_TAG_SCORE]
-    # a match inside an attribute's words is theirs, beside another ("saat" of "24 saat açık eczaneler")
-    words = [(a - f.span[0], b - f.span[0]) for a, b in (w.span for w in r.attribute_words)]
-    sure = [m for m in sure if not any(a <= m.span[0] and m.span[1] <= b and (a, b) != tuple(m.span) for a, b in words)] or sure
+    # a match inside an attribute's words is theirs, beside another: "saat" of "24 saat açık eczaneler",
+    # "drive-through" (a fast food place to iD) of "drive-through restaurants"
+    words = [(a - f.span[0], b - f.span[0]) for a, b in (w.span for w in r.attribute_words)
+             if (a, b) != tuple(f.span) and any(flt.span == (a, b) or flt.span and flt.span[0] <= a and b <= flt.span[1]
+                                                for flt in r.filters if flt.kind in ("yes", "no", "absent"))]
+    sure = [m for m in sure if not any(a <= m.span[0] and m.span[1] <= b for a, b in words)] or sure
     # a generic word beside a name adds nothing ("Lidl stores"); alone it is the thing ("tiendas": shops)
     matches = [m for m in sure if tuple(m.span) not in generic] or sure
     brand = _brand_of_thing(matches)
@@ -419,7 +441,7 @@ def _name_filter(flt: Filter) -> list | None:
 
 def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> list | None:
     """"more than 10 floors", "peaks higher than 4000 m": ``if:`` on the attribute's key, in its unit."""
-    if flt.value is None or flt.op not in (">", ">=", "<", "<=") or flt.unit not in METRES:
+    if flt.value is None or flt.op not in (">", ">=", "<", "<=", "=") or flt.unit not in METRES:
         return None
     words = [m for m in r.attribute_words if not m.attribute.yes]
     if len({m.attribute.id for m in words}) > 1:
@@ -452,14 +474,14 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
         low, high = attribute.digits
         if value != int(value) or not low <= value <= high:
             return None
-        first = {">": int(value) + 1, ">=": int(value), "<": low, "<=": low}[flt.op]
-        last = {">": high, ">=": high, "<": int(value) - 1, "<=": int(value)}[flt.op]
+        first = {">": int(value) + 1, ">=": int(value), "<": low, "<=": low, "=": int(value)}[flt.op]
+        last = {">": high, ">=": high, "<": int(value) - 1, "<=": int(value), "=": int(value)}[flt.op]
         if first > last:
             return None
         digits = str(first) if first == last else f"[{first}-{last}]"
         return [A.Tag(key, f"^{digits}", op="~")]
     number = f"{value:g}"
-    script = overpassql.parse(f"nwr(if:number(t[{_quoted(key)}]){flt.op}{number});")
+    script = overpassql.parse(f"nwr(if:number(t[{_quoted(key)}]){'==' if flt.op == '=' else flt.op}{number});")
     test = next(f for f in script.statements[0].filters if isinstance(f, A.IfFilter))
     return [A.Tag(key), test]
 

@@ -165,7 +165,7 @@ FILTER_KINDS = ("yes", "no", "absent", "compare", "name")
 class Filter:
     """An attribute the elements must have, as the request words it (``kind``, :data:`FILTER_KINDS`):
     "with wifi" (``yes``), "not private" (``no``), "without a name" (``absent``), "more than 10
-    floors" (``compare``: ``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``value`` "10", ``unit`` when one
+    floors" (``compare``: ``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``=`` ("with 5 stars"), ``value`` "10", ``unit`` when one
     follows), "whose name contains Pizza" (``name``: ``op`` ``contains`` / ``starts`` / ``ends`` /
     ``equals``, ``value`` the name). ``text`` is the attribute's words ("wifi", "floors"), ``span``
     where they stand, ``feature`` the index in ``Request.features`` of the phrase they were read
@@ -331,6 +331,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
     features, filters = _comparison_leftovers(features, filters, frame.language)
     filters = _listed_attributes(features, filters, attribute_words)
+    filters = _counted_attributes(text, filters, attribute_words, frame.numbers)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -709,18 +710,32 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
     return tuple(features), tuple(out)
 
 
+def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
+                        numbers: Sequence) -> tuple[Filter, ...]:
+    """A measure asked for with a number right before it and no comparison ("hotels with 5 stars", "a
+    3-storey building"): that many, a comparison "=". (Only a measure with no tags of its own: "with 2
+    wifi" is no count of wifi.)"""
+    out = []
+    for f in filters:
+        m = next((m for m in words if f.kind == "yes" and f.span == m.span and not m.attribute.yes), None)
+        n = next((n for n in numbers if m is not None and n[2] is not None and n[3] is None
+                  and text[n[2][1]:m.span[0]].strip(" -") == ""), None)
+        out.append(dataclasses.replace(f, kind="compare", op="=", value=n[1]) if n is not None else f)
+    return tuple(out)
+
+
 def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...],
                        words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
-    """A phrase that is all one attribute's words, listed after an attribute asked for ("cafes with wifi
-    and outdoor seating", "Cafés mit WLAN und Terrasse"): asked for too, not a thing of its own."""
+    """A phrase that is all one attribute's words, listed with an attribute asked for ("cafes with wifi
+    and outdoor seating", "Cafés mit WLAN und Terrasse", "Wi-Fiとテラス席があるカフェ"): asked for too,
+    not a thing of its own."""
     asked = [f for f in filters if f.kind == "yes" and f.span is not None]
     if not asked:
         return filters
-    first = min(f.span[0] for f in asked)
     held = {f.feature for f in filters}
     out = list(filters)
     for k, f in enumerate(features):
-        if f.negated or f.span is None or k in held or f.span[0] < first:
+        if f.negated or f.span is None or k in held:
             continue
         whole = [m for m in words if m.span == f.span and m.attribute.yes]
         if len(whole) == 1 and not any(o.span == f.span for o in out):
