@@ -716,8 +716,8 @@ _AREA_NAME = re.compile(r'\{\{geocodeArea:\s*"?([^"}]*)"?\s*\}\}')
 
 
 def query_facts(query: str) -> tuple | None:
-    """What a query selects, without its style: the tag filters of each statement that prints (as a
-    set of sets), the folded names of its areas (with the boxes it types and the map view), its around
+    """What a query selects, without its style: the tag filters of each statement (as a set of sets,
+    each with whether it is measured by an around), the folded names of its areas (with the boxes it types and the map view), its around
     radii and its out options. None: it does not parse."""
     try:
         script = overpassql.parse(query)
@@ -741,7 +741,9 @@ def query_facts(query: str) -> tuple | None:
             if node.type == "area":
                 areas.update(fold(f.value) for f in node.filters if isinstance(f, A.Tag) and f.key.startswith("name"))
             elif tags:
-                selects.add(tags)
+                # which side of an around a statement is on: "playgrounds near schools" is not "schools
+                # near playgrounds"
+                selects.add((tags, any(isinstance(f, A.Around) for f in node.filters)))
             radii.update(float(f.radius) for f in node.filters if isinstance(f, A.Around))
         elif isinstance(node, A.Out):
             outs.update(o for o in node.options if o in ("count", "geom", "center", "meta"))

@@ -330,6 +330,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     places, filters = _attribute_over_places(places, filters, attribute_words)
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
     features, filters = _comparison_leftovers(features, filters, frame.language)
+    if lexicon is not None:
+        features, filters = _negation_opening_attribute(text, features, filters, attribute_words, lexicon, frame.language)
     filters = _listed_attributes(features, filters, attribute_words)
     filters = _counted_attributes(text, filters, attribute_words, frame.numbers)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
@@ -625,7 +627,8 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
         held = [g for g, o in enumerate(features) if o.span is not None and not o.negated
                 and m.span[0] <= o.span[0] and o.span[1] <= m.span[1]
                 and not any(t.score >= SURE_THING_SCORE for t in o.tags)]
-        if len(held) > 1:
+        # (one phrase: only inside words of the attribute's own around it, "dla niepełnosprawnych")
+        if len(held) > 1 or len(held) == 1 and features[held[0]].span != m.span:
             out += [Filter("yes", m.text, m.span, feature=g) for g in held]
     return tuple(out)
 
@@ -741,6 +744,34 @@ def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...
         if len(whole) == 1 and not any(o.span == f.span for o in out):
             out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
     return tuple(out)
+
+
+def _negation_opening_attribute(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                                words: Sequence[AttributeMatch], lexicon: Lexicon,
+                                language: str) -> tuple[tuple, tuple]:
+    """An attribute whose first letter is a negation cue, read as a negation of what follows it ("无障碍
+    厕所": barrier-free toilets, not toilets without "障碍"): the attribute is asked for, the rest of the
+    phrase is the thing."""
+    if language not in CUE_LANGUAGES:
+        return features, filters
+    negations = set(table(language)["negation"]["before"])
+    features, out = list(features), []
+    for flt in filters:
+        f = features[flt.feature] if flt.feature is not None else None
+        # (after a negation of its own the attribute is what is missing: "没有无线网络")
+        m = next((m for m in words if f is not None and f.negated and f.span and m.attribute.yes
+                  and m.span[0] < f.span[0] < m.span[1] <= f.span[1]
+                  and text[m.span[0]:f.span[0]] in negations
+                  and not text[:m.span[0]].rstrip().endswith(tuple(negations))), None)
+        if m is None or flt.kind not in ("no", "absent"):
+            out.append(flt)
+            continue
+        rest = text[m.span[1]:f.span[1]].strip()
+        start = text.find(rest, m.span[1]) if rest else m.span[1]
+        tags = tuple(lexicon.lookup(rest, language, opening=False)) if rest else ()
+        features[flt.feature] = Feature(rest, (start, start + len(rest)), tags=tags) if rest else dataclasses.replace(f, negated=False)
+        out.append(Filter("yes", m.text, m.span, feature=None if rest else flt.feature))
+    return tuple(features), tuple(out)
 
 
 def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
