@@ -740,9 +740,9 @@ def query_facts(query: str) -> tuple | None:
                              if isinstance(f, (A.Tag, A.IfFilter, A.Newer, A.Changed, A.User, A.Uid)))
             if node.type == "area":
                 areas.update(fold(f.value) for f in node.filters if isinstance(f, A.Tag) and f.key.startswith("name"))
-            elif tags:
+            else:
                 # which side of an around a statement is on: "playgrounds near schools" is not "schools
-                # near playgrounds"
+                # near playgrounds"; a statement with no tag selects everything there ("node(area.a)")
                 selects.add((tags, any(isinstance(f, A.Around) for f in node.filters)))
             radii.update(float(f.radius) for f in node.filters if isinstance(f, A.Around))
         elif isinstance(node, A.Out):

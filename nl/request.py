@@ -718,12 +718,24 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
     """A measure asked for with a number right before it and no comparison ("hotels with 5 stars", "a
     3-storey building"): that many, a comparison "=". (Only a measure with no tags of its own: "with 2
     wifi" is no count of wifi.)"""
+    def number_before(m):
+        return next((n for n in numbers if n[2] is not None and n[3] is None
+                     and text[n[2][1]:m.span[0]].strip(" -") == ""), None)
+
     out = []
     for f in filters:
         m = next((m for m in words if f.kind == "yes" and f.span == m.span and not m.attribute.yes), None)
-        n = next((n for n in numbers if m is not None and n[2] is not None and n[3] is None
-                  and text[n[2][1]:m.span[0]].strip(" -") == ""), None)
+        n = number_before(m) if m is not None else None
         out.append(dataclasses.replace(f, kind="compare", op="=", value=n[1]) if n is not None else f)
+    # ... and one inside a thing's phrase, where no cue read it ("hoteles de 5 estrellas", "5성급 호텔",
+    # "5つ星ホテル"), of the measures that are counted (stars, floors)
+    for m in words:
+        if m.attribute.yes or not (m.attribute.digits or m.attribute.key == "building:levels") \
+                or any(f.span and f.span[0] < m.span[1] and m.span[0] < f.span[1] for f in out):
+            continue
+        n = number_before(m)
+        if n is not None:
+            out.append(Filter("compare", m.text, m.span, "=", n[1]))
     return tuple(out)
 
 

@@ -81,3 +81,17 @@ def test_gate_leaves_what_is_not_fully_read_to_the_backend():
 def test_prefer_composed_without_a_reading_keeps_the_pick():
     best = Candidate("node[a];out;", True)
     assert prefer_composed(None, [best], best) is best
+
+
+def test_a_statement_with_no_tag_is_a_fact_of_its_own():
+    # a pick that selects every node of the area says more than the composed query ("成都的电影院")
+    composed = '[out:json];{{geocodeArea:"成都"}}->.a;(node["amenity"="cinema"](area.a);way["amenity"="cinema"](area.a););out;'
+    pick = '[out:json];{{geocodeArea:"成都"}}->.a;(node(area.a);way["amenity"="cinema"](area.a););out;'
+    assert not same_facts(composed, pick) and same_facts(composed, composed)
+
+
+def test_which_side_of_an_around_is_a_fact():
+    # playgrounds near schools is not schools near playgrounds
+    composed = 'nwr["amenity"="school"]->.c;(node["leisure"="playground"](around.c:300););out;'
+    pick = 'nwr["leisure"="playground"]->.c;(node["amenity"="school"](around.c:300););out;'
+    assert not same_facts(composed, pick)
