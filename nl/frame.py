@@ -9,7 +9,7 @@ request uses (:func:`guess_language`).
 
 >>> f = read_frame("benches within 100 m of a playground in Zurich")
 >>> f.language, f.what, f.around, f.place
-('en', ['benches'], Around(radius_m=100.0, of='a playground'), 'Zurich')
+('en', ['benches'], Around(radius_m=100.0, of='a playground', beyond=False), 'Zurich')
 >>> f = read_frame("Wie viele Apotheken gibt es im aktuellen Kartenausschnitt?")
 >>> f.language, f.in_view, f.output, f.what
 ('de', True, {'count'}, ['Apotheken'])
