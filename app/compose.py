@@ -43,7 +43,7 @@ from geoql.app.decoding import Candidate
 from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, own_table, tokens
 from geoql.nl.places import dictionary_form, gazetteer
-from geoql.nl.request import Feature, FeatureMatch, Filter, Request
+from geoql.nl.request import SURE_THING_SCORE, Feature, FeatureMatch, Filter, Request
 from geoql.nl.text import fold
 from geoql.nl.words import cue_words, stem_fold, stopwords
 
@@ -55,9 +55,9 @@ CENTRE_SET = "centre"
 # Outputs composition prints, and how (``Request.output``); CSV: ``[out:csv(...)]`` and ``out center``.
 OUTPUTS = {"count": [["count"]], "geom": [["geom"]], "center": [["center"]], "meta": [["meta"]]}
 DEFAULT_OUT = [[], ">", ["skel", "qt"]]  # out; >; out skel qt;
-# A lexicon match below this is too unsure to go into a query by itself (the lexicon's own floor
-# is 0.5; a composed query replaces an answer that may be right).
-MIN_TAG_SCORE = 0.5
+# A lexicon match below this is too unsure to go into a query by itself (a composed query replaces an
+# answer that may be right): the reading's bound for a sure thing, so both judge a phrase alike.
+MIN_TAG_SCORE = SURE_THING_SCORE
 # Keys of things that are lines: a length compared on them is how long they are, which no tag holds.
 LINEAR_KEYS = frozenset({"highway", "waterway", "railway", "power", "route", "barrier"})
 # Words that say an element was changed, with a date or a user ("modified since", "geändert seit"),

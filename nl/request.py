@@ -40,6 +40,7 @@ from geoql.nl.attributes import AttributeMatch, find as find_attributes
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
+from geoql.nl.lexicon import SHORT_BRAND
 from geoql.nl.places import gazetteer
 from geoql.nl.support import Support, read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
@@ -333,7 +334,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None:
         features, filters = _negation_opening_attribute(text, features, filters, attribute_words, lexicon, frame.language)
     filters = _listed_attributes(features, filters, attribute_words)
-    filters = _counted_attributes(text, filters, attribute_words, frame.numbers)
+    numbers = tuple(Number(*n) for n in frame.numbers)
+    filters = _counted_attributes(text, filters, attribute_words, numbers)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -342,7 +344,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=frame.output, dates=frame.dates, types=frame.types)
     around = None
-    compared = _measure_not_distance(text, frame, attribute_words) if frame.around is not None else None
+    compared = _measure_not_distance(text, frame, attribute_words, numbers) if frame.around is not None else None
     if compared is not None:
         filters += (compared,)
     if frame.around is not None and compared is None:
@@ -361,7 +363,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request,
-                        beyond=frame.around.beyond or _not_within(text, frame, of))
+                        beyond=frame.around.beyond or _not_within(text, frame, of, numbers))
         if centre_place is not None:
             start = text.find(centre_place)
             places += (Place(centre_place, (start, start + len(centre_place)) if start >= 0 else None, role="centre"),)
@@ -372,7 +374,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     return Request(
         nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
         features=features, filters=filters, brands=_brands(features), places=places, in_view=frame.in_view,
-        around=around, bbox=frame.bbox, numbers=tuple(Number(*n) for n in frame.numbers),
+        around=around, bbox=frame.bbox, numbers=numbers,
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
         users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
         output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
@@ -489,16 +491,12 @@ def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], kn
     return places, features
 
 
-# A brand this short written in lower case counts after "except" only where it sells what the thing is
-# ("fuel stations except bp"); longer ones count beside any thing ("not shell").
-SHORT_BRAND_LETTERS = 3
-
-
 def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: str) -> tuple[Feature, ...]:
     """A negated word after a thing that is a brand written in lower case or inflected: the brand ("fuel
     stations except bp", "petrol stations that are not shell", "stacje paliw oprócz orlenu"). The lexicon
     reads a brand spelled like a word only with its capital; after "except" beside a thing, the brand is
-    what is meant. A short brand ("bp") counts only where it sells what the thing is."""
+    what is meant. A short brand (``SHORT_BRAND`` letters or fewer, the lexicon's bound for a brand it reads
+    only as the brand writes it: "bp") counts only where it sells what the thing is."""
     things = {t for f in features if not f.negated for m in f.tags for t in m.tags}
     if not things:
         return features
@@ -506,7 +504,7 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
     for f in features:
         if f.negated and not f.tags and f.span is not None and 0 < len(f.text.split()) <= 2:
             found = lexicon.brand(f.text, language)
-            if found is not None and (len(f.text) > SHORT_BRAND_LETTERS or found.tags[0] in things):
+            if found is not None and (len(f.text) > SHORT_BRAND or found.tags[0] in things):
                 f = dataclasses.replace(f, tags=(found,))
         out.append(f)
     return tuple(out)
@@ -535,7 +533,7 @@ def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[Attrib
     return tuple(out)
 
 
-# A lexicon match this sure names a thing (the score compose takes a phrase's tags at).
+# A lexicon match this sure names a thing (composition takes a phrase's tags at this score too).
 SURE_THING_SCORE = 0.5
 
 
@@ -578,9 +576,9 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
     out = []
     taken = [span for _, _, span, *_ in read if span]
     for k, f in enumerate(features):
-        inner = bool(f.tags) and all(b - a < len(f.text) for a, b in (m.span for m in f.tags))
+        tags_inside = bool(f.tags) and all(b - a < len(f.text) for a, b in (m.span for m in f.tags))
         letters = [ch for ch in f.text if ch.isalpha()]  # ("24小时营业" opens with a digit)
-        if not f.negated and (not f.tags or inner) and f.span is not None and letters and spaceless(letters[0]) and not any(
+        if not f.negated and (not f.tags or tags_inside) and f.span is not None and letters and spaceless(letters[0]) and not any(
                 a < f.span[1] and f.span[0] < b for a, b in taken):
             # a phrase written without spaces that is all one attribute's words, beside the things:
             # "广州有户外座位的餐厅" (in a spaced script a lone word is too often something else:
@@ -680,7 +678,6 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
     (['barrierefreie Restaurants'], [('no', 'barrierefreie')])
     """
     features, out = list(features), []
-    negations = tuple(table(language)["negation"]["before"]) if language in CUE_LANGUAGES else ()
     for flt in filters:
         # "有无线网络的咖啡馆": a negation cue took the attribute's first letter ("无") and left the rest a
         # negated phrase; that phrase is the attribute's, and missing only after a negation of its own
@@ -688,7 +685,7 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
         held = [k for k, f in enumerate(features) if flt.kind == "yes" and flt.span and f.negated and f.span
                 and flt.span[0] < f.span[0] and f.span[1] <= flt.span[1]]
         if held:
-            missing = text[:flt.span[0]].rstrip().endswith(negations) if negations else False
+            missing = _negation_before(text, flt.span[0], language)
             flt = dataclasses.replace(flt, kind="absent" if missing else "yes", feature=held[0])
         out.append(flt)
     filters, out = tuple(out), []
@@ -713,20 +710,26 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
     return tuple(features), tuple(out)
 
 
+def _negation_before(text: str, at: int, language: str) -> bool:
+    """Whether a negation cue of ``language`` (one written before what it negates) ends the text before ``at``."""
+    cues = tuple(table(language)["negation"]["before"]) if language in CUE_LANGUAGES else ()
+    return bool(cues) and text[:at].rstrip().endswith(cues)
+
+
 def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
-                        numbers: Sequence) -> tuple[Filter, ...]:
+                        numbers: Sequence[Number]) -> tuple[Filter, ...]:
     """A measure asked for with a number right before it and no comparison ("hotels with 5 stars", "a
     3-storey building"): that many, a comparison "=". (Only a measure with no tags of its own: "with 2
     wifi" is no count of wifi.)"""
     def number_before(m):
-        return next((n for n in numbers if n[2] is not None and n[3] is None
-                     and text[n[2][1]:m.span[0]].strip(" -") == ""), None)
+        return next((n for n in numbers if n.span is not None and n.unit is None
+                     and text[n.span[1]:m.span[0]].strip(" -") == ""), None)
 
     out = []
     for f in filters:
         m = next((m for m in words if f.kind == "yes" and f.span == m.span and not m.attribute.yes), None)
         n = number_before(m) if m is not None else None
-        out.append(dataclasses.replace(f, kind="compare", op="=", value=n[1]) if n is not None else f)
+        out.append(dataclasses.replace(f, kind="compare", op="=", value=n.text) if n is not None else f)
     # ... and one inside a thing's phrase, where no cue read it ("hoteles de 5 estrellas", "5성급 호텔",
     # "5つ星ホテル"), of the measures that are counted (stars, floors)
     for m in words:
@@ -735,7 +738,7 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
             continue
         n = number_before(m)
         if n is not None:
-            out.append(Filter("compare", m.text, m.span, "=", n[1]))
+            out.append(Filter("compare", m.text, m.span, "=", n.text))
     return tuple(out)
 
 
@@ -774,7 +777,7 @@ def _negation_opening_attribute(text: str, features: tuple[Feature, ...], filter
         m = next((m for m in words if f is not None and f.negated and f.span and m.attribute.yes
                   and m.span[0] < f.span[0] < m.span[1] <= f.span[1]
                   and text[m.span[0]:f.span[0]] in negations
-                  and not text[:m.span[0]].rstrip().endswith(tuple(negations))), None)
+                  and not _negation_before(text, m.span[0], language)), None)
         if m is None or flt.kind not in ("no", "absent"):
             out.append(flt)
             continue
@@ -1072,36 +1075,37 @@ def _without_feature(features: tuple[Feature, ...], filters: tuple[Filter, ...],
     return features[:k] + features[k + 1:], moved
 
 
-def _measure_not_distance(text: str, frame: Frame, words: Sequence[AttributeMatch]) -> Filter | None:
+def _measure_not_distance(text: str, frame: Frame, words: Sequence[AttributeMatch],
+                          numbers: Sequence[Number]) -> Filter | None:
     """An "around" whose centre is a measure's word and whose number a comparison word follows: a
     comparison ("서울 높이 100m 이상 건물": buildings 100 m high or more, not 100 m from a height)."""
     of = frame.around.of
     if not of or frame.language not in CUE_LANGUAGES:
         return None
     measure = [m for m in words if fold(m.text) == fold(of.strip()) and not m.attribute.yes]
-    number = next((n for n in frame.numbers if n[3] is not None and text.find(of) < (n[2] or (0, 0))[0]), None)
+    number = next((n for n in numbers if n.unit is not None and text.find(of) < (n.span or (0, 0))[0]), None)
     if len(measure) != 1 or number is None:
         return None
-    after = text[number[2][1]:]
+    after = text[number.span[1]:]
     ops = table(frame.language)["filters"]["compare"]
     found = sorted((after.find(w), -len(w), op) for op, ws in ops.items() for w in ws if 0 <= after.find(w) <= UNIT_GAP)
     if not found:
         return None
     m = measure[0]
-    return Filter("compare", m.text, m.span, found[0][2], number[1], number[3])
+    return Filter("compare", m.text, m.span, found[0][2], number.text, number.unit)
 
 
 # How far after a number (its unit between) a comparison word may stand.
 UNIT_GAP = 6
 
 
-def _not_within(text: str, frame: Frame, of: str | None) -> bool:
+def _not_within(text: str, frame: Frame, of: str | None, numbers: Sequence[Number]) -> bool:
     """Whether a negation stands right before the around ("hamlets not within 700 m of a road", "唔喺任何
     主要道路嘅 700 米範圍內"): what is asked is outside the distance."""
     if frame.language not in CUE_LANGUAGES:
         return False
     t = table(frame.language)
-    starts = [n[2][0] for n in frame.numbers if n[2] is not None and n[3] is not None]
+    starts = [n.span[0] for n in numbers if n.span is not None and n.unit is not None]
     if of and text.find(of) >= 0:
         starts.append(text.find(of))
     if not starts:
@@ -1148,10 +1152,6 @@ def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]
     return None, None
 
 
-# What may join a place and the things of it in a centre phrase without spaces ("名古屋の駅", "广州的医院").
-CENTRE_JOINERS = ("の", "的")
-
-
 def _place_and_things(of: str, of_request: "Request") -> bool:
     """Whether a centre phrase without spaces is a place and things the lexicon names sure, and nothing
     else: "名古屋の駅" (Nagoya's stations), "成都地铁站"; not "東京タワー" (タワー is no thing of Tokyo's, the
@@ -1165,7 +1165,7 @@ def _place_and_things(of: str, of_request: "Request") -> bool:
     for f in things:
         rest = rest.replace(f.text, "", 1)
     rest = rest.strip()
-    joined = any(rest == j for j in CENTRE_JOINERS)
+    joined = rest in CLAUSE_PARTICLES  # ("名古屋の駅", "广州的医院")
     return joined or (not rest and of_request.script == "Han")
 
 
