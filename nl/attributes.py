@@ -66,12 +66,16 @@ class AttributeMatch:
     without: bool = False  # the word says the attribute is missing: Turkish "isimsiz" (nameless)
 
 
-@lru_cache(maxsize=1)
-def _data() -> dict:
+@lru_cache(maxsize=None)
+def _load(name: str) -> dict:
     try:
-        return json.loads(resources.files("geoql.nl").joinpath("data", "attributes.json").read_text(encoding="utf-8"))
+        return json.loads(resources.files("geoql.nl").joinpath("data", name).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise AttributeDataError(f"nl/data/attributes.json unreadable ({e}); reinstall geoql") from e
+        raise AttributeDataError(f"nl/data/{name} unreadable ({e}); reinstall geoql") from e
+
+
+def _data() -> dict:
+    return _load("attributes.json")
 
 
 @lru_cache(maxsize=None)
@@ -83,6 +87,41 @@ def attributes() -> dict[str, Attribute]:
                                  tuple(sorted(a.get("for", {}).items())),
                                  tuple(a["digits"]) if a.get("digits") else None)
     return out
+
+
+@lru_cache(maxsize=None)
+def _field_matcher(lang: str) -> Matcher:
+    lang = base_language(lang)
+    cues = []
+    for a in _load("field_attributes.json")["attributes"]:
+        attribute = Attribute(a["id"], a["key"], tuple(a.get("yes", ())), tuple(a.get("no", ())))
+        words, terms = a["words"], a["terms"]
+        # as the hand-kept table reads them, a Latin-script request reads the other Latin-script
+        # languages' labels too, but not their terms, which are loose ("casa", home, for delivery in Italian)
+        cues += [(w, attribute) for w in dict.fromkeys([*words.get(lang, ()), *terms.get(lang, ()), *words.get("en", ()),
+                                                        *terms.get("en", ()), *_other_latin(words, lang)])]
+    return Matcher(cues)
+
+
+def find_field(text: str, lang: str) -> AttributeMatch | None:
+    """The iD yes/no field (``nl/data/field_attributes.json``) whose label or term is all of ``text``,
+    else None. Form labels are not always the words people type, so the reader asks this only of a
+    filter the cue tables read ("without shelter") that no attribute of the hand-kept table names.
+
+    >>> m = find_field("Unterstand", "de")
+    >>> m.attribute.key, m.attribute.no
+    ('shelter', ('shelter=no',))
+    >>> find_field("air conditioning", "en").attribute.yes, find_field("air", "en")
+    (('air_conditioning=yes',), None)
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    toks = tokens(text)
+    hit = _field_matcher(lang if isinstance(lang, str) else "en").match_at(toks, 0)
+    if hit is None or hit[0] != len(toks):
+        return None
+    a, b = toks[0].start, toks[-1].end
+    return AttributeMatch((a, b), text[a:b], hit[1])
 
 
 # Another language's attribute word counts in a request read as English when it is a stem ("vegan*") or
@@ -99,16 +138,22 @@ def _matcher(lang: str, generic: bool) -> Matcher:
     cues = []
     for a in _data()["attributes"]:
         words = a["words"]
-        # a language without its own words reads English's (ids and brands are written in English often too);
-        # a request read in a Latin-script language reads every other one's long words: the guess rests on a
-        # few small words, and a request without them ("vegane restaurants freiburg") is guessed English,
-        # one with a shared one ("restaurantes vegetarianos en sevilla": "en") may be guessed French
-        others = [w for other, ws in words.items() if other not in (lang, "en") for w in ws
-                  if (w.endswith("*") or len(w) >= OTHER_LANGUAGE_LETTERS)
-                  and all(not ch.isalpha() or script_of(ch) == "Latin" for ch in w)] if _latin(lang) else []
-        for w in dict.fromkeys([*words.get(lang, ()), *words.get("en", ()), *others]):
+        # a language without its own words reads English's (ids and brands are written in English often too)
+        for w in dict.fromkeys([*words.get(lang, ()), *words.get("en", ()), *_other_latin(words, lang)]):
             cues.append((w, by_id[a["id"]]))
     return Matcher(cues)
+
+
+def _other_latin(words: dict[str, list[str]], lang: str) -> list[str]:
+    """The words of the other Latin-script languages a request read in ``lang`` reads too: their stems
+    and long words, when ``lang`` is written in Latin letters. The guess rests on a few small words: a
+    request without them ("vegane restaurants freiburg") is guessed English, one with a shared one
+    ("restaurantes vegetarianos en sevilla": "en") may be guessed French."""
+    if not _latin(lang):
+        return []
+    return [w for other, ws in words.items() if other not in (lang, "en") for w in ws
+            if (w.endswith("*") or len(w) >= OTHER_LANGUAGE_LETTERS)
+            and all(not ch.isalpha() or script_of(ch) == "Latin" for ch in w)]
 
 
 def _latin(lang: str) -> bool:

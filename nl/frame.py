@@ -1104,11 +1104,15 @@ class _Reader:
         lowercase = not any(t.upper for k, t in enumerate(toks) if not self.taken[k])
         found: list[tuple[int, int]] = []
         # a preposition that ends a name operation is none: "whose name ends in station"
-        in_ops = {q for a, b, _ in self.find(lex.name_ops, True) for q in range(a, b)}
-        for s, e, _ in self.find(lex.preps, True):
+        in_ops = {q: op for a, b, op in self.find(lex.name_ops, True) for q in range(a, b)}
+        preps = self.find(lex.preps, True)
+        for s, e, _ in preps:
             if self.gap(s).endswith("-") or (e < self.n and self.gap(e).startswith("-")):
                 continue  # "in-patient", "Rhein-in-..." : part of a word
-            if s in in_ops and self._cue_near(lex.names, s, s, before=True, after=False, reach=6):
+            if s in in_ops and (self._cue_near(lex.names, s, s, before=True, after=False, reach=6)
+                                # without a name cue, before one word and another preposition:
+                                # "streets ending in lane in oxford"
+                                or in_ops[s] in ("starts", "ends") and any(s2 == e + 1 for s2, _, _ in preps)):
                 continue
             k = e
             while k < self.n and toks[k].fold in lex.articles and not self.taken[k]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Protocol, Sequence
 
-from geoql.nl.attributes import AttributeMatch, find as find_attributes
+from geoql.nl.attributes import AttributeMatch, find as find_attributes, find_field
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
@@ -336,6 +336,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     filters = _listed_attributes(features, filters, attribute_words)
     numbers = tuple(Number(*n) for n in frame.numbers)
     filters = _counted_attributes(text, filters, attribute_words, numbers)
+    filters += _spaceless_with(text, frame, features, filters)
+    attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -353,6 +355,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
             k, of = _centre_before_number(text, frame, features)
             if k is not None:
                 features, filters = _without_feature(features, filters, k)
+            else:
+                k, p, of = _centre_after_near(text, frame, features, places, numbers)
+                if k is not None:
+                    features, filters = _without_feature(features, filters, k)
+                elif p is not None:
+                    places = places[:p] + places[p + 1:]
         elif lexicon is not None:
             k, of = _centre_with_word_before(text, features, of, lexicon, frame.language)
             if k is not None:
@@ -708,6 +716,58 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
             continue
         out.append(flt)
     return tuple(features), tuple(out)
+
+
+def _field_words(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                 words: Sequence[AttributeMatch], language: str) -> tuple[AttributeMatch, ...]:
+    """The iD yes/no field that names all of a filter's words where no hand-kept attribute names any
+    ("bus stops without shelter", "Hotels mit Klimaanlage": ``geoql.nl.attributes.find_field``).
+    Not where the words are a thing the request asks for beside ("ATMs and banks with ATMs"), nor a
+    thing said not to be ("roads that are not footways": the things, less footways).
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("arrêts de bus sans abri à nantes", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text) for f in r.filters], [m.attribute.key for m in r.attribute_words]
+    ([('absent', 'abri')], ['shelter'])
+    """
+    out = []
+    for f in filters:
+        if f.kind not in ("yes", "no", "absent") or f.span is None \
+                or any(m.span[0] < f.span[1] and f.span[0] < m.span[1] for m in (*words, *out)):
+            continue
+        own = features[f.feature] if f.feature is not None else None
+        sure = {t.tags for t in own.tags if t.score >= SURE_THING_SCORE} if own is not None else set()
+        if sure and (f.kind == "no" or any(g is not own and not g.negated and sure & {t.tags for t in g.tags}
+                                           for g in features)):
+            continue
+        m = find_field(text[f.span[0]:f.span[1]], language)
+        if m is not None:
+            out.append(dataclasses.replace(m, span=(f.span[0] + m.span[0], f.span[0] + m.span[1])))
+    return tuple(out)
+
+
+def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filters: tuple[Filter, ...]) -> tuple[Filter, ...]:
+    """In a script without spaces, a phrase that names no thing and is all an iD yes/no field, right
+    after a with-cue ("苏州有空调的酒店") or right before one ("シャワーがあるキャンプ場"), beside a thing:
+    a ``yes`` filter of the things (the cue tables read a with-phrase only after the first phrase).
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> [(f.kind, f.text) for f in read_request("苏州有空调的酒店", Knowledge(Lexicon.default())).filters]
+    [('yes', '空调')]
+    """
+    if frame.script not in SPACELESS_SCRIPTS or frame.language not in CUE_LANGUAGES:
+        return ()
+    cues = tuple(table(frame.language)["filters"]["with"])
+    after = bool(table(frame.language)["filters"].get("with_after"))
+    read = {f.feature for f in filters if f.feature is not None} | {f.span for f in filters}
+    out = []
+    for k, f in enumerate(features):
+        if f.negated or f.tags or f.span is None or k in read or f.span in read \
+                or not any(g.tags and not g.negated for g in features) or find_field(f.text, frame.language) is None:
+            continue
+        if (text[f.span[1]:].lstrip().startswith(cues) if after else text[:f.span[0]].rstrip().endswith(cues)):
+            out.append(Filter("yes", f.text, f.span, feature=k))
+    return tuple(out)
 
 
 def _negation_before(text: str, at: int, language: str) -> bool:
@@ -1150,6 +1210,33 @@ def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]
         if after[:1].isdigit() and any(g.span[0] > f.span[1] and g.tags for _, g in asked):
             return k, f.text
     return None, None
+
+
+def _centre_after_near(text: str, frame: Frame, features: tuple[Feature, ...], places: tuple[Place, ...],
+                       numbers: Sequence[Number]) -> tuple[int | None, int | None, str | None]:
+    """In a spaced script, the phrase or place right after a "near" cue and right before the around's
+    distance cue: the centre ("atms near times square within 200m", "hotels close to the colosseum
+    within 1 km"). Returns (its index among the features, among the places, its text); all None
+    when there is none."""
+    if frame.script in SPACELESS_SCRIPTS or frame.language not in CUE_LANGUAGES:
+        return None, None, None
+    cues = table(frame.language)["around"]
+    near = tuple(sorted((c for c in cues["of_after"] if c not in ("of", "to", "from")), key=len, reverse=True))
+    before = tuple(sorted(cues["before"], key=len, reverse=True))
+    number = next((n for n in numbers if n.unit is not None and n.span is not None), None)
+    if not near or number is None:
+        return None, None, None
+    articles = _articles(frame.language)
+    spans = [(None, p, p_.span, p_.name) for p, p_ in enumerate(places) if p_.span is not None] + \
+        [(k, None, f.span, f.text) for k, f in enumerate(features) if f.span is not None and not f.negated and k > 0]
+    for k, p, (a, b), name in spans:
+        head = fold(text[:a]).rstrip().split()
+        while head and head[-1] in articles:
+            head.pop()
+        gap = fold(text[b:number.span[0]]).strip()
+        if " ".join(head).endswith(near) and (gap == "" or gap in {fold(c) for c in before}):
+            return k, p, name
+    return None, None, None
 
 
 def _place_and_things(of: str, of_request: "Request") -> bool:

@@ -1,0 +1,64 @@
+"""geoql.nl.attributes.find_field and the reader's use of it: iD's yes/no fields
+(nl/data/field_attributes.json, built from the pinned id-tagging-schema) name a filter the cue tables
+read, whole, and only then."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from geoql.index.config import SCHEMA_VERSION
+from geoql.nl.attributes import attributes, find_field
+from geoql.nl.lexicon import Lexicon
+from geoql.nl.request import Knowledge, read_request
+
+DATA = json.loads(resources.files("geoql.nl").joinpath("data", "field_attributes.json").read_text(encoding="utf-8"))
+KNOWLEDGE = Knowledge(lexicon=Lexicon.default())
+
+# (language, a filter's words as people write them, the field's key); the labels are iD's own:
+# en "Shelter", de "Unterstand", fr "Abri", it "Aria condizionata", pl "Toalety", ru "Душ", zh "空调", ja "シャワー"
+FOUND = [
+    ("en", "shelter", "shelter"), ("en", "air conditioning", "air_conditioning"), ("en", "showers", "shower"),
+    ("en", "toilets", "toilets"), ("en", "delivery", "delivery"), ("en", "bench", "bench"),
+    ("de", "Unterstand", "shelter"), ("de", "Klimaanlage", "air_conditioning"), ("fr", "abri", "shelter"),
+    ("fr", "climatisation", "air_conditioning"), ("es", "aire acondicionado", "air_conditioning"),
+    ("it", "aria condizionata", "air_conditioning"), ("es", "aria condizionata", "air_conditioning"),
+    ("pl", "toaletami", "toilets"), ("pl", "klimatyzacją", "air_conditioning"), ("ru", "душем", "shower"),
+    ("zh", "空调", "air_conditioning"), ("ja", "シャワー", "shower"),
+]
+# a part of a label, a word of another language's terms ("casa": Italian for delivery), text that is more
+NOT_FOUND = [("en", "air"), ("es", "casa"), ("en", "shelter and bench"), ("en", ""), ("en", "🙂")]
+
+
+@pytest.mark.parametrize("lang, text, key", FOUND, ids=[f"{l}-{t}" for l, t, _ in FOUND])
+def test_a_label_or_term_names_its_field(lang, text, key):
+    m = find_field(text, lang)
+    assert m is not None and m.attribute.key == key and m.text == text
+    assert m.attribute.yes == (f"{key}=yes",) and m.attribute.no == (f"{key}=no",)
+
+
+@pytest.mark.parametrize("lang, text", NOT_FOUND)
+def test_words_that_are_not_all_a_label_name_none(lang, text):
+    assert find_field(text, lang) is None
+
+
+def test_the_table_is_the_pinned_schemas_and_leaves_the_hand_kept_keys_out():
+    assert DATA["source"]["version"] == SCHEMA_VERSION and DATA["source"]["integrity"].startswith("sha")
+    hand = {a.key for a in attributes().values()}
+    keys = [a["key"] for a in DATA["attributes"]]
+    assert len(keys) == len(set(keys)) and not hand & set(keys)
+
+
+@pytest.mark.parametrize("request_text, absent", [
+    # the words are a thing asked for beside: no atm=yes on the ATMs themselves
+    ("Где в Мюнстере можно найти банкоматы и банки с банкоматами?", "atm"),
+    # "not footways": the roads less footways, not roads without a segregated path
+    ("瓦图斯科有哪些道路不是人行道或步行街？", "segregated"),
+    # "bar" is a thing said not to be, not a bar=no
+    ("파리에서 이름에 'privé'가 포함되어 있지만 바(bar)가 아닌 장소는 어디입니까?", "bar"),
+])
+def test_a_thing_is_not_read_as_a_field(request_text, absent):
+    r = read_request(request_text, KNOWLEDGE)
+    assert absent not in {m.attribute.key for m in r.attribute_words}
