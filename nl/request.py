@@ -1212,6 +1212,10 @@ def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]
     return None, None
 
 
+# The shortest "near" cue after which a phrase may be an around's centre ("near", "nahe", "près de").
+NEAR_CUE_LETTERS = 4
+
+
 def _centre_after_near(text: str, frame: Frame, features: tuple[Feature, ...], places: tuple[Place, ...],
                        numbers: Sequence[Number]) -> tuple[int | None, int | None, str | None]:
     """In a spaced script, the phrase or place right after a "near" cue and right before the around's
@@ -1221,8 +1225,9 @@ def _centre_after_near(text: str, frame: Frame, features: tuple[Feature, ...], p
     if frame.script in SPACELESS_SCRIPTS or frame.language not in CUE_LANGUAGES:
         return None, None, None
     cues = table(frame.language)["around"]
-    near = tuple(sorted((c for c in cues["of_after"] if c not in ("of", "to", "from")), key=len, reverse=True))
-    before = tuple(sorted(cues["before"], key=len, reverse=True))
+    # (not a short word such as "of", "de", "vom": after it stands any name, "museos de madrid")
+    near = tuple(" " + fold(c) for c in cues["of_after"] if len(c) >= NEAR_CUE_LETTERS)
+    before = {fold(c) for c in cues["before"]}
     number = next((n for n in numbers if n.unit is not None and n.span is not None), None)
     if not near or number is None:
         return None, None, None
@@ -1234,7 +1239,7 @@ def _centre_after_near(text: str, frame: Frame, features: tuple[Feature, ...], p
         while head and head[-1] in articles:
             head.pop()
         gap = fold(text[b:number.span[0]]).strip()
-        if " ".join(head).endswith(near) and (gap == "" or gap in {fold(c) for c in before}):
+        if (" " + " ".join(head)).endswith(near) and (gap == "" or gap in before):
             return k, p, name
     return None, None, None
 
