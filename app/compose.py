@@ -252,8 +252,11 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
         if f.span is not None and f.span in columns:
             covered.append(f.span)  # "as CSV with name and website": a column
             continue
-        if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)):
-            covered.append(f.span)  # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing
+        if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)) \
+                and not any(m.score >= MIN_TAG_SCORE for m in f.tags):
+            # "edits by bob since ...", "kim_osm이 ... 수정한 것": the edits are no thing (a thing the
+            # lexicon is sure of is one, whatever its letters: "建物", a building, holds "物" of "もの")
+            covered.append(f.span)
             continue
         # (in a script without spaces a token is one letter: "도서관" is no "도" + "서" + "관" of cue words)
         if naming and f.span is not None and all(t.fold in naming for t in tokens(f.text)) \

@@ -1401,9 +1401,14 @@ class _Reader:
                     for j in range(k + 1, hit[0]):
                         is_stop[j] = True
         neg = [False] * self.n
+        # a negation word inside a comparison or a distance is none: "al menos 4" (at least), "a menos de 500 m"
+        # ("no less than 4": the negation opens the comparison)
+        wider = [(a, b) for a, b, _ in (*self.find(lex.more_less, False), *self.find(lex.around_before, False))]
         for s, e, _ in self.find(lex.neg_before, True):
             for k in range(s, e):
                 is_stop[k] = True
+            if any(a <= s and e <= b and (a, b) != (s, e) for a, b in wider):
+                continue
             k = e
             while k < self.n:
                 if k > e and _HARD_BREAK.search(self.gap(k)):

@@ -335,7 +335,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features, filters = _negation_opening_attribute(text, features, filters, attribute_words, lexicon, frame.language)
     filters = _listed_attributes(features, filters, attribute_words)
     numbers = tuple(Number(*n) for n in frame.numbers)
-    filters = _counted_attributes(text, filters, attribute_words, numbers)
+    filters, cues = _counted_attributes(text, filters, attribute_words, numbers, frame.language)
+    for k in reversed(range(len(features))):
+        # a phrase that is all the comparison's cue after a measure ("higher" of "4 stars or higher"; "星以上")
+        f = features[k]
+        if f.span is not None and not f.tags and any(a <= f.span[0] and f.span[1] <= b for a, b in cues):
+            features, filters = _without_feature(features, filters, k)
     filters += _spaceless_with(text, frame, features, filters)
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
@@ -777,19 +782,34 @@ def _negation_before(text: str, at: int, language: str) -> bool:
 
 
 def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
-                        numbers: Sequence[Number]) -> tuple[Filter, ...]:
-    """A measure asked for with a number right before it and no comparison ("hotels with 5 stars", "a
-    3-storey building"): that many, a comparison "=". (Only a measure with no tags of its own: "with 2
-    wifi" is no count of wifi.)"""
+                        numbers: Sequence[Number], language: str) -> tuple[tuple[Filter, ...], tuple]:
+    """A measure asked for with a number right before it ("hotels with 5 stars", "a 3-storey
+    building"): that many, a comparison "=", or the comparison a cue right after the measure says
+    ("4성급 이상", "4 stars or higher"). (Only a measure with no tags of its own: "with 2 wifi" is no
+    count of wifi.) Returns the filters and where each measure and such a cue after it stand."""
     def number_before(m):
         return next((n for n in numbers if n.span is not None and n.unit is None
                      and text[n.span[1]:m.span[0]].strip(" -") == ""), None)
+
+    after = sorted(((fold(c), op) for op, cs in table(language)["filters"]["compare"].items() for c in cs),
+                   key=lambda c: -len(c[0])) if language in CUE_LANGUAGES else []
+
+    def op_after(m) -> str:
+        gap = len(text[m.span[1]:]) - len(text[m.span[1]:].lstrip())
+        rest = fold(text[m.span[1] + gap:])
+        for c, op in after:
+            if rest.startswith(c) and (spaceless(c[-1]) or rest[len(c):len(c) + 1] in ("", " ", ",")):
+                cues.append((m.span[0], m.span[1] + gap + len(c)))
+                return op
+        return "="
+
+    cues: list[tuple[int, int]] = []
 
     out = []
     for f in filters:
         m = next((m for m in words if f.kind == "yes" and f.span == m.span and not m.attribute.yes), None)
         n = number_before(m) if m is not None else None
-        out.append(dataclasses.replace(f, kind="compare", op="=", value=n.text) if n is not None else f)
+        out.append(dataclasses.replace(f, kind="compare", op=op_after(m), value=n.text) if n is not None else f)
     # ... and one inside a thing's phrase, where no cue read it ("hoteles de 5 estrellas", "5성급 호텔",
     # "5つ星ホテル"), of the measures that are counted (stars, floors)
     for m in words:
@@ -798,8 +818,8 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
             continue
         n = number_before(m)
         if n is not None:
-            out.append(Filter("compare", m.text, m.span, "=", n.text))
-    return tuple(out)
+            out.append(Filter("compare", m.text, m.span, op_after(m), n.text))
+    return tuple(out), tuple(cues)
 
 
 def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...],
@@ -1270,7 +1290,21 @@ def _landmark(of: str, of_request: "Request") -> bool:
     the lexicon names in it, no kana of grammar ("指定した地点", the place given, is no name)."""
     return (len(of) <= MAX_LANDMARK_CHARS and not any(ch.isspace() for ch in of)
             and not any(script_of(ch) == "Hiragana" for ch in of)
-            and not any(f.tags for f in of_request.features))
+            and not any(f.tags and not _named_kind(f, of_request.language) for f in of_request.features))
+
+
+def _named_kind(f: Feature, language: str) -> bool:
+    """Whether a phrase without spaces is a name and the kind of thing it is, the lexicon knowing only
+    the kind, at its end ("남산타워": Namsan + tower): a landmark, not every tower. Not where a distance
+    cue opens it ("距离公交站": from bus stops)."""
+    cues = table(language)["around"] if language in CUE_LANGUAGES else {}
+    opening = tuple(c for c in (*cues.get("before", ()), *cues.get("of_start", ())) if c)
+    return f.span is not None and bool(f.tags) and not (opening and f.text.startswith(opening)) and all(
+        MIN_LANDMARK_NAME <= m.span[0] and m.span[1] == len(f.text) for m in f.tags)
+
+
+# The fewest letters before a kind of thing that make a name of them ("남산" of "남산타워").
+MIN_LANDMARK_NAME = 2
 
 
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
@@ -1297,7 +1331,8 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
     if of_request.place_names:
         return "place", of_request.place
     # with a lexicon (``lexicon``: the phrase was read with one), what its matches leave tells
-    if lexicon and of_request.features and all(f.tags for f in of_request.features) and not _named(of_request):
+    if lexicon and of_request.features and all(f.tags for f in of_request.features) and not _named(of_request) \
+            and not (of_request.script in SPACELESS_SCRIPTS and all(_named_kind(f, of_request.language) for f in of_request.features)):
         return "features", None  # the lexicon names all of it: "a playground", "hospitals"
     if lexicon and of_request.script not in SPACELESS_SCRIPTS and of_request.script != "Common" \
             and _named(of_request) and not any(w[:1].isupper() for w in of.split()):
