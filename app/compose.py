@@ -637,6 +637,7 @@ def _cue_tokens(lang: str = "en") -> dict[str, frozenset[str]]:
                           | toks([[t["time"].get(k, []) for k in ("last", "one", "units")] + [list(t["time"].get("relative", {}))]
                                  for t in tables])),
         "users": frozenset(toks([t["users"] for t in tables])),
+        "names": frozenset(toks([t["names"] for t in tables])),
         # (output_words' kinds: those of every table; the words: these tables')
         **{kind: frozenset(toks([t[section].get(kind, []) for t in tables for section in ("output", "output_support")]))
            for kind in output_words()},
@@ -655,6 +656,8 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["filters"]
     if any(f.negated for f in r.features):
         allowed |= cues["negation"]
+    if any(f.kind == "name" for f in r.filters):
+        allowed |= cues["names"]  # "restaurante llamado \"Casa Lucio\"": the name's cue word
     if r.dates or r.periods:
         allowed |= cues["time"]
     if r.users:

@@ -318,8 +318,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         # or in the middle of the request ("wifiがある東京のカフェ"); only a phrase without tags can be one,
         # so a request whose phrases all name things does not load the gazetteer
         places, features = _place_phrases(places, features, _place_names(knowledge), text)
-    if lexicon is not None and knowledge.world_places and places and frame.script in SPACELESS_SCRIPTS:
-        places, features = _more_cities(text, places, features, _place_names(knowledge))
+    if lexicon is not None and knowledge.world_places and (places or frame.script == "Hangul") \
+            and frame.script in SPACELESS_SCRIPTS:
+        places, features = _more_cities(text, places, features, _place_names(knowledge), _filter_cue_words(frame.language))
     if lexicon is not None and len(places) > 1:
         places, features = _thing_before_place(places, features, lexicon, frame.language)
     places, features = _feature_places(places, features)
@@ -897,11 +898,12 @@ def _brands(features: tuple[Feature, ...]) -> tuple[Feature, ...]:
 
 
 def _more_cities(text: str, places: tuple[Place, ...], features: tuple[Feature, ...],
-                 known: Mapping[str, str]) -> tuple[tuple, tuple]:
+                 known: Mapping[str, str], cue_words: frozenset[str] = frozenset()) -> tuple[tuple, tuple]:
     """In a request written without spaces that names a place already, another city the gazetteer knows
     that opens a phrase ("서울 카페와 부산 식당": 부산, then restaurants), or whose first letter the cue
-    tables read as a word ("北京的咖啡馆和上海的餐厅": "上" is "on", "海" was left a phrase). The city
-    becomes a place of its own; the rest of the phrase, if any, stays the phrase."""
+    tables read as a word ("北京的咖啡馆和上海的餐厅": "上" is "on", "海" was left a phrase); in Korean
+    also one right after words of the filters' cues ("이름에 커피가 들어간 부산 카페": "들어간", containing,
+    then Busan). The city becomes a place of its own; the rest of the phrase, if any, stays the phrase."""
     out_places, out_features = list(places), []
     for f in features:
         if f.negated or f.span is None or any(p.span and p.span[0] < f.span[1] and f.span[0] < p.span[1] for p in places):
@@ -909,9 +911,14 @@ def _more_cities(text: str, places: tuple[Place, ...], features: tuple[Feature, 
             continue
         start, end = f.span
         found = None
-        for lead in (0, 1):  # the city opens the phrase, or began a letter before it
-            a = start - lead
-            if a < 0 or (lead and (not spaceless(text[a]) or any(p.span and p.span[0] <= a < p.span[1] for p in places))):
+        words = f.text.split(" ")
+        cued = next((k for k in range(1, len(words)) if not all(fold(w) in cue_words for w in words[:k])), 1) - 1
+        after_cues = len(" ".join(words[:cued])) + 1 if cued else None
+        for lead in (0, 1, after_cues):  # the city opens the phrase, began a letter before it, or follows cue words
+            if lead is None:
+                continue
+            a = start - lead if lead in (0, 1) else start + lead
+            if a < 0 or (lead == 1 and (not spaceless(text[a]) or any(p.span and p.span[0] <= a < p.span[1] for p in places))):
                 continue
             for n in range(min(MAX_WIDE_PLACE_CHARS, end - a), 1, -1):
                 name = text[a:a + n]
@@ -940,6 +947,25 @@ def _more_cities(text: str, places: tuple[Place, ...], features: tuple[Feature, 
             out_features.append(dataclasses.replace(f, text=text[r0:end], span=(r0, end), tags=tags))
     out_places.sort(key=lambda p: p.span or (len(text), len(text)))
     return tuple(out_places), tuple(out_features)
+
+
+@lru_cache(maxsize=None)
+def _filter_cue_words(language: str) -> frozenset[str]:
+    """The folded words of ``language``'s filter cues (with, without, comparisons, name operations),
+    whole ("들어간": a Korean token is one syllable)."""
+    if language not in CUE_LANGUAGES:
+        return frozenset()
+    out: set[str] = set()
+    stack = [table(language)["filters"]]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out |= set(fold(v).split())
+        elif isinstance(v, dict):
+            stack += list(v.values())
+        elif isinstance(v, list):
+            stack += v
+    return frozenset(out)
 
 
 def _thing_before_place(places: tuple[Place, ...], features: tuple[Feature, ...], lexicon: Lexicon,
