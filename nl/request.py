@@ -356,7 +356,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if compared is not None:
         filters += (compared,)
     if frame.around is not None and compared is None:
-        of = frame.around.of
+        of = _less_distance_cue(frame.around.of, frame.language)
         if of is None and lexicon is not None:
             k, of = _centre_before_number(text, frame, features)
             if k is not None:
@@ -374,7 +374,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         # the centre phrase read on its own, without known places: "munich central station" is one name
         of_request = read_request(of, dataclasses.replace(knowledge, places={}, world_places=False),
                                   language=frame.language) if of else None
-        centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None)
+        centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None,
+                                       after_article=bool(of) and _after_contraction(text, of))
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request,
                         beyond=frame.around.beyond or _not_within(text, frame, of, numbers))
@@ -1258,6 +1259,26 @@ def _centre_before_number(text: str, frame: Frame, features: tuple[Feature, ...]
     return None, None
 
 
+# German prepositions that hold the definite article ("vom" = von dem): a noun after one is as after "dem".
+GERMAN_CONTRACTIONS = ("vom", "zum", "zur", "beim", "am", "im")
+
+
+def _after_contraction(text: str, of: str) -> bool:
+    """Whether ``of`` follows a German preposition holding the article ("vom Alexanderplatz")."""
+    at = text.find(of)
+    return at > 0 and fold(text[:at]).rstrip().endswith(tuple(" " + c for c in GERMAN_CONTRACTIONS))
+
+
+def _less_distance_cue(of: str | None, language: str) -> str | None:
+    """The centre phrase without a distance cue that closes it ("vom Alexanderplatz entfernt": away)."""
+    if not of or language not in CUE_LANGUAGES:
+        return of
+    for cue in sorted(table(language)["around"]["after"], key=len, reverse=True):
+        if len(cue) >= NEAR_CUE_LETTERS and fold(of).endswith(" " + fold(cue)):
+            return of[:len(of) - len(cue)].rstrip() or of
+    return of
+
+
 # The shortest "near" cue after which a phrase may be an around's centre ("near", "nahe", "près de").
 NEAR_CUE_LETTERS = 4
 
@@ -1334,7 +1355,7 @@ MIN_LANDMARK_NAME = 2
 
 
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
-            things: Things | None, lexicon: bool = False) -> tuple[str | None, str | None]:
+            things: Things | None, lexicon: bool = False, after_article: bool = False) -> tuple[str | None, str | None]:
     """(what an around is measured from, the named place when it is one): the centre phrase names a
     place when its own reading finds one ("of the Eiffel Tower"), or, in a script with case, when
     a word of it is written as a name ("of Munich central station"; German capitalises every noun,
@@ -1377,7 +1398,7 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
     rest = words[1:] if words and fold(words[0]) in articles else words
     named = [w for w in rest if w[:1].isupper()]
     if frame.language == "de":
-        named = named if len(words) > len(rest) or len(named) >= 2 else []
+        named = named if len(words) > len(rest) or len(named) >= 2 or after_article else []
     if named and rest:
         return "place", " ".join(rest)
     return "features", None
