@@ -1418,7 +1418,13 @@ class _Reader:
                 neg[k] = True
                 k += 1
         after_neg = [False] * self.n
+        before = {(s, e) for s, e, _ in self.find(lex.neg_before, True)}
         for s, e, _ in self.find(lex.neg_after, True):
+            # a word that negates either way ("missing") negates what follows when a word of it follows:
+            # "hotels missing a phone number", but "phone number missing", "house number missing in bonn"
+            if (s, e) in before and e < self.n and not _HARD_BREAK.search(self.gap(e)) \
+                    and not self.taken[e] and not lex.scope_end.match_at(toks, e):
+                continue
             for k in range(s, e):
                 is_stop[k] = True
                 after_neg[k] = True

@@ -324,6 +324,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None and len(places) > 1:
         places, features = _thing_before_place(places, features, lexicon, frame.language)
     places, features = _feature_places(places, features)
+    if frame.in_view:
+        # "dans la vue actuelle de la carte", "del mapa", "der Karte": the map is the one viewed, not a map board
+        features = tuple(f for f in features if not (f.tags and all(m.tags == MAP_BOARD for m in f.tags)))
     if lexicon is not None:
         features = _negated_brands(features, lexicon, frame.language)
     found = find_attributes(text, frame.language)
@@ -546,6 +549,10 @@ def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[Attrib
             feature = None
         out.append(Filter(kind, text, span, op, value, unit, feature))
     return tuple(out)
+
+
+# The tags of "map" as a thing (an information board); in a request about the map view, the map viewed.
+MAP_BOARD = ("tourism=information", "information=map")
 
 
 # A lexicon match this sure names a thing (composition takes a phrase's tags at this score too).
