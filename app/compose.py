@@ -752,15 +752,16 @@ def query_facts(query: str) -> tuple | None:
                 selects.add((tags, any(isinstance(f, A.Around) for f in node.filters)))
             radii.update(float(f.radius) for f in node.filters if isinstance(f, A.Around))
         elif isinstance(node, A.Out):
-            outs.update(o for o in node.options if o in ("count", "geom", "center", "meta"))
+            outs.update(o for o in node.options if o in ("count", "geom", "center", "meta", "tags"))
     return frozenset(selects), frozenset(areas), frozenset(radii), frozenset(outs)
 
 
 def same_facts(composed: str, pick: str) -> bool:
     """Whether ``pick`` selects what ``composed`` selects, in the same places and radii, and prints
-    it as asked (:func:`query_facts`): the outputs of ``composed``, and a count only where it counts
-    (an unasked centre, geometry or metadata is harmless)."""
+    it as asked (:func:`query_facts`): the outputs of ``composed``, a count only where it counts and
+    tags without geometry only where asked (an unasked centre, geometry or metadata is harmless)."""
     a, b = query_facts(composed), query_facts(pick)
     if a is None or b is None or a[:3] != b[:3]:
         return False
-    return a[3] <= b[3] and ("count" in a[3]) == ("count" in b[3])
+    # (an "out tags" the composed query lacks prints no geometry: nothing to show on a map)
+    return a[3] <= b[3] and ("count" in a[3]) == ("count" in b[3]) and ("tags" in b[3]) <= ("tags" in a[3])

@@ -53,6 +53,8 @@ def test_without_a_lexicon_nothing_is_composed():
     ('{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out geom;',
      '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;', False),
     ('nwr["amenity"="cafe"];out;', 'nwr[broken', False),
+    # tags without geometry where the composed query shows the element: not the same answer
+    ('node(123456789);out;', 'node(123456789);out qt;node(123456789);out tags qt;', False),
 ])
 def test_same_facts(a, b, same):
     assert same_facts(a, b) is same
