@@ -309,7 +309,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None and knowledge.world_places and not any(not f.negated for f in features):
         places, features = _city_and_thing(places, features, _place_names(knowledge), lexicon, frame.language)
     if not places:
-        places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names))
+        places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
+                                         prepositions=_place_prepositions(frame.language))
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
@@ -408,6 +409,14 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
 RIVAL_MARGIN = 0.5
 # ... and below an English guess made on English words ("bakkers en slagers in haarlem": Dutch's "en").
 ENGLISH_RIVAL_MARGIN = 0.1
+
+
+@lru_cache(maxsize=None)
+def _place_prepositions(language: str) -> frozenset[str]:
+    """``language``'s one-word place prepositions, folded ("de", "di", "em", "in")."""
+    if language not in CUE_LANGUAGES:
+        return frozenset()
+    return frozenset(fold(p) for p in table(language)["place"]["prepositions"] if " " not in p)
 
 
 def _place_names(knowledge: Knowledge) -> Mapping[str, str]:
@@ -1038,11 +1047,13 @@ MAX_KNOWN_PLACE_WORDS = 3
 
 
 def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str], *,
-                  named: bool = False) -> tuple[tuple, tuple]:
+                  named: bool = False, prepositions: frozenset[str] = frozenset()) -> tuple[tuple, tuple]:
     """A place the caller knows (``Knowledge.places``) at the start or the end of the request, written
     with no preposition, that the cue tables read as part of a feature phrase: "hospital munich",
     "madrid farmacias". The phrase keeps the rest; nothing changes when no feature phrase would be
-    left (unless the request ``named`` what it asks for: '부산 "자갈치시장"') or nothing matches.
+    left (unless the request ``named`` what it asks for: '부산 "자갈치시장"') or nothing matches. A known
+    place after one of the language's place ``prepositions`` ends a phrase anywhere in the request
+    ("hoteles de madrid con wifi": the cue tables read "de madrid" into the phrase, the with-clause after).
 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
@@ -1064,12 +1075,13 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
         wide = _wide_edge_place(f, known, end, before)  # (inside the request: only a place that is a word of its own)
         if wide is not None:
             return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
-        if not edge:
-            continue
         toks = [t for t in tokens(f.text) if not t.spaceless]
+        if not edge and not prepositions:
+            continue
         for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
-                if (head and f.span[0] != 0) or (not head and f.span[1] != end):
+                after_prep = not head and len(toks) > n + 1 and toks[-n - 1].fold in prepositions
+                if (head and f.span[0] != 0) or (not head and f.span[1] != end and not after_prep):
                     continue
                 a, b = run[0].start, run[-1].end
                 if stem_fold(f.text[a:b]) not in known:
