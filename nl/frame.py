@@ -1501,7 +1501,12 @@ class _Reader:
             elif lex.with_after:
                 if n + 1 < len(self.phrases) and self._cue_near(lex.with_cues, i, j, before=False, after=True):
                     f.filters.append(("yes", text, f.spans.get(text), None, None, None))
-            elif n > 0 and self._cue_near(lex.with_cues, i, j, before=True, after=False, phrase_at=phrase_at):
+            elif (n > 0 or lex.spaced and i > 1 and any(
+                    (self.frame.spans.get(p) or (self.n and toks[-1].end, 0))[1] <= toks[i - 1].start
+                    for p in self.frame.places)) \
+                    and self._cue_near(lex.with_cues, i, j, before=True, after=False, phrase_at=phrase_at):
+                # (the first phrase too, after a place that may hold the thing: "in Bonn Cafés mit WLAN"; not
+                # without spaces, where "有" is also "there are": "乍得有哪些银行")
                 f.filters.append(("yes", text, f.spans.get(text), None, None, None))
         values = {x[4] for x in f.filters if x[0] == "name"}
         for name in f.names:

@@ -41,7 +41,7 @@ from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import SHORT_BRAND
-from geoql.nl.places import gazetteer
+from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.support import Support, read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
 from geoql.nl.text import scripts as script_counts
@@ -306,7 +306,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     what = [thing, *frame.what] if thing else list(frame.what)
     features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
-    if lexicon is not None and knowledge.world_places and not any(not f.negated for f in features):
+    if lexicon is not None and knowledge.world_places and not any(
+            not f.negated and any(m.score >= SURE_THING_SCORE for m in f.tags) for f in features):
+        # (no thing read elsewhere: a with-phrase alone is no thing, "in Bonn Cafés mit WLAN")
         places, features = _city_and_thing(places, features, _place_names(knowledge), lexicon, frame.language)
     if not places:
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
@@ -325,6 +327,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None and len(places) > 1:
         places, features = _thing_before_place(places, features, lexicon, frame.language)
     places, features = _feature_places(places, features)
+    if knowledge.world_places:
+        places = _article_places(text, places, _place_names(knowledge), frame.language)
     if frame.in_view:
         # "dans la vue actuelle de la carte", "del mapa", "der Karte": the map is the one viewed, not a map board
         features = tuple(f for f in features if not (f.tags and all(m.tags == MAP_BOARD for m in f.tags)))
@@ -333,6 +337,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
+    filters = _filters_before_places(text, filters, places, frame.language)
     places, filters = _attribute_over_places(places, filters, attribute_words)
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
     features, filters = _comparison_leftovers(features, filters, frame.language)
@@ -346,7 +351,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         f = features[k]
         if f.span is not None and not f.tags and any(a <= f.span[0] and f.span[1] <= b for a, b in cues):
             features, filters = _without_feature(features, filters, k)
-    filters += _spaceless_with(text, frame, features, filters)
+    filters += _spaceless_with(text, frame, features, filters, attribute_words)
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
@@ -506,7 +511,8 @@ def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], kn
         city, rest = " ".join(words[:n]), " ".join(words[n:])
         # a city the gazetteer lacks counts in Korean, where a place and a thing are written so
         # ("대전 도서관"); in a script with case "Central Park" is one name
-        if fold(city) not in known and city not in known and script_of(city[0]) != "Hangul":
+        if fold(city) not in known and city not in known and script_of(city[0]) != "Hangul" \
+                and stem_fold(dictionary_form(city, language)) not in known:  # ("в москве кафе": Москва)
             continue
         at = place.span[0] + place.name.index(rest, len(city))
         opening = at == 0
@@ -562,6 +568,43 @@ def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[Attrib
 
 # The tags of "map" as a thing (an information board); in a request about the map view, the map viewed.
 MAP_BOARD = ("tourism=information", "information=map")
+
+
+def _article_places(text: str, places: tuple[Place, ...], known: Mapping[str, str], language: str) -> tuple[Place, ...]:
+    """A place whose name begins with an article the cue tables took for the preposition's ("in den
+    haag": Den Haag), when the gazetteer knows the name with it and not without ("the Netherlands" stays
+    "Netherlands")."""
+    # (not English's "the": "the Netherlands" is asked as "Netherlands", as the gazetteer's country names say)
+    articles = _articles(language) - {"the"} if language in CUE_LANGUAGES and language != "en" else set()
+    out = []
+    for p in places:
+        if p.span is not None and articles:
+            head = text[:p.span[0]].rstrip()
+            word = head.split()[-1] if head.split() else ""
+            start = len(head) - len(word)
+            if fold(word) in articles and stem_fold(text[start:p.span[1]]) in known and stem_fold(p.name) not in known:
+                p = dataclasses.replace(p, name=text[start:p.span[1]], span=(start, p.span[1]))
+        out.append(p)
+    return tuple(out)
+
+
+def _filters_before_places(text: str, filters: tuple[Filter, ...], places: tuple[Place, ...],
+                           language: str) -> tuple[Filter, ...]:
+    """A filter whose words run on into a place read out of its phrase ends before the place and its
+    preposition ("parques sin nombre de valencia": without a name, in Valencia)."""
+    preps = _place_prepositions(language)
+    out = []
+    for f in filters:
+        place = next((p for p in places if f.span and p.span and f.span[0] < p.span[0] < f.span[1] <= p.span[1]), None)
+        if place is not None and f.kind in ("yes", "no", "absent"):
+            words = text[f.span[0]:place.span[0]].split()
+            while words and fold(words[-1]) in preps:
+                words.pop()
+            if words:
+                kept = " ".join(words)
+                f = dataclasses.replace(f, text=kept, span=(f.span[0], f.span[0] + len(kept)))
+        out.append(f)
+    return tuple(out)
 
 
 # A lexicon match this sure names a thing (composition takes a phrase's tags at this score too).
@@ -769,8 +812,10 @@ def _field_words(text: str, features: tuple[Feature, ...], filters: tuple[Filter
     return tuple(out)
 
 
-def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filters: tuple[Filter, ...]) -> tuple[Filter, ...]:
-    """In a script without spaces, a phrase that names no thing and is all an iD yes/no field, right
+def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                    words: Sequence[AttributeMatch] = ()) -> tuple[Filter, ...]:
+    """In a script without spaces, a phrase that names no thing and is all an attribute's words (the
+    hand-kept table's, ``words``, or an iD yes/no field's: "成都有wifi的咖啡馆"), right
     after a with-cue ("苏州有空调的酒店") or right before one ("シャワーがあるキャンプ場"), beside a thing:
     a ``yes`` filter of the things (the cue tables read a with-phrase only after the first phrase).
 
@@ -786,7 +831,8 @@ def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filt
     out = []
     for k, f in enumerate(features):
         if f.negated or f.tags or f.span is None or k in read or f.span in read \
-                or not any(g.tags and not g.negated for g in features) or find_field(f.text, frame.language) is None:
+                or not any(g.tags and not g.negated for g in features) \
+                or not (any(m.span == f.span and m.attribute.yes for m in words) or find_field(f.text, frame.language)):
             continue
         if (text[f.span[1]:].lstrip().startswith(cues) if after else text[:f.span[0]].rstrip().endswith(cues)):
             out.append(Filter("yes", f.text, f.span, feature=k))
@@ -1065,14 +1111,14 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     end = len(text.rstrip(" ?.!。？！"))
     things = [f for f in features if not f.negated]
     for k, f in enumerate(features):
-        if f.negated or f.span is None:
+        if f.span is None or f.negated and not prepositions:
             continue
-        edge = f.span[1] == end or f.span[0] == 0
+        edge = (f.span[1] == end or f.span[0] == 0) and not f.negated
         if edge and (len(things) > 1 or named) and stem_fold(f.text) in known:
             # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
             return (Place(f.text, f.span),), features[:k] + features[k + 1:]
         before = text[f.span[0] - 1] if f.span[0] > 0 else None
-        wide = _wide_edge_place(f, known, end, before)  # (inside the request: only a place that is a word of its own)
+        wide = None if f.negated else _wide_edge_place(f, known, end, before)  # (inside the request: only a place that is a word of its own)
         if wide is not None:
             return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
         toks = [t for t in tokens(f.text) if not t.spaceless]
@@ -1080,8 +1126,9 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
             continue
         for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
+                # (a negated phrase only so: "parques sin nombre de valencia")
                 after_prep = not head and len(toks) > n + 1 and toks[-n - 1].fold in prepositions
-                if (head and f.span[0] != 0) or (not head and f.span[1] != end and not after_prep):
+                if (head and (f.span[0] != 0 or f.negated)) or (not head and (f.span[1] != end or f.negated) and not after_prep):
                     continue
                 a, b = run[0].start, run[-1].end
                 if stem_fold(f.text[a:b]) not in known:
