@@ -29,21 +29,23 @@ Feature(text='benches', span=(0, 7), negated=False, tags=(), place=None)
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import unicodedata
 from collections import ChainMap
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from typing import Mapping, Protocol, Sequence
 
-from geoql.nl.attributes import AttributeMatch, find as find_attributes, find_field
+from geoql.nl.attributes import AttributeDataError, AttributeMatch, find as find_attributes, find_field
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import SHORT_BRAND
 from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.support import Support, read_support
-from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
+from geoql.nl.text import SPACELESS_SCRIPTS, base_language, fold, script_of, spaceless
 from geoql.nl.text import scripts as script_counts
 from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 
@@ -345,7 +347,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features, filters = _negation_opening_attribute(text, features, filters, attribute_words, lexicon, frame.language)
     filters = _listed_attributes(features, filters, attribute_words)
     numbers = tuple(Number(*n) for n in frame.numbers)
-    filters, cues = _counted_attributes(text, filters, attribute_words, numbers, frame.language)
+    filters, cues, spelled = _counted_attributes(text, filters, attribute_words, numbers, frame.language)
+    numbers = tuple(sorted(numbers + spelled, key=lambda n: n.span or (0, 0)))
     for k in reversed(range(len(features))):
         # a phrase that is all the comparison's cue after a measure ("higher" of "4 stars or higher"; "星以上")
         f = features[k]
@@ -850,10 +853,21 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
     """A measure asked for with a number right before it ("hotels with 5 stars", "a 3-storey
     building"): that many, a comparison "=", or the comparison a cue right after the measure says
     ("4성급 이상", "4 stars or higher"). (Only a measure with no tags of its own: "with 2 wifi" is no
-    count of wifi.) Returns the filters and where each measure and such a cue after it stand."""
+    count of wifi.) A number may be a word ("five star hotels": :func:`_number_word_before`). Returns
+    the filters, where each measure and such a cue after it or a number word before it stand, and the
+    number words read.""" 
     def number_before(m):
-        return next((n for n in numbers if n.span is not None and n.unit is None
-                     and text[n.span[1]:m.span[0]].strip(" -") == ""), None)
+        n = next((n for n in numbers if n.span is not None and n.unit is None
+                  and text[n.span[1]:m.span[0]].strip(" -") == ""), None)
+        if n is None and (m.attribute.digits or m.attribute.key == "building:levels"):
+            # (a number word counts a measure only: "avec un nom" is no count of names)
+            n = _number_word_before(text, m.span[0], language)
+            if n is not None:
+                spelled.append(n)
+                cues.append((n.span[0], m.span[1]))  # the word and the measure: no thing ("五" of "五つ星")
+        return n
+
+    spelled: list[Number] = []
 
     after = sorted(((fold(c), op) for op, cs in table(language)["filters"]["compare"].items() for c in cs),
                    key=lambda c: -len(c[0])) if language in CUE_LANGUAGES else []
@@ -883,7 +897,36 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
         n = number_before(m)
         if n is not None:
             out.append(Filter("compare", m.text, m.span, op_after(m), n.text))
-    return tuple(out), tuple(cues)
+    return tuple(out), tuple(cues), tuple(spelled)
+
+
+@lru_cache(maxsize=1)
+def _number_words() -> dict[str, dict[str, int]]:
+    try:
+        data = json.loads(resources.files("geoql.nl").joinpath("data", "number_words.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise AttributeDataError(f"nl/data/number_words.json unreadable ({e}); reinstall geoql") from e
+    return {lang: {fold(w): v for w, v in words.items()} for lang, words in data["words"].items()}
+
+
+def _number_word_before(text: str, at: int, language: str) -> Number | None:
+    """A number written as a word right before ``at`` ("five star", "cinco estrellas", "Fünf-Sterne",
+    "五つ星", "오성급"): as a :class:`Number`, else None. In a script without spaces one letter, the one
+    right before; else the whole word before (a hyphen or a space between)."""
+    words = _number_words().get(base_language(language), {})
+    head = text[:at].rstrip(" -")
+    if not words or not head:
+        return None
+    if spaceless(head[-1]):
+        word, start = head[-1], len(head) - 1
+        # (a word of several letters ends with it: "서울오성급" is no number; "오" of "오성급" is, after a space or particle)
+        if start > 0 and spaceless(head[start - 1]) and script_of(head[-1]) == "Hangul":
+            return None
+    else:
+        word = re.split(r"[\s\-]", head)[-1]
+        start = len(head) - len(word)
+    value = words.get(fold(word))
+    return None if value is None else Number(float(value), str(value), (start, start + len(word)))
 
 
 def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...],

@@ -62,3 +62,22 @@ def test_the_table_is_the_pinned_schemas_and_leaves_the_hand_kept_keys_out():
 def test_a_thing_is_not_read_as_a_field(request_text, absent):
     r = read_request(request_text, KNOWLEDGE)
     assert absent not in {m.attribute.key for m in r.attribute_words}
+
+
+# A number written as a word before a counted measure, per language (nl/data/number_words.json)
+SPELLED = [("five star hotels in london", "en"), ("Fünf-Sterne-Hotels in München", "de"), ("hôtels cinq étoiles à paris", "fr"),
+           ("alberghi a cinque stelle a roma", "it"), ("東京の五つ星ホテル", "ja"), ("上海的五星级酒店", "zh"),
+           ("서울 오성급 호텔", "ko"), ("bursa'da beş yıldızlı oteller", "tr")]
+
+
+@pytest.mark.parametrize("request_text, lang", SPELLED, ids=[l for _, l in SPELLED])
+def test_a_number_word_counts_a_measure(request_text, lang):
+    r = read_request(request_text, KNOWLEDGE)
+    assert [(f.kind, f.op, f.value) for f in r.filters] == [("compare", "=", "5")]
+    assert r.language == lang
+
+
+def test_a_number_word_counts_no_name():
+    # "avec un nom": with a name, not with one name
+    r = read_request("Quels parcs avec un nom se trouvent dans la vue actuelle ?", KNOWLEDGE)
+    assert all(f.kind != "compare" for f in r.filters)
