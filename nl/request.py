@@ -1414,7 +1414,14 @@ def _centre_after_near(text: str, frame: Frame, features: tuple[Feature, ...], p
         head = fold(text[:a]).rstrip().split()
         while head and head[-1] in articles:
             head.pop()
-        gap = fold(text[b:number.span[0]]).strip()
+        gap = text[b:number.span[0]]
+        for other in places:
+            # ... a place in between, with its preposition: "benches near playgrounds in vienna within 30 m"
+            if other.span is not None and b <= other.span[0] and other.span[1] <= number.span[0]:
+                lead = text[b:other.span[0]].split()
+                if len(lead) == 1 and fold(lead[0]) in _place_prepositions(frame.language):
+                    gap = text[other.span[1]:number.span[0]]
+        gap = fold(gap).strip()
         if (" " + " ".join(head)).endswith(near) and (gap == "" or gap in before):
             return k, p, name
     return None, None, None
