@@ -38,7 +38,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Mapping, Protocol, Sequence
 
-from geoql.nl.attributes import AttributeDataError, AttributeMatch, find as find_attributes, find_field
+from geoql.nl.attributes import AttributeDataError, AttributeMatch, find as find_attributes, find_field, words_of
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
@@ -451,11 +451,23 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     if not rivals:
         return None
     best, known = None, lexicon.known_words(text, frame.language)
+    own = _own_words(text, frame.language)
     for lang in rivals:
         n = lexicon.known_words(text, lang)
         if n > known and n >= least:
             best, known = lang, n
+        elif best is None and n == known and n >= least and not english \
+                and score.get(lang, 0.0) >= score.get(frame.language, 0.0) and _own_words(text, lang) > own:
+            # a tie of the cue words and of the things known: the language whose own attribute and number
+            # words the request uses ("hoteles de cinco estrellas": Spanish, not French)
+            best = lang
     return best
+
+
+def _own_words(text: str, language: str) -> int:
+    """How many words of ``text`` are ``language``'s own attribute or number words (no other language's)."""
+    own = words_of(language) | set(_number_words().get(language, {}))
+    return sum(1 for t in tokens(text) if not t.spaceless and t.fold in own)
 
 
 def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tuple[int, int], ...]:
