@@ -682,6 +682,12 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
         if f.negated or not f.tags or f.span is None:
             continue
         for m in words:
+            lead = m.text[:max(0, f.span[0] - m.span[0])]
+            if m.attribute.yes and m.span[0] < f.span[0] < m.span[1] <= f.span[1] and lead.strip().isdigit() \
+                    and not any(a < m.span[1] and m.span[0] < b for a, b in taken):
+                # an attribute that opens with a number the cue tables read apart ("24 hour gas stations")
+                out.append(Filter("yes", m.text, m.span))
+                continue
             span, inner = m.span, (m.span[0] - f.span[0], m.span[1] - f.span[0])
             if f.span[0] <= span[0] < f.span[1] < span[1] and m.attribute.yes \
                     and not any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]):
