@@ -28,7 +28,7 @@ from importlib import resources
 
 from geoql.core.errors import GeoqlError
 from geoql.nl.cues import Matcher, tokens
-from geoql.nl.text import base_language, script_of
+from geoql.nl.text import base_language, fold, script_of
 
 
 class AttributeDataError(GeoqlError):
@@ -122,6 +122,18 @@ def find_field(text: str, lang: str) -> AttributeMatch | None:
         return None
     a, b = toks[0].start, toks[-1].end
     return AttributeMatch((a, b), text[a:b], hit[1])
+
+
+@lru_cache(maxsize=None)
+def number_words(lang: str) -> dict[str, int]:
+    """Numbers written as words in ``lang`` (folded), 1 to 10, ``nl/data/number_words.json``: what counts
+    a measure ("five star", "cinco estrellas", "五つ星").
+
+    >>> number_words("de")["funf"], number_words("ko")["오"], number_words("xx")  # keys folded: "fünf" -> "funf"
+    (5, 5, {})
+    """
+    words = _load("number_words.json")["words"].get(base_language(lang) if isinstance(lang, str) else "", {})
+    return {fold(w): v for w, v in words.items()}
 
 
 # Another language's attribute word counts in a request read as English when it is a stem ("vegan*") or

@@ -29,23 +29,21 @@ Feature(text='benches', span=(0, 7), negated=False, tags=(), place=None)
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import unicodedata
 from collections import ChainMap
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Mapping, Protocol, Sequence
 
-from geoql.nl.attributes import AttributeDataError, AttributeMatch, find as find_attributes, find_field, words_of
+from geoql.nl.attributes import AttributeMatch, find as find_attributes, find_field, number_words, words_of
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import EnglishReading, read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import SHORT_BRAND
 from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.support import Support, read_support
-from geoql.nl.text import SPACELESS_SCRIPTS, base_language, fold, script_of, spaceless
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
 from geoql.nl.text import scripts as script_counts
 from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 
@@ -465,8 +463,8 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
 
 
 def _own_words(text: str, language: str) -> int:
-    """How many words of ``text`` are ``language``'s own attribute or number words (no other language's)."""
-    own = words_of(language) | set(_number_words().get(language, {}))
+    """How many words of ``text`` are ``language``'s own attribute or number words."""
+    own = words_of(language) | set(number_words(language))
     return sum(1 for t in tokens(text) if not t.spaceless and t.fold in own)
 
 
@@ -918,20 +916,11 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
     return tuple(out), tuple(cues), tuple(spelled)
 
 
-@lru_cache(maxsize=1)
-def _number_words() -> dict[str, dict[str, int]]:
-    try:
-        data = json.loads(resources.files("geoql.nl").joinpath("data", "number_words.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise AttributeDataError(f"nl/data/number_words.json unreadable ({e}); reinstall geoql") from e
-    return {lang: {fold(w): v for w, v in words.items()} for lang, words in data["words"].items()}
-
-
 def _number_word_before(text: str, at: int, language: str) -> Number | None:
     """A number written as a word right before ``at`` ("five star", "cinco estrellas", "Fünf-Sterne",
     "五つ星", "오성급"): as a :class:`Number`, else None. In a script without spaces one letter, the one
     right before; else the whole word before (a hyphen or a space between)."""
-    words = _number_words().get(base_language(language), {})
+    words = number_words(language)
     head = text[:at].rstrip(" -")
     if not words or not head:
         return None
