@@ -723,8 +723,8 @@ _AREA_NAME = re.compile(r'\{\{geocodeArea:\s*"?([^"}]*)"?\s*\}\}')
 
 def query_facts(query: str) -> tuple | None:
     """What a query selects, without its style: the tag filters of each statement (as a set of sets,
-    each with whether it is measured by an around), the folded names of its areas (with the boxes it types and the map view), its around
-    radii and its out options. None: it does not parse."""
+    each with whether it is measured by an around), the folded names of its areas (with the boxes it
+    types and the map view), its around radii and its out options. None: it does not parse."""
     try:
         script = overpassql.parse(query)
     except Exception:  # an unparsable pick carries no facts

@@ -1404,7 +1404,8 @@ class _Reader:
         # a negation word inside a comparison or a distance is none: "al menos 4" (at least), "a menos de 500 m"
         # ("no less than 4": the negation opens the comparison)
         wider = [(a, b) for a, b, _ in (*self.find(lex.more_less, False), *self.find(lex.around_before, False))]
-        for s, e, _ in self.find(lex.neg_before, True):
+        negations = self.find(lex.neg_before, True)
+        for s, e, _ in negations:
             for k in range(s, e):
                 is_stop[k] = True
             if any(a <= s and e <= b and (a, b) != (s, e) for a, b in wider):
@@ -1418,7 +1419,7 @@ class _Reader:
                 neg[k] = True
                 k += 1
         after_neg = [False] * self.n
-        before = {(s, e) for s, e, _ in self.find(lex.neg_before, True)}
+        before = {(s, e) for s, e, _ in negations}
         for s, e, _ in self.find(lex.neg_after, True):
             # a word that negates either way ("missing") negates what follows when a word of it follows:
             # "hotels missing a phone number", but "phone number missing", "house number missing in bonn"
@@ -1502,8 +1503,7 @@ class _Reader:
                 if n + 1 < len(self.phrases) and self._cue_near(lex.with_cues, i, j, before=False, after=True):
                     f.filters.append(("yes", text, f.spans.get(text), None, None, None))
             elif (n > 0 or lex.spaced and i > 1 and any(
-                    (self.frame.spans.get(p) or (self.n and toks[-1].end, 0))[1] <= toks[i - 1].start
-                    for p in self.frame.places)) \
+                    self.frame.spans.get(p, (0, 0))[1] <= toks[i - 1].start for p in self.frame.places)) \
                     and self._cue_near(lex.with_cues, i, j, before=True, after=False, phrase_at=phrase_at):
                 # (the first phrase too, after a place that may hold the thing: "in Bonn Cafés mit WLAN"; not
                 # without spaces, where "有" is also "there are": "乍得有哪些银行")

@@ -24,7 +24,6 @@ worse than none. Spans the caller already read as places or names can be left ou
 from __future__ import annotations
 
 import dataclasses
-
 import gzip
 import importlib
 import json

@@ -45,7 +45,7 @@ from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.support import Support, read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
 from geoql.nl.text import scripts as script_counts
-from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
+from geoql.nl.words import content_words, entry_words, stem_fold, topic_words, word_stems
 
 # Roles of a place: the area of the whole request, the place of some features only ("cafes in
 # Bonn and bakeries in Cologne"), the centre of an around ("within 5 km of Munich central station").
@@ -1066,19 +1066,7 @@ def _more_cities(text: str, places: tuple[Place, ...], features: tuple[Feature, 
 def _filter_cue_words(language: str) -> frozenset[str]:
     """The folded words of ``language``'s filter cues (with, without, comparisons, name operations),
     whole ("들어간": a Korean token is one syllable)."""
-    if language not in CUE_LANGUAGES:
-        return frozenset()
-    out: set[str] = set()
-    stack = [table(language)["filters"]]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            out |= set(fold(v).split())
-        elif isinstance(v, dict):
-            stack += list(v.values())
-        elif isinstance(v, list):
-            stack += v
-    return frozenset(out)
+    return frozenset(entry_words(table(language)["filters"])) if language in CUE_LANGUAGES else frozenset()
 
 
 def _thing_before_place(places: tuple[Place, ...], features: tuple[Feature, ...], lexicon: Lexicon,

@@ -60,16 +60,16 @@ def words_table() -> dict:
     return json.loads(resources.files("geoql.nl").joinpath(WORDS_FILE).read_text(encoding="utf-8"))
 
 
-def _flat(value) -> Iterable[str]:
+def entry_words(value) -> Iterable[str]:
     """Every word of a cue entry: a phrase, a list of them, or a dict of lists."""
     if isinstance(value, str):
         yield from WORD.findall(fold(value))
     elif isinstance(value, Mapping):
         for v in value.values():
-            yield from _flat(v)
+            yield from entry_words(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _flat(v)
+            yield from entry_words(v)
 
 
 def _cue_words(tables) -> dict[str, frozenset[str]]:
@@ -89,7 +89,7 @@ def _cue_words(tables) -> dict[str, frozenset[str]]:
                 value = table
                 for part in path:
                     value = value.get(part, {}) if isinstance(value, Mapping) else {}
-                out[name].update(_flat(value))
+                out[name].update(entry_words(value))
     return {name: frozenset(words) for name, words in out.items()}
 
 
