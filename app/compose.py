@@ -752,7 +752,8 @@ def query_facts(query: str) -> tuple | None:
                 selects.add((tags, any(isinstance(f, A.Around) for f in node.filters)))
             radii.update(float(f.radius) for f in node.filters if isinstance(f, A.Around))
         elif isinstance(node, A.Out):
-            outs.update(o for o in node.options if o in ("count", "geom", "center", "meta", "tags"))
+            # a number is a limit ("out 2"): a pick that prints two of them is not what was asked
+            outs.update(o for o in node.options if o in ("count", "geom", "center", "meta", "tags") or o.isdigit())
     return frozenset(selects), frozenset(areas), frozenset(radii), frozenset(outs)
 
 
@@ -764,4 +765,6 @@ def same_facts(composed: str, pick: str) -> bool:
     if a is None or b is None or a[:3] != b[:3]:
         return False
     # (an "out tags" the composed query lacks prints no geometry: nothing to show on a map)
-    return a[3] <= b[3] and ("count" in a[3]) == ("count" in b[3]) and ("tags" in b[3]) <= ("tags" in a[3])
+    limits = lambda outs: {o for o in outs if o.isdigit()}  # noqa: E731 (a limit prints fewer: only as asked)
+    return a[3] <= b[3] and ("count" in a[3]) == ("count" in b[3]) and ("tags" in b[3]) <= ("tags" in a[3]) \
+        and limits(a[3]) == limits(b[3])

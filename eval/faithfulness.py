@@ -230,6 +230,8 @@ def _query_constants(query: str) -> tuple[Constant, ...]:
             for opt in node.options:
                 if opt in _OUT_OPTIONS:
                     out.append(Constant("output", _OUT_OPTIONS[opt], f"out {opt}"))
+                elif opt.isdigit():  # a limit prints fewer elements: "out 2" needs a 2 in the request
+                    out.append(Constant("number", opt, f"out {opt}"))
         elif isinstance(node, A.IsIn):
             out.extend(Constant("number", v, "is_in") for v in (node.lat, node.lon) if v)
     return tuple(_first_of_each(out))
@@ -337,7 +339,7 @@ def _place_supported(value: str, req: Support, aliases: dict[str, set[str]]) -> 
     forms = dict.fromkeys(f for part in _parts(value) for f in (part, part.split(",")[0]))
     for form in forms:
         folded = fold(form)
-        if req.has_words(folded):
+        if req.has_words(folded) or folded in req.place_forms:
             return True
         if any(req.has_words(s) for s in aliases.get(folded, ())):
             return True

@@ -189,6 +189,11 @@ def _licence(request: Request, evidence: TagEvidence | Iterable[str] | None) -> 
     for feature in request.features:
         for match in feature.tags:
             own.update(match.tags)
+    # The attribute words license what they name: "sem número de porta" licenses [!"addr:housenumber"]
+    # in any language, as "without a house number" does by spelling it.
+    for match in request.attribute_words:
+        a = match.attribute
+        own.update((a.key, *a.yes, *a.no, *(key for _, key in a.for_tags)))
     support = request.support
     words = frozenset(w for w in support.words if not any(spaceless(ch) for ch in w))
     keys = frozenset(t.split("=", 1)[0] for t in own)

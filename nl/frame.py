@@ -85,6 +85,8 @@ class Frame:
     # Where each phrase of ``what``, ``negated`` and ``places`` stands in the NFKC text (the first
     # place it was read), as (start, end) character offsets: geoql.nl.request's spans.
     spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Where the cue of each ``output`` kind stands (its first cue), as ``spans``.
+    output_spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     # Attribute filters read from the phrases and the cues around them (the ``filters`` section of
     # the cue tables): (kind, phrase, (start, end), op, value, unit), kind "yes" ("with wifi"),
     # "absent" ("without a name"), "no" ("not private"), "compare" ("more than 10 floors"), "name"
@@ -1006,6 +1008,7 @@ class _Reader:
     def outputs(self) -> None:
         for s, e, kind in self.find(self.lex.output, True):
             self.frame.output.add(kind)
+            self.frame.output_spans.setdefault(kind, (self.toks[s].start, self.toks[e - 1].end))
             self.take(s, e)
 
     def types(self) -> None:

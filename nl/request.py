@@ -334,10 +334,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features = tuple(f for f in features if not (f.tags and all(m.tags == MAP_BOARD for m in f.tags)))
     if lexicon is not None:
         features = _negated_brands(features, lexicon, frame.language)
+        features = _brand_before_thing(features, lexicon, frame.language)
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     filters = _filters_before_places(text, filters, places, frame.language)
+    filters = _filters_on_words(text, filters, places, features, attribute_words)
     places, filters = _attribute_over_places(places, filters, attribute_words)
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
     features, filters = _comparison_leftovers(features, filters, frame.language)
@@ -358,9 +360,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
     place = places[0].name if places else None
+    # a count cue that begins an attribute's longer word is that word: "sem número de porta" (pt
+    # "número de" counts) asks for no count
+    output = {kind for kind in frame.output if not _inside_attribute(frame.output_spans.get(kind), attribute_words)}
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
-                        output=frame.output, dates=frame.dates, types=frame.types)
+                        output=output, dates=frame.dates, types=frame.types)
     around = None
     compared = _measure_not_distance(text, frame, attribute_words, numbers) if frame.around is not None else None
     if compared is not None:
@@ -402,11 +407,11 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         around=around, bbox=frame.bbox, numbers=numbers,
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
         users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
-        output=frozenset(frame.output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
+        output=frozenset(output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
         attribute_words=attribute_words, generic_words=tuple(m.span for m in find_attributes(text, frame.language, generic=True)),
         # the language's own stop words where all_tables leaves its table out (words.json has only English's)
         words=tuple(content_words(nl, frame.language)), stems=word_stems(nl), topic_words=topic_words(nl, frame.language),
-        support=read_support(nl),
+        support=read_support(nl, [dictionary_form(p.name, frame.language) for p in places]),
         english=english, english_with_frame=merged)
 
 
@@ -556,6 +561,25 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
     return tuple(out)
 
 
+def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, language: str) -> tuple[Feature, ...]:
+    """A phrase that is a brand written in lower case and then a thing of the brand's kind: the brand
+    ("subway restaurants": Subway sells fast food, an amenity as restaurants are; "spar supermarkets").
+    The lexicon reads a brand spelled like a word only with its capital; a thing of another kind after it
+    keeps the word a word ("next bus stops"), and so does a brand whose tag spells it otherwise."""
+    out = []
+    for f in features:
+        best = f.tags[0] if f.tags else None
+        if not f.negated and best is not None and not best.tags[0].startswith("brand") and f.span is not None \
+                and 0 < best.span[0] and best.span[1] == len(f.text):
+            head = f.text[:best.span[0]].strip()
+            found = lexicon.brand(head, language) if 0 < len(head.split()) <= 2 and len(head) > SHORT_BRAND else None
+            if found is not None and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] \
+                    and any(t.startswith("brand=") and fold(t[6:]) == fold(head) for t in found.tags):
+                f = dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
+        out.append(f)
+    return tuple(out)
+
+
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
     span = frame.spans.get(phrase)
     opening = span is None or span[0] == 0
@@ -616,6 +640,28 @@ def _filters_before_places(text: str, filters: tuple[Filter, ...], places: tuple
             if words:
                 kept = " ".join(words)
                 f = dataclasses.replace(f, text=kept, span=(f.span[0], f.span[0] + len(kept)))
+        out.append(f)
+    return tuple(out)
+
+
+def _filters_on_words(text: str, filters: tuple[Filter, ...], places: tuple[Place, ...], features: tuple[Feature, ...],
+                      words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
+    """A filter that cuts an attribute's word (Korean "와이파이 있는": the cue "이 있는" took the word's
+    last syllable) or starts with a place before it ("제주 와이파이 있는") is that word, when what is
+    left of it is the place and what it cut is inside a word."""
+    out = []
+    for f in filters:
+        hits = [m for m in words if f.span and m.span[0] < f.span[1] and f.span[0] < m.span[1]]
+        if f.kind in ("yes", "no", "absent") and len(hits) == 1 and hits[0].span != f.span:
+            (a, b), (s, e) = hits[0].span, f.span
+            head = text[s:a] if s < a else ""
+            for p in places:
+                if p.span and s <= p.span[0] and p.span[1] <= a:
+                    head = head.replace(text[p.span[0]:p.span[1]], "", 1)
+            tail, cut = text[b:e] if b < e else "", text[e:b] if e < b else ""
+            if a >= s and not head.strip() and not tail.strip() and " " not in cut:
+                phrase = next((k for k, g in enumerate(features) if g.span and g.span[0] < b and a < g.span[1]), f.feature)
+                f = dataclasses.replace(f, text=text[a:b], span=(a, b), feature=phrase)
         out.append(f)
     return tuple(out)
 
@@ -862,6 +908,19 @@ def _negation_before(text: str, at: int, language: str) -> bool:
     """Whether a negation cue of ``language`` (one written before what it negates) ends the text before ``at``."""
     cues = tuple(table(language)["negation"]["before"]) if language in CUE_LANGUAGES else ()
     return bool(cues) and text[:at].rstrip().endswith(cues)
+
+
+def _inside_attribute(span: tuple[int, int] | None, words: Sequence[AttributeMatch]) -> bool:
+    """Whether a cue at ``span`` lies inside a longer attribute word.
+
+    >>> from geoql.nl.attributes import find
+    >>> _inside_attribute((14, 23), find("edifícios sem número de porta em braga", "pt"))
+    True
+    >>> _inside_attribute((0, 6), find("quantas escolas com wifi", "pt"))
+    False
+    """
+    return span is not None and any(a <= span[0] and span[1] <= b and b - a > span[1] - span[0]
+                                    for a, b in (m.span for m in words))
 
 
 def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],

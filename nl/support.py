@@ -29,6 +29,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+from typing import Iterable
 
 from geoql.nl import cues as nl_cues
 from geoql.nl.text import fold, script_of, spaceless
@@ -51,6 +52,8 @@ class Support:
     digits: frozenset[str]
     dates: tuple[tuple[int, int | None, int | None], ...]
     periods: tuple[tuple[float | None, str], ...]  # (days or None, unit)
+    # the request's places in their dictionary form, folded: "w lublinie" names Lublin
+    place_forms: frozenset[str] = frozenset()
     # output kind -> whether a cue asks for it: the CPU default checks ~30 candidates per request
     _asks: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -245,8 +248,9 @@ def _read_periods(words: tuple[str, ...], joined: str) -> tuple:
     return tuple(periods)
 
 
-def read_support(nl: str) -> Support:
-    """The request's side of the faithfulness check (see the module's docstring)."""
+def read_support(nl: str, place_forms: Iterable[str] = ()) -> Support:
+    """The request's side of the faithfulness check (see the module's docstring); ``place_forms`` the
+    dictionary forms of the places the reading found (``geoql.nl.places.dictionary_form``)."""
     text = unicodedata.normalize("NFKC", nl)
     folded = fold(text)
     words = tuple(words_of(folded))
@@ -254,7 +258,8 @@ def read_support(nl: str) -> Support:
     numbers, digits = _read_numbers(text)
     joined = "".join(words)
     return Support(words=words, joined=joined, grams=frozenset(grams), numbers=numbers, digits=digits,
-                   dates=_read_dates(text, words), periods=_read_periods(words, joined))
+                   dates=_read_dates(text, words), periods=_read_periods(words, joined),
+                   place_forms=frozenset(fold(p) for p in place_forms if isinstance(p, str)))
 
 
 # ------------------------------------------------------------------ spans that may name a place

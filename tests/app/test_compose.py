@@ -53,6 +53,9 @@ def test_without_a_lexicon_nothing_is_composed():
     ('{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out geom;',
      '{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;', False),
     ('nwr["amenity"="cafe"];out;', 'nwr[broken', False),
+    # a limit nobody asked for prints two cafés of all of them
+    ('{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out;',
+     '[timeout:250];{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out 2;', False),
     # tags without geometry where the composed query shows the element: not the same answer
     ('node(123456789);out;', 'node(123456789);out qt;node(123456789);out tags qt;', False),
 ])

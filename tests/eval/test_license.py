@@ -117,6 +117,14 @@ ROWS = [
     ("en", "ways changed since 2019", 'way(newer:"2018-01-01T00:00:00Z")({{bbox}});out;', None,
      [("date", '(newer:"2018-01-01T00:00:00Z")')]),
     ("de", "Wege, die seit 2019 geändert wurden", 'way(newer:"2019-01-01T00:00:00Z")({{bbox}});out;', None, []),
+    # a limit prints fewer elements: only the request's number licenses it
+    ("en", "cafes in Bonn", AREA + 'nwr["amenity"="cafe"](area.searchArea);out 2;', None, [("number", "2 (out 2)")]),
+    ("en", "10 cafes in Bonn", AREA + 'nwr["amenity"="cafe"](area.searchArea);out 10;', None, []),
+    # the attribute words license their key in any language; a place in its dictionary form is the place
+    ("pt", "edifícios sem número de porta em braga", '{{geocodeArea:"braga"}}->.a;nwr["building"][!"addr:housenumber"](area.a);out;',
+     {"building"}, []),
+    ("pl", "drogi bez oświetlenia w lublinie", '{{geocodeArea:"lublin"}}->.a;nwr["highway"]["lit"="no"](area.a);out;',
+     {"highway"}, []),
     ("en", "cafes in the current view", 'node["amenity"="cafe"](50.1,7.0,50.2,7.1);out;', None,
      [("number", "50.1 (bbox)"), ("number", "7.0 (bbox)"), ("number", "50.2 (bbox)"), ("number", "7.1 (bbox)")]),
 ]

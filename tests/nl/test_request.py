@@ -192,6 +192,8 @@ def _composed_field(request: Request, key: str):
         return [f.text for f in request.brands]
     if key == "filters":
         return [[f.kind, f.text, f.op, f.value] for f in request.filters]
+    if key == "output":
+        return sorted(request.output)
     if key == "numbers":
         return [[n.value, n.text, n.unit] for n in request.numbers]
     value = getattr(request, key)
