@@ -484,6 +484,9 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
         digits = str(first) if first == last else f"[{first}-{last}]"
         return [A.Tag(key, f"^{digits}", op="~")]
     number = f"{value:g}"
+    if flt.op == "=" and (flt.unit is None or METRES[flt.unit] == 1):
+        # that much, as mappers write it: ["maxspeed"="30"] ("a speed limit of 30", "Tempolimit 30")
+        return [A.Tag(key, number, op="=")]
     script = overpassql.parse(f"nwr(if:number(t[{_quoted(key)}]){'==' if flt.op == '=' else flt.op}{number});")
     test = next(f for f in script.statements[0].filters if isinstance(f, A.IfFilter))
     return [A.Tag(key), test]
@@ -494,14 +497,25 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
 def _areas(r: Request) -> list[str]:
     """The areas of the request, in order: places written one after the other with only a comma
     between them are one area, as geocoding takes it ("Saint-Étienne, France", "Montevideo,Uruguay":
-    the second narrows the first); places joined by a word ("Leeds and York") are one area each."""
+    the second narrows the first); places joined by a word ("Leeds and York") are one area each, and so
+    are the places of a list that ends with one ("Bonn, Köln and Düsseldorf")."""
     out: list[str] = []
     last = None
-    for p in r.places:
-        if p.role == "centre":
-            continue
-        if last is not None and p.span and last.span and p.role == last.role == "area" \
-                and not r.text[last.span[1]:p.span[0]].strip(" ,"):
+    places = [p for p in r.places if p.role != "centre"]
+    own = own_table(r.language)
+    ands = {fold(w) for t in (*all_tables().values(), *([own] if own is not None else [])) for w in t["place"]["and"]}
+    joined = [k > 0 and p.span and places[k - 1].span and p.role == places[k - 1].role == "area"
+              and not r.text[places[k - 1].span[1]:p.span[0]].strip(" ,") for k, p in enumerate(places)]
+    for k in range(len(places) - 1, 0, -1):
+        if joined[k] and k + 1 < len(places) and not joined[k + 1] and places[k + 1].span and places[k].span \
+                and places[k + 1].role == "area" and fold(r.text[places[k].span[1]:places[k + 1].span[0]].strip(" ,")) in ands:
+            # the list's last comma ends at a word: "A, B and C" is three places, back to its first
+            j = k
+            while j > 0 and joined[j]:
+                joined[j] = False
+                j -= 1
+    for k, p in enumerate(places):
+        if last is not None and joined[k]:
             start = r.text.rfind(out[-1], 0, last.span[1]) if out[-1] in r.text else last.span[0]
             out[-1] = r.text[start:p.span[1]]
         else:

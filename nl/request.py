@@ -342,11 +342,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     filters = _filters_on_words(text, filters, places, features, attribute_words)
     places, filters = _attribute_over_places(places, filters, attribute_words)
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
+    numbers = tuple(Number(*n) for n in frame.numbers)
+    filters = _measure_then_comparison(text, filters, attribute_words, numbers)
     features, filters = _comparison_leftovers(features, filters, frame.language)
     if lexicon is not None:
         features, filters = _negation_opening_attribute(text, features, filters, attribute_words, lexicon, frame.language)
     filters = _listed_attributes(features, filters, attribute_words)
-    numbers = tuple(Number(*n) for n in frame.numbers)
     filters, cues, spelled = _counted_attributes(text, filters, attribute_words, numbers, frame.language)
     numbers = tuple(sorted(numbers + spelled, key=lambda n: n.span or (0, 0)))
     for k in reversed(range(len(features))):
@@ -787,6 +788,9 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
 
     # (a place that is exactly an attribute word stays a place: "China", "Lit")
     kept = tuple(p for p in places if not any(overlaps(m, p.span) and m.span != p.span for m in words))
+    if any(f.kind == "compare" for f in filters):
+        # ... but not a measure's word beside a comparison: "more than 100 m in height"
+        kept = tuple(p for p in kept if not any(m.span == p.span and not m.attribute.yes for m in words))
     out: list[Filter] = []
     for f in filters:
         m = next((m for m in words if f.span and m.span[0] <= f.span[0] and f.span[1] <= m.span[1]
@@ -932,7 +936,7 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
     the filters, where each measure and such a cue after it or a number word before it stand, and the
     number words read.""" 
     def number_before(m):
-        n = next((n for n in numbers if n.span is not None and n.unit is None
+        n = next((n for n in numbers if n.span is not None and n.unit is None and n.span[1] <= m.span[0]
                   and text[n.span[1]:m.span[0]].strip(" -") == ""), None)
         if n is None and (m.attribute.digits or m.attribute.key == "building:levels"):
             # (a number word counts a measure only: "avec un nom" is no count of names)
@@ -1040,6 +1044,32 @@ def _negation_opening_attribute(text: str, features: tuple[Feature, ...], filter
         features[flt.feature] = Feature(rest, (start, start + len(rest)), tags=tags) if rest else dataclasses.replace(f, negated=False)
         out.append(Filter("yes", m.text, m.span, feature=None if rest else flt.feature))
     return tuple(features), tuple(out)
+
+
+def _measure_then_comparison(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
+                             numbers: Sequence[Number]) -> tuple[Filter, ...]:
+    """A measure asked for ("with a speed limit") and right after it a comparison that names no measure
+    of its own ("of at least 100", where "at" cut the phrase): one comparison of that measure. A measure
+    and its number in one phrase ("with a speed limit of 50", "Tempolimit 30", "an elevation of 3000 m"):
+    that much, a comparison "="."""
+    measures = {m.span: m for m in words if not m.attribute.yes}
+    out = list(filters)
+    for k, f in enumerate(filters):
+        if f.kind == "yes" and f.span is not None and f.span not in measures:
+            m = next((m for m in measures.values() if m.span[0] == f.span[0]), None)
+            n = next((n for n in numbers if m is not None and n.span is not None and n.span[1] == f.span[1]
+                      and m.span[1] <= n.span[0] and len(text[m.span[1]:n.span[0]].split()) <= 1), None)
+            if n is not None:
+                out[k] = dataclasses.replace(f, kind="compare", text=m.text, op="=", value=n.text, unit=n.unit)
+            continue
+        if f.kind != "yes" or f.span not in measures:
+            continue
+        after = next((g for g in filters if g.kind == "compare" and g.span and f.span[1] <= g.span[0]
+                      and len(text[f.span[1]:g.span[0]].split()) <= 2), None)
+        if after is not None and not any(after.span[0] <= m.span[0] and m.span[1] <= after.span[1] for m in words):
+            out[k] = dataclasses.replace(after, text=f.text, span=(f.span[0], after.span[1]), feature=f.feature)
+            out.remove(after)
+    return tuple(out)
 
 
 def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
@@ -1348,21 +1378,30 @@ def _without_feature(features: tuple[Feature, ...], filters: tuple[Filter, ...],
 def _measure_not_distance(text: str, frame: Frame, words: Sequence[AttributeMatch],
                           numbers: Sequence[Number]) -> Filter | None:
     """An "around" whose centre is a measure's word and whose number a comparison word follows: a
-    comparison ("서울 높이 100m 이상 건물": buildings 100 m high or more, not 100 m from a height)."""
+    comparison ("서울 높이 100m 이상 건물": buildings 100 m high or more, not 100 m from a height); or
+    whose number a comparison word leads, the measure after it ("edificios de más de 100 metros de
+    altura": more than 100 m high, not 100 m from a height)."""
     of = frame.around.of
     if not of or frame.language not in CUE_LANGUAGES:
         return None
     measure = [m for m in words if fold(m.text) == fold(of.strip()) and not m.attribute.yes]
-    number = next((n for n in numbers if n.unit is not None and text.find(of) < (n.span or (0, 0))[0]), None)
-    if len(measure) != 1 or number is None:
-        return None
-    after = text[number.span[1]:]
-    ops = table(frame.language)["filters"]["compare"]
-    found = sorted((after.find(w), -len(w), op) for op, ws in ops.items() for w in ws if 0 <= after.find(w) <= UNIT_GAP)
-    if not found:
+    if len(measure) != 1:
         return None
     m = measure[0]
-    return Filter("compare", m.text, m.span, found[0][2], number.text, number.unit)
+    ops = table(frame.language)["filters"]["compare"]
+    number = next((n for n in numbers if n.unit is not None and text.find(of) < (n.span or (0, 0))[0]), None)
+    if number is not None:
+        after = text[number.span[1]:]
+        found = sorted((after.find(w), -len(w), op) for op, ws in ops.items() for w in ws if 0 <= after.find(w) <= UNIT_GAP)
+    else:
+        number = next((n for n in numbers if n.unit is not None and n.span is not None and n.span[1] <= m.span[0]
+                       and len(text[n.span[1]:m.span[0]].split()) <= 3), None)
+        before = fold(text[:number.span[0]].rstrip()) if number is not None else ""
+        found = sorted((-len(w), op) for op, ws in ops.items() for w in ws
+                       if w and before.endswith(fold(w)) and (len(before) == len(w) or not before[-len(w) - 1].isalpha()))
+    if not found:
+        return None
+    return Filter("compare", m.text, m.span, found[0][-1], number.text, number.unit)
 
 
 # How far after a number (its unit between) a comparison word may stand.
