@@ -106,11 +106,11 @@ def _field_matcher(lang: str) -> Matcher:
 def find_field(text: str, lang: str) -> AttributeMatch | None:
     """The iD yes/no field (``nl/data/field_attributes.json``) whose label or term is all of ``text``,
     else None. Form labels are not always the words people type, so the reader asks this only of a
-    filter the cue tables read ("without shelter") that no attribute of the hand-kept table names.
+    filter the cue tables read ("without a changing table") that no attribute of the hand-kept table names.
 
-    >>> m = find_field("Unterstand", "de")
+    >>> m = find_field("Wickeltisch", "de")
     >>> m.attribute.key, m.attribute.no
-    ('shelter', ('shelter=no',))
+    ('changing_table', ('changing_table=no',))
     >>> find_field("air conditioning", "en").attribute.yes, find_field("air", "en")
     (('air_conditioning=yes',), None)
     """

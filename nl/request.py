@@ -363,7 +363,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     place = places[0].name if places else None
     # a count cue that begins an attribute's longer word is that word: "sem número de porta" (pt
     # "número de" counts) asks for no count
-    output = {kind for kind in frame.output if not _inside_attribute(frame.output_spans.get(kind), attribute_words)}
+    output = {kind for kind in frame.output if not _inside_attribute(frame.output_spans.get(kind), attribute_words)
+              and not (kind == "count" and _negated_at(text, frame.output_spans.get(kind), frame.language))}
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=output, dates=frame.dates, types=frame.types)
@@ -925,6 +926,20 @@ def _inside_attribute(span: tuple[int, int] | None, words: Sequence[AttributeMat
     """
     return span is not None and any(a <= span[0] and span[1] <= b and b - a > span[1] - span[0]
                                     for a, b in (m.span for m in words))
+
+
+def _negated_at(text: str, span: tuple[int, int] | None, language: str) -> bool:
+    """Whether a negation cue stands right before ``span``: "sin número de ..." counts nothing (es
+    "número de" is a count cue), it lacks a number.
+
+    >>> _negated_at("hoteles sin número de habitaciones", (12, 21), "es")
+    True
+    """
+    if span is None or language not in CUE_LANGUAGES:
+        return False
+    head = fold(text[:span[0]].rstrip())
+    return any(head.endswith(fold(cue)) and (len(head) == len(cue) or not head[-len(cue) - 1].isalnum())
+               for cue in table(language)["negation"]["before"] if cue and not spaceless(cue[-1]))
 
 
 def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],

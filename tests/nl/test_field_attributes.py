@@ -18,18 +18,18 @@ DATA = json.loads(resources.files("geoql.nl").joinpath("data", "field_attributes
 KNOWLEDGE = Knowledge(lexicon=Lexicon.default())
 
 # (language, a filter's words as people write them, the field's key); the labels are iD's own:
-# en "Shelter", de "Unterstand", fr "Abri", it "Aria condizionata", pl "Toalety", ru "Душ", zh "空调", ja "シャワー"
+# en "Diaper Changing Table", de "Wickeltisch", fr "Table à langer", it "Aria condizionata", pl "Toalety", ru "Душ", zh "空调", ja "シャワー"
 FOUND = [
-    ("en", "shelter", "shelter"), ("en", "air conditioning", "air_conditioning"), ("en", "showers", "shower"),
+    ("en", "diaper changing table", "changing_table"), ("en", "air conditioning", "air_conditioning"), ("en", "showers", "shower"),
     ("en", "toilets", "toilets"), ("en", "delivery", "delivery"), ("en", "bench", "bench"),
-    ("de", "Unterstand", "shelter"), ("de", "Klimaanlage", "air_conditioning"), ("fr", "abri", "shelter"),
+    ("de", "Wickeltisch", "changing_table"), ("de", "Klimaanlage", "air_conditioning"), ("fr", "table à langer", "changing_table"),
     ("fr", "climatisation", "air_conditioning"), ("es", "aire acondicionado", "air_conditioning"),
     ("it", "aria condizionata", "air_conditioning"), ("es", "aria condizionata", "air_conditioning"),
     ("pl", "toaletami", "toilets"), ("pl", "klimatyzacją", "air_conditioning"), ("ru", "душем", "shower"),
     ("zh", "空调", "air_conditioning"), ("ja", "シャワー", "shower"),
 ]
 # a part of a label, a word of another language's terms ("casa": Italian for delivery), text that is more
-NOT_FOUND = [("en", "air"), ("es", "casa"), ("en", "shelter and bench"), ("en", ""), ("en", "🙂")]
+NOT_FOUND = [("en", "air"), ("es", "casa"), ("en", "air conditioning and bench"), ("en", ""), ("en", "🙂")]
 
 
 @pytest.mark.parametrize("lang, text, key", FOUND, ids=[f"{l}-{t}" for l, t, _ in FOUND])
