@@ -485,7 +485,7 @@ _CJK_RANGE_END = re.compile(r"\s*(?:から|至|到|~|〜|-|–|－|부터|에서
 _DATE_ARTICLES = frozenset({"le", "the", "dem", "den", "der", "el", "il", "lo", "l"})
 _RANGE_WORDS = frozenset({"and", "to", "und", "bis", "et", "au", "y", "al", "a", "e", "и", "по", "до"})
 _YEAR = re.compile(r"^(1[89]\d\d|20\d\d)$")
-_BREAK = re.compile(r"[,;:?!.()\[\]{}，。；：？！、（）「」『』\"“”„«»]|(?<!\S)&(?!\S)")  # (" & " joins two things)
+_BREAK = re.compile(r"[,;:?!.()\[\]{}，。；：？！、（）「」『』\"“”„«»]|(?<!\S)[&+](?!\S)")  # (" & " and " + " join two things)
 _HARD_BREAK = re.compile(r"[;?!.()\[\]{}。；？！（）]")
 _LIST_BREAK = re.compile(r"[,，、]")
 

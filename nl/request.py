@@ -312,7 +312,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         places, features = _city_and_thing(places, features, _place_names(knowledge), lexicon, frame.language)
     if not places:
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
-                                         prepositions=_place_prepositions(frame.language))
+                                         prepositions=_place_prepositions(frame.language), language=frame.language)
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
@@ -354,6 +354,10 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         # a phrase that is all the comparison's cue after a measure ("higher" of "4 stars or higher"; "星以上")
         f = features[k]
         if f.span is not None and not f.tags and any(a <= f.span[0] and f.span[1] <= b for a, b in cues):
+            features, filters = _without_feature(features, filters, k)
+        # ... or a word of another phrase's attribute that an apostrophe cut off ("aperto" of "tavoli all'aperto")
+        elif f.span is not None and not f.tags and not f.negated and not any(g.feature == k for g in filters) \
+                and any(g.kind == "yes" and g.span and g.span[0] < f.span[0] and f.span[1] <= g.span[1] for g in filters):
             features, filters = _without_feature(features, filters, k)
     filters += _spaceless_with(text, frame, features, filters, attribute_words)
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
@@ -1235,13 +1239,15 @@ MAX_KNOWN_PLACE_WORDS = 3
 
 
 def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str], *,
-                  named: bool = False, prepositions: frozenset[str] = frozenset()) -> tuple[tuple, tuple]:
+                  named: bool = False, prepositions: frozenset[str] = frozenset(), language: str = "en") -> tuple[tuple, tuple]:
     """A place the caller knows (``Knowledge.places``) at the start or the end of the request, written
     with no preposition, that the cue tables read as part of a feature phrase: "hospital munich",
     "madrid farmacias". The phrase keeps the rest; nothing changes when no feature phrase would be
     left (unless the request ``named`` what it asks for: '부산 "자갈치시장"') or nothing matches. A known
     place after one of the language's place ``prepositions`` ends a phrase anywhere in the request
     ("hoteles de madrid con wifi": the cue tables read "de madrid" into the phrase, the with-clause after).
+    A place that opens the request may carry its case ending where the language inflects names and no
+    apostrophe parts them ("izmirdeki hastaneler", "ankarada wifi olan kafeler").
 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
@@ -1273,7 +1279,7 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 if (head and (f.span[0] != 0 or f.negated)) or (not head and (f.span[1] != end or f.negated) and not after_prep):
                     continue
                 a, b = run[0].start, run[-1].end
-                if stem_fold(f.text[a:b]) not in known:
+                if stem_fold(f.text[a:b]) not in known and not (head and _inflected_place(f.text[a:b], language, known)):
                     continue
                 rest = f.text[b:] if head else f.text[:a]
                 lead = len(rest) - len(rest.lstrip())
@@ -1283,6 +1289,14 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
                 return (place,), features[:k] + (feature,) + features[k + 1:]
     return (), features
+
+
+def _inflected_place(word: str, language: str, known: Mapping[str, str]) -> bool:
+    """Whether ``word`` is a known place with a case ending ("izmirdeki": İzmir + -deki), in a language
+    whose place names inflect; its dictionary form of four letters or more, so that a short word is no
+    city by chance."""
+    lemma = dictionary_form(word, language)
+    return lemma != word and len(lemma) >= 4 and " " not in word and stem_fold(lemma) in known
 
 
 def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
