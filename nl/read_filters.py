@@ -1,0 +1,526 @@
+"""What the things must have: the reading's steps on attribute filters ("with wifi", "without a
+name", "more than 10 floors", "whose name contains Pizza"), after the cue tables' frame
+(``geoql.nl.frame``) and the attribute words (``geoql.nl.attributes``). :func:`geoql.nl.request.read_request`
+calls them in order; each takes and returns the reading's tuples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from functools import lru_cache
+from typing import Sequence
+
+from geoql.nl.attributes import AttributeMatch, find_field, number_words
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
+from geoql.nl.frame import Frame
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
+from geoql.nl.model import Feature, Filter, Lexicon, Number, Place, SURE_THING_SCORE
+from geoql.nl.read_places import _place_prepositions
+
+
+def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
+    """The frame's attribute filters, each with the feature it was read from."""
+    index = {(f.text, f.negated): k for k, f in reversed(list(enumerate(features)))}
+    out = []
+    for kind, text, span, op, value, unit in frame.filters:
+        phrase = next((p for p, at in frame.spans.items() if at == span), None)
+        feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
+        if kind in ("compare", "name") and feature is not None and _names_thing(
+                features[feature], words, value if kind == "name" else None, _name_cues(frame.language) if kind == "name" else ()):
+            # "здания выше 25 этажей", "budynki powyżej 10 pięter", "streets named after goethe": the thing
+            # and its comparison or name in one phrase; the phrase stays the thing, with the filter
+            feature = None
+        out.append(Filter(kind, text, span, op, value, unit, feature))
+    return tuple(out)
+
+
+def _filters_before_places(text: str, filters: tuple[Filter, ...], places: tuple[Place, ...],
+                           language: str) -> tuple[Filter, ...]:
+    """A filter whose words run on into a place read out of its phrase ends before the place and its
+    preposition ("parques sin nombre de valencia": without a name, in Valencia)."""
+    preps = _place_prepositions(language)
+    out = []
+    for f in filters:
+        place = next((p for p in places if f.span and p.span and f.span[0] < p.span[0] < f.span[1] <= p.span[1]), None)
+        if place is not None and f.kind in ("yes", "no", "absent"):
+            words = text[f.span[0]:place.span[0]].split()
+            while words and fold(words[-1]) in preps:
+                words.pop()
+            if words:
+                kept = " ".join(words)
+                f = dataclasses.replace(f, text=kept, span=(f.span[0], f.span[0] + len(kept)))
+        out.append(f)
+    return tuple(out)
+
+
+def _filters_on_words(text: str, filters: tuple[Filter, ...], places: tuple[Place, ...], features: tuple[Feature, ...],
+                      words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
+    """A filter that cuts an attribute's word (Korean "와이파이 있는": the cue "이 있는" took the word's
+    last syllable) or starts with a place before it ("제주 와이파이 있는") is that word, when what is
+    left of it is the place and what it cut is inside a word."""
+    out = []
+    for f in filters:
+        hits = [m for m in words if f.span and m.span[0] < f.span[1] and f.span[0] < m.span[1]]
+        if f.kind in ("yes", "no", "absent") and len(hits) == 1 and hits[0].span != f.span:
+            (a, b), (s, e) = hits[0].span, f.span
+            head = text[s:a] if s < a else ""
+            for p in places:
+                if p.span and s <= p.span[0] and p.span[1] <= a:
+                    head = head.replace(text[p.span[0]:p.span[1]], "", 1)
+            tail, cut = text[b:e] if b < e else "", text[e:b] if e < b else ""
+            if a >= s and not head.strip() and not tail.strip() and " " not in cut:
+                phrase = next((k for k, g in enumerate(features) if g.span and g.span[0] < b and a < g.span[1]), f.feature)
+                f = dataclasses.replace(f, text=text[a:b], span=(a, b), feature=phrase)
+        out.append(f)
+    return tuple(out)
+
+
+def _names_thing(feature: Feature, words: Sequence[AttributeMatch], value: str | None = None,
+                 cues: frozenset[str] = frozenset()) -> bool:
+    """Whether the phrase names a thing beside the attribute words in it, the name ``value`` and the
+    name's ``cues``: a sure lexicon match on none of them ("andares" of "mais de 15 andares" is the
+    floors, not a footway; "endet" of "mit Stern endet" says how the name ends)."""
+    if feature.span is None:
+        return False
+    start = feature.span[0]
+    other = [w.span for w in words]
+    at = feature.text.find(value) if value else -1
+    if at >= 0:
+        other.append((start + at, start + at + len(value)))
+    return any(m.score >= SURE_THING_SCORE and not all(t.fold in cues for t in tokens(m.text)) and not any(
+        a < start + m.span[1] and start + m.span[0] < b for a, b in other) for m in feature.tags)
+
+
+@lru_cache(maxsize=None)
+def _name_cues(language: str) -> frozenset[str]:
+    """The folded words of ``language``'s name cues and name operations ("named", "endet", "contains")."""
+    if language not in CUE_LANGUAGES:
+        return frozenset()
+    t = table(language)
+    phrases = [*t["names"], *(p for ops in t["filters"]["name"].values() for p in ops)]
+    return frozenset(tok.fold for p in phrases for tok in tokens(p))
+
+
+def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeMatch], read: Sequence) -> tuple[Filter, ...]:
+    """Attribute words inside a feature phrase, beside the words its tags match: "vegane Restaurants",
+    "pharmacies open 24/7" (``geoql.nl.attributes``). Each is a ``yes`` filter of every thing
+    (``feature`` None: the phrase stays a thing). Only with a lexicon's matches to tell the thing's
+    words from the attribute's, and never over a filter the cue tables read already.
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> [(f.kind, f.text, f.feature) for f in read_request("pharmacies open 24/7 in Madrid", Knowledge(Lexicon.default())).filters]
+    [('yes', 'open 24/7', None)]
+    """
+    out = []
+    taken = [span for _, _, span, *_ in read if span]
+    for k, f in enumerate(features):
+        tags_inside = bool(f.tags) and all(b - a < len(f.text) for a, b in (m.span for m in f.tags))
+        letters = [ch for ch in f.text if ch.isalpha()]  # ("24小时营业" opens with a digit)
+        if not f.negated and (not f.tags or tags_inside) and f.span is not None and letters and spaceless(letters[0]) and not any(
+                a < f.span[1] and f.span[0] < b for a, b in taken):
+            # a phrase written without spaces that is all one attribute's words, beside the things:
+            # "广州有户外座位的餐厅" (in a spaced script a lone word is too often something else:
+            # "accessible to cyclists"); a thing the lexicon reads inside it is the attribute's
+            # ("車椅子対応": wheelchair accessible, not a chair)
+            whole = [m for m in words if m.span == f.span and m.attribute.yes]
+            if len(whole) == 1 and len(features) > 1:
+                out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
+                continue
+            if not f.tags:
+                continue
+        if f.negated or not f.tags or f.span is None:
+            continue
+        for m in words:
+            lead = m.text[:max(0, f.span[0] - m.span[0])]
+            if m.attribute.yes and m.span[0] < f.span[0] < m.span[1] <= f.span[1] and lead.strip().isdigit() \
+                    and not any(a < m.span[1] and m.span[0] < b for a, b in taken):
+                # an attribute that opens with a number the cue tables read apart ("24 hour gas stations")
+                out.append(Filter("yes", m.text, m.span))
+                continue
+            span, inner = m.span, (m.span[0] - f.span[0], m.span[1] - f.span[0])
+            if f.span[0] <= span[0] < f.span[1] < span[1] and m.attribute.yes \
+                    and not any(a < inner[1] and inner[0] < b for t in f.tags for a, b in [t.span]):
+                # the attribute runs on into the next phrases, which it holds whole ("restauracje dostępne
+                # dla wózków": "wózków" is the attribute's, no thing): they are the filter's
+                held = [g for g, o in enumerate(features) if g != k and o.span is not None and not o.negated
+                        and f.span[1] <= o.span[0] and o.span[1] <= span[1]]
+                # ... or past the phrase's end into words no phrase holds ("aperte 24 ore su 24")
+                if not any(a < span[1] and span[0] < b for a, b in taken):
+                    out.append(Filter("yes", m.text, span, feature=held[0] if held else None))
+                    out += [Filter("yes", m.text, span, feature=g) for g in held[1:]]
+                continue
+            if not (f.span[0] <= span[0] and span[1] <= f.span[1]):
+                continue
+            # an attribute that is only a key ("higher" of "peaks higher than 4000 m") is a comparison's;
+            # one said missing ("isimsiz parklar") is an absence whatever it is
+            # (a thing read inside the attribute's words is theirs: "saat" of "24 saat açık eczaneler")
+            if not (m.attribute.yes or m.without) or any(a < inner[1] and inner[0] < b and not (inner[0] <= a and b <= inner[1])
+                                                         for t in f.tags for a, b in [t.span]) \
+                    or not any(not (inner[0] <= a and b <= inner[1]) for t in f.tags for a, b in [t.span]) \
+                    or any(a < span[1] and span[0] < b for a, b in taken):
+                continue
+            out.append(Filter("absent" if m.without else "yes", m.text, span))
+    for m in words:
+        # an attribute whose words the cue tables split into phrases naming nothing, a number between
+        # ("24時間営業": "時", "営業"): those phrases are its
+        if not m.attribute.yes or any(f.span and f.span[0] < m.span[1] and m.span[0] < f.span[1] for f in out) \
+                or any(a < m.span[1] and m.span[0] < b for a, b in taken):
+            continue
+        held = [g for g, o in enumerate(features) if o.span is not None and not o.negated
+                and m.span[0] <= o.span[0] and o.span[1] <= m.span[1]
+                and not any(t.score >= SURE_THING_SCORE for t in o.tags)]
+        # (one phrase: only inside words of the attribute's own around it, "dla niepełnosprawnych")
+        if len(held) > 1 or len(held) == 1 and features[held[0]].span != m.span:
+            out += [Filter("yes", m.text, m.span, feature=g) for g in held]
+    return tuple(out)
+
+
+def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...],
+                           words: Sequence[AttributeMatch]) -> tuple[tuple, tuple]:
+    """The attribute words around what the cue tables read: a place read inside them is none ("non
+    accessibles en fauteuil roulant à Nice": "en" is no place preposition there); a filter read
+    inside them takes them all, once, and where they open with its negation ("with no fee": the
+    attribute "no fee", ``fee=no``) it asks for the attribute.
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("hôtels non accessibles en fauteuil roulant à nice", Knowledge(Lexicon.default()))
+    >>> [p.name for p in r.places], [(f.kind, f.text) for f in r.filters]
+    (['nice'], [('no', 'accessibles en fauteuil roulant')])
+    """
+    def overlaps(m, span) -> bool:
+        return bool(span) and m.span[0] < span[1] and span[0] < m.span[1]
+
+    # (a place that is exactly an attribute word stays a place: "China", "Lit")
+    kept = tuple(p for p in places if not any(overlaps(m, p.span) and m.span != p.span for m in words))
+    if any(f.kind == "compare" for f in filters):
+        # ... but not a measure's word beside a comparison: "more than 100 m in height"
+        kept = tuple(p for p in kept if not any(m.span == p.span and not m.attribute.yes for m in words))
+    out: list[Filter] = []
+    for f in filters:
+        m = next((m for m in words if f.span and m.span[0] <= f.span[0] and f.span[1] <= m.span[1]
+                  and m.span != f.span and f.kind != "compare"), None)
+        if m is not None:
+            kind = "yes" if f.kind in ("no", "absent") and m.span[0] < f.span[0] else f.kind
+            f = dataclasses.replace(f, kind=kind, text=m.text, span=m.span)
+            if any(o.span == f.span for o in out):
+                continue
+        out.append(f)
+    return kept, tuple(out)
+
+
+# How many words besides one attribute's a negated phrase may hold and still be that attribute
+# ("sans accès fauteuil roulant": "accès").
+MAX_ATTRIBUTE_FILLER = 1
+
+
+def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                         words: Sequence[AttributeMatch], language: str) -> tuple[tuple, tuple]:
+    """A negated phrase that holds one attribute's words and more: a thing the lexicon knows beside them
+    is asked for, without the attribute ("nicht barrierefreie Restaurants": restaurants, not wheelchair
+    accessible); a word or so that names nothing is the attribute's ("sans accès fauteuil roulant").
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("nicht barrierefreie Restaurants in Mainz", Knowledge(Lexicon.default()))
+    >>> [f.text for f in r.things], [(f.kind, f.text) for f in r.filters]
+    (['barrierefreie Restaurants'], [('no', 'barrierefreie')])
+    """
+    features, out = list(features), []
+    for flt in filters:
+        # "有无线网络的咖啡馆": a negation cue took the attribute's first letter ("无") and left the rest a
+        # negated phrase; that phrase is the attribute's, and missing only after a negation of its own
+        # ("没有无线网络的咖啡馆")
+        held = [k for k, f in enumerate(features) if flt.kind == "yes" and flt.span and f.negated and f.span
+                and flt.span[0] < f.span[0] and f.span[1] <= flt.span[1]]
+        if held:
+            missing = _negation_before(text, flt.span[0], language)
+            flt = dataclasses.replace(flt, kind="absent" if missing else "yes", feature=held[0])
+        out.append(flt)
+    filters, out = tuple(out), []
+    stop = {fold(w) for w in table(language)["stop"]} if language in CUE_LANGUAGES else set()
+    for flt in filters:
+        inside = [m for m in words if flt.span and flt.kind in ("no", "absent") and m.attribute.key != "name"
+                  and flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1] and m.span != flt.span]
+        if len(inside) != 1 or flt.feature is None:
+            out.append(flt)
+            continue
+        m, f = inside[0], features[flt.feature]
+        if f.span is not None and f.negated and _names_thing(f, inside):
+            features[flt.feature] = dataclasses.replace(f, negated=False)
+            out.append(dataclasses.replace(flt, text=m.text, span=m.span, feature=None))
+            continue
+        rest = [t for t in tokens(flt.text) if not (m.span[0] <= flt.span[0] + t.start < m.span[1])
+                and t.fold not in stop]
+        if not f.tags and len(rest) <= MAX_ATTRIBUTE_FILLER:
+            out.append(dataclasses.replace(flt, text=m.text))  # the span keeps the filler word
+            continue
+        out.append(flt)
+    return tuple(features), tuple(out)
+
+
+def _field_words(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                 words: Sequence[AttributeMatch], language: str) -> tuple[AttributeMatch, ...]:
+    """The iD yes/no field that names all of a filter's words where no hand-kept attribute names any
+    ("bus stops without shelter", "Hotels mit Klimaanlage": ``geoql.nl.attributes.find_field``).
+    Not where the words are a thing the request asks for beside ("ATMs and banks with ATMs"), nor a
+    thing said not to be ("roads that are not footways": the things, less footways).
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("arrêts de bus sans abri à nantes", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text) for f in r.filters], [m.attribute.key for m in r.attribute_words]
+    ([('absent', 'abri')], ['shelter'])
+    """
+    out = []
+    for f in filters:
+        if f.kind not in ("yes", "no", "absent") or f.span is None \
+                or any(m.span[0] < f.span[1] and f.span[0] < m.span[1] for m in (*words, *out)):
+            continue
+        own = features[f.feature] if f.feature is not None else None
+        sure = {t.tags for t in own.tags if t.score >= SURE_THING_SCORE} if own is not None else set()
+        if sure and (f.kind == "no" or any(g is not own and not g.negated and sure & {t.tags for t in g.tags}
+                                           for g in features)):
+            continue
+        m = find_field(text[f.span[0]:f.span[1]], language)
+        if m is not None:
+            out.append(dataclasses.replace(m, span=(f.span[0] + m.span[0], f.span[0] + m.span[1])))
+    return tuple(out)
+
+
+def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                    words: Sequence[AttributeMatch] = ()) -> tuple[Filter, ...]:
+    """In a script without spaces, a phrase that names no thing and is all an attribute's words (the
+    hand-kept table's, ``words``, or an iD yes/no field's: "成都有wifi的咖啡馆"), right
+    after a with-cue ("苏州有空调的酒店") or right before one ("シャワーがあるキャンプ場"), beside a thing:
+    a ``yes`` filter of the things (the cue tables read a with-phrase only after the first phrase).
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> [(f.kind, f.text) for f in read_request("苏州有空调的酒店", Knowledge(Lexicon.default())).filters]
+    [('yes', '空调')]
+    """
+    if frame.script not in SPACELESS_SCRIPTS or frame.language not in CUE_LANGUAGES:
+        return ()
+    cues = tuple(table(frame.language)["filters"]["with"])
+    after = bool(table(frame.language)["filters"].get("with_after"))
+    read = {f.feature for f in filters if f.feature is not None} | {f.span for f in filters}
+    out = []
+    for k, f in enumerate(features):
+        if f.negated or f.tags or f.span is None or k in read or f.span in read \
+                or not any(g.tags and not g.negated for g in features) \
+                or not (any(m.span == f.span and m.attribute.yes for m in words) or find_field(f.text, frame.language)):
+            continue
+        if (text[f.span[1]:].lstrip().startswith(cues) if after else text[:f.span[0]].rstrip().endswith(cues)):
+            out.append(Filter("yes", f.text, f.span, feature=k))
+    return tuple(out)
+
+
+def _negation_before(text: str, at: int, language: str) -> bool:
+    """Whether a negation cue of ``language`` (one written before what it negates) ends the text before ``at``."""
+    cues = tuple(table(language)["negation"]["before"]) if language in CUE_LANGUAGES else ()
+    return bool(cues) and text[:at].rstrip().endswith(cues)
+
+
+def _inside_attribute(span: tuple[int, int] | None, words: Sequence[AttributeMatch]) -> bool:
+    """Whether a cue at ``span`` lies inside a longer attribute word.
+
+    >>> from geoql.nl.attributes import find
+    >>> _inside_attribute((14, 23), find("edifícios sem número de porta em braga", "pt"))
+    True
+    >>> _inside_attribute((0, 6), find("quantas escolas com wifi", "pt"))
+    False
+    """
+    return span is not None and any(a <= span[0] and span[1] <= b and b - a > span[1] - span[0]
+                                    for a, b in (m.span for m in words))
+
+
+def _negated_at(text: str, span: tuple[int, int] | None, language: str) -> bool:
+    """Whether a negation cue stands right before ``span``: "sin número de ..." counts nothing (es
+    "número de" is a count cue), it lacks a number.
+
+    >>> _negated_at("hoteles sin número de habitaciones", (12, 21), "es")
+    True
+    """
+    if span is None or language not in CUE_LANGUAGES:
+        return False
+    head = fold(text[:span[0]].rstrip())
+    return any(head.endswith(fold(cue)) and (len(head) == len(cue) or not head[-len(cue) - 1].isalnum())
+               for cue in table(language)["negation"]["before"] if cue and not spaceless(cue[-1]))
+
+
+def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
+                        numbers: Sequence[Number], language: str) -> tuple[tuple[Filter, ...], tuple]:
+    """A measure asked for with a number right before it ("hotels with 5 stars", "a 3-storey
+    building"): that many, a comparison "=", or the comparison a cue right after the measure says
+    ("4성급 이상", "4 stars or higher"). (Only a measure with no tags of its own: "with 2 wifi" is no
+    count of wifi.) A number may be a word ("five star hotels": :func:`_number_word_before`). Returns
+    the filters, where each measure and such a cue after it or a number word before it stand, and the
+    number words read.""" 
+    def number_before(m):
+        n = next((n for n in numbers if n.span is not None and n.unit is None and n.span[1] <= m.span[0]
+                  and text[n.span[1]:m.span[0]].strip(" -") == ""), None)
+        if n is None and (m.attribute.digits or m.attribute.key == "building:levels"):
+            # (a number word counts a measure only: "avec un nom" is no count of names)
+            n = _number_word_before(text, m.span[0], language)
+            if n is not None:
+                spelled.append(n)
+                cues.append((n.span[0], m.span[1]))  # the word and the measure: no thing ("五" of "五つ星")
+        return n
+
+    spelled: list[Number] = []
+
+    after = sorted(((fold(c), op) for op, cs in table(language)["filters"]["compare"].items() for c in cs),
+                   key=lambda c: -len(c[0])) if language in CUE_LANGUAGES else []
+
+    def op_after(m) -> str:
+        gap = len(text[m.span[1]:]) - len(text[m.span[1]:].lstrip())
+        rest = fold(text[m.span[1] + gap:])
+        for c, op in after:
+            if rest.startswith(c) and (spaceless(c[-1]) or rest[len(c):len(c) + 1] in ("", " ", ",")):
+                cues.append((m.span[0], m.span[1] + gap + len(c)))
+                return op
+        return "="
+
+    cues: list[tuple[int, int]] = []
+
+    out = []
+    for f in filters:
+        m = next((m for m in words if f.kind == "yes" and f.span == m.span and not m.attribute.yes), None)
+        n = number_before(m) if m is not None else None
+        out.append(dataclasses.replace(f, kind="compare", op=op_after(m), value=n.text) if n is not None else f)
+    # ... and one inside a thing's phrase, where no cue read it ("hoteles de 5 estrellas", "5성급 호텔",
+    # "5つ星ホテル"), of the measures that are counted (stars, floors)
+    for m in words:
+        if m.attribute.yes or not (m.attribute.digits or m.attribute.key == "building:levels") \
+                or any(f.span and f.span[0] < m.span[1] and m.span[0] < f.span[1] for f in out):
+            continue
+        n = number_before(m)
+        if n is not None:
+            out.append(Filter("compare", m.text, m.span, op_after(m), n.text))
+    return tuple(out), tuple(cues), tuple(spelled)
+
+
+def _number_word_before(text: str, at: int, language: str) -> Number | None:
+    """A number written as a word right before ``at`` ("five star", "cinco estrellas", "Fünf-Sterne",
+    "五つ星", "오성급"): as a :class:`Number`, else None. In a script without spaces one letter, the one
+    right before; else the whole word before (a hyphen or a space between)."""
+    words = number_words(language)
+    head = text[:at].rstrip(" -")
+    if not words or not head:
+        return None
+    if spaceless(head[-1]):
+        word, start = head[-1], len(head) - 1
+        # (a word of several letters ends with it: "서울오성급" is no number; "오" of "오성급" is, after a space or particle)
+        if start > 0 and spaceless(head[start - 1]) and script_of(head[-1]) == "Hangul":
+            return None
+    else:
+        word = re.split(r"[\s\-]", head)[-1]
+        start = len(head) - len(word)
+    value = words.get(fold(word))
+    return None if value is None else Number(float(value), str(value), (start, start + len(word)))
+
+
+def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                       words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
+    """A phrase that is all one attribute's words, listed with an attribute asked for ("cafes with wifi
+    and outdoor seating", "Cafés mit WLAN und Terrasse", "Wi-Fiとテラス席があるカフェ"): asked for too,
+    not a thing of its own."""
+    asked = [f for f in filters if f.kind == "yes" and f.span is not None]
+    if not asked:
+        return filters
+    held = {f.feature for f in filters}
+    out = list(filters)
+    for k, f in enumerate(features):
+        if f.negated or f.span is None or k in held:
+            continue
+        whole = [m for m in words if m.span == f.span and m.attribute.yes]
+        if len(whole) == 1 and not any(o.span == f.span for o in out):
+            out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
+    return tuple(out)
+
+
+def _negation_opening_attribute(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                                words: Sequence[AttributeMatch], lexicon: Lexicon,
+                                language: str) -> tuple[tuple, tuple]:
+    """An attribute whose first letter is a negation cue, read as a negation of what follows it ("无障碍
+    厕所": barrier-free toilets, not toilets without "障碍"): the attribute is asked for, the rest of the
+    phrase is the thing."""
+    if language not in CUE_LANGUAGES:
+        return features, filters
+    negations = set(table(language)["negation"]["before"])
+    features, out = list(features), []
+    for flt in filters:
+        f = features[flt.feature] if flt.feature is not None else None
+        # (after a negation of its own the attribute is what is missing: "没有无线网络")
+        m = next((m for m in words if f is not None and f.negated and f.span and m.attribute.yes
+                  and m.span[0] < f.span[0] < m.span[1] <= f.span[1]
+                  and text[m.span[0]:f.span[0]] in negations
+                  and not _negation_before(text, m.span[0], language)), None)
+        if m is None or flt.kind not in ("no", "absent"):
+            out.append(flt)
+            continue
+        rest = text[m.span[1]:f.span[1]].strip()
+        start = text.find(rest, m.span[1]) if rest else m.span[1]
+        tags = tuple(lexicon.lookup(rest, language, opening=False)) if rest else ()
+        features[flt.feature] = Feature(rest, (start, start + len(rest)), tags=tags) if rest else dataclasses.replace(f, negated=False)
+        out.append(Filter("yes", m.text, m.span, feature=None if rest else flt.feature))
+    return tuple(features), tuple(out)
+
+
+def _measure_then_comparison(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
+                             numbers: Sequence[Number]) -> tuple[Filter, ...]:
+    """A measure asked for ("with a speed limit") and right after it a comparison that names no measure
+    of its own ("of at least 100", where "at" cut the phrase): one comparison of that measure. A measure
+    and its number in one phrase ("with a speed limit of 50", "Tempolimit 30", "an elevation of 3000 m"):
+    that much, a comparison "="."""
+    measures = {m.span: m for m in words if not m.attribute.yes}
+    out = list(filters)
+    for k, f in enumerate(filters):
+        if f.kind == "yes" and f.span is not None and f.span not in measures:
+            m = next((m for m in measures.values() if m.span[0] == f.span[0]), None)
+            n = next((n for n in numbers if m is not None and n.span is not None and n.span[1] == f.span[1]
+                      and m.span[1] <= n.span[0] and len(text[m.span[1]:n.span[0]].split()) <= 1), None)
+            if n is not None:
+                out[k] = dataclasses.replace(f, kind="compare", text=m.text, op="=", value=n.text, unit=n.unit)
+            continue
+        if f.kind != "yes" or f.span not in measures:
+            continue
+        after = next((g for g in filters if g.kind == "compare" and g.span and f.span[1] <= g.span[0]
+                      and len(text[f.span[1]:g.span[0]].split()) <= 2), None)
+        if after is not None and not any(after.span[0] <= m.span[0] and m.span[1] <= after.span[1] for m in words):
+            out[k] = dataclasses.replace(after, text=f.text, span=(f.span[0], after.span[1]), feature=f.feature)
+            out.remove(after)
+    return tuple(out)
+
+
+def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                          language: str) -> tuple[tuple, tuple]:
+    """Phrases that are only a comparison's words, read apart from it: "高さ200" and "以上" of "東京の高さ200m
+    以上の建物" (the comparison "高さ" >= 200 holds them). A phrase the lexicon names a thing in stays."""
+    compared = [f for f in filters if f.kind == "compare" and f.span is not None and f.value]
+    if not compared or language not in CUE_LANGUAGES:
+        return features, filters
+    t = table(language)
+    cues = {tok.fold for ops in t["filters"]["compare"].values() for w in ops for tok in tokens(w)}
+    cues |= {tok.fold for unit in t["units"].values() for w in unit for tok in tokens(w)}
+    for k in range(len(features) - 1, -1, -1):
+        f = features[k]
+        if f.negated or f.span is None or any(m.score >= SURE_THING_SCORE for m in f.tags):
+            continue
+        words = [tok for tok in tokens(f.text) if tok.fold not in cues and not tok.number]
+        inside = all(any(c.span[0] <= f.span[0] + tok.start and f.span[0] + tok.end <= c.span[1] for c in compared)
+                     for tok in words)
+        if inside and not any(g.feature == k for g in filters):
+            features, filters = _without_feature(features, filters, k)
+    return features, filters
+
+
+def _without_feature(features: tuple[Feature, ...], filters: tuple[Filter, ...], k: int) -> tuple[tuple, tuple]:
+    """The features less the ``k``-th, and the filters with their feature indices moved to match (a filter
+    read from that phrase keeps no phrase)."""
+    moved = tuple(f if f.feature is None or f.feature < k else
+                  dataclasses.replace(f, feature=None if f.feature == k else f.feature - 1) for f in filters)
+    return features[:k] + features[k + 1:], moved

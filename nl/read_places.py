@@ -1,0 +1,388 @@
+"""Where a request is: the reading's steps on places, after the cue tables' frame
+(``geoql.nl.frame``). A place the caller knows inside a phrase ("hospital munich"), a city before a
+thing ("제주 약국"), a place with its case ending ("izmirdeki hastaneler"), the place of some features
+only ("cafes in Bonn and bakeries in Cologne"). :func:`geoql.nl.request.read_request` calls them in
+order; each takes and returns the reading's tuples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import ChainMap
+from functools import lru_cache
+from typing import Mapping
+
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
+from geoql.nl.frame import Frame, cue_language
+from geoql.nl.places import dictionary_form, gazetteer
+from geoql.nl.text import fold, script_of, spaceless
+from geoql.nl.words import entry_words, stem_fold
+from geoql.nl.model import Feature, Knowledge, Lexicon, Place, SURE_THING_SCORE
+
+
+@lru_cache(maxsize=None)
+def _place_prepositions(language: str) -> frozenset[str]:
+    """``language``'s one-word place prepositions, folded ("de", "di", "em", "in")."""
+    if language not in CUE_LANGUAGES:
+        return frozenset()
+    return frozenset(fold(p) for p in table(language)["place"]["prepositions"] if " " not in p)
+
+
+def _place_names(knowledge: Knowledge) -> Mapping[str, str]:
+    """The place names a request may write without a preposition: the caller's first (the CPU
+    default's: its training queries'), then, unless ``world_places`` is off, the world's cities."""
+    own = knowledge.places or {}
+    return ChainMap(own, gazetteer()) if knowledge.world_places else own
+
+
+def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tuple[int, int], ...]:
+    """The spans of the cities the gazetteer knows opening a request written without spaces, one after
+    the other with the table's "and" between them, where the frame read no place there and split a
+    name ("上海不是…": "上" and "海"; "成都地铁站…": "都" is "all"; "北京和上海的医院"): at each, the
+    longest name of two to ``MAX_WIDE_PLACE_CHARS`` characters. () where the frame read each as a
+    place already, read a phrase at the start and the cities are not a list ("苏州酒店", "阿拉贡有哪些医院"),
+    for a request in spaces, or whose opening is an around's centre ("デンバーから50キロ以内")."""
+    if not text[:1] or not spaceless(text[0]) or not knowledge.world_places:
+        return ()
+    if frame.around is not None and frame.around.of and text.startswith(frame.around.of[:2]):
+        return ()
+    # the frame read something at the start already: only a list of cities it split is read again
+    opened = any(text.startswith(p) for p in frame.places) or any(text.startswith(w) and len(w) > 1 for w in frame.what)
+    known = _place_names(knowledge)
+    joiners = sorted((w for w in table(cue_language(frame.language))["place"]["and"] if w.strip()), key=len, reverse=True)
+    out: list[tuple[int, int]] = []
+    at = 0
+    while at < len(text):
+        found = next(((at, at + n) for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - at - 1), 1, -1)
+                      if all(spaceless(ch) for ch in text[at:at + n]) and stem_fold(text[at:at + n]) in known), None)
+        if found is None:
+            break
+        out.append(found)
+        joiner = next((w for w in joiners if text.startswith(w, found[1])), None)
+        if joiner is None:
+            break
+        at = found[1] + len(joiner)
+    # nothing to add where the frame read each of them as a place already ("东京和大阪的医院")
+    if all(text[a:b] in frame.places for a, b in out) or opened and len(out) < 2:
+        return ()
+    return tuple(out)
+
+
+def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], known: Mapping[str, str],
+                    lexicon: Lexicon, language: str) -> tuple[tuple, tuple]:
+    """A request of one place phrase and no thing whose first words are a city and whose last words
+    name a thing, sure: the city and the thing ("제주 약국": pharmacies in Jeju).
+
+    >>> from geoql.nl.request import read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("제주 약국", Knowledge(Lexicon.default()))
+    >>> r.place_names, [f.text for f in r.things]
+    (('제주',), ['약국'])
+    """
+    if len(places) != 1 or places[0].span is None or places[0].role != "area":
+        return places, features
+    place = places[0]
+    words = place.name.split()
+    for n in range(len(words) - 1, 0, -1):
+        city, rest = " ".join(words[:n]), " ".join(words[n:])
+        # a city the gazetteer lacks counts in Korean, where a place and a thing are written so
+        # ("대전 도서관"); in a script with case "Central Park" is one name
+        if fold(city) not in known and city not in known and script_of(city[0]) != "Hangul" \
+                and stem_fold(dictionary_form(city, language)) not in known:  # ("в москве кафе": Москва)
+            continue
+        at = place.span[0] + place.name.index(rest, len(city))
+        opening = at == 0
+        tags = tuple(m for m in lexicon.lookup(rest, language, opening=opening))
+        if not any(m.score >= SURE_THING_SCORE and m.span == (0, len(rest)) for m in tags):
+            continue
+        city_place = dataclasses.replace(place, name=city, span=(place.span[0], place.span[0] + len(city)))
+        return (city_place,), (Feature(rest, (at, at + len(rest)), tags=tags), *features)
+    return places, features
+
+
+def _article_places(text: str, places: tuple[Place, ...], known: Mapping[str, str], language: str) -> tuple[Place, ...]:
+    """A place whose name begins with an article the cue tables took for the preposition's ("in den
+    haag": Den Haag), when the gazetteer knows the name with it and not without ("the Netherlands" stays
+    "Netherlands")."""
+    # (not English's "the": "the Netherlands" is asked as "Netherlands", as the gazetteer's country names say)
+    articles = _articles(language) - {"the"} if language in CUE_LANGUAGES and language != "en" else set()
+    out = []
+    for p in places:
+        if p.span is not None and articles:
+            head = text[:p.span[0]].rstrip()
+            word = head.split()[-1] if head.split() else ""
+            start = len(head) - len(word)
+            if fold(word) in articles and stem_fold(text[start:p.span[1]]) in known and stem_fold(p.name) not in known:
+                p = dataclasses.replace(p, name=text[start:p.span[1]], span=(start, p.span[1]))
+        out.append(p)
+    return tuple(out)
+
+
+def _more_cities(text: str, places: tuple[Place, ...], features: tuple[Feature, ...],
+                 known: Mapping[str, str], cue_words: frozenset[str] = frozenset()) -> tuple[tuple, tuple]:
+    """In a request written without spaces that names a place already, another city the gazetteer knows
+    that opens a phrase ("서울 카페와 부산 식당": 부산, then restaurants), or whose first letter the cue
+    tables read as a word ("北京的咖啡馆和上海的餐厅": "上" is "on", "海" was left a phrase); in Korean
+    also one right after words of the filters' cues ("이름에 커피가 들어간 부산 카페": "들어간", containing,
+    then Busan). The city becomes a place of its own; the rest of the phrase, if any, stays the phrase."""
+    out_places, out_features = list(places), []
+    for f in features:
+        if f.negated or f.span is None or any(p.span and p.span[0] < f.span[1] and f.span[0] < p.span[1] for p in places):
+            out_features.append(f)
+            continue
+        start, end = f.span
+        found = None
+        words = f.text.split(" ")
+        cued = next((k for k in range(1, len(words)) if not all(fold(w) in cue_words for w in words[:k])), 1) - 1
+        after_cues = len(" ".join(words[:cued])) + 1 if cued else None
+        for lead in (0, 1, after_cues):  # the city opens the phrase, began a letter before it, or follows cue words
+            if lead is None:
+                continue
+            a = start - lead if lead in (0, 1) else start + lead
+            if a < 0 or (lead == 1 and (not spaceless(text[a]) or any(p.span and p.span[0] <= a < p.span[1] for p in places))):
+                continue
+            for n in range(min(MAX_WIDE_PLACE_CHARS, end - a), 1, -1):
+                name = text[a:a + n]
+                rest = text[a + n:end]
+                if not all(spaceless(ch) for ch in name) or stem_fold(name) not in known:
+                    continue
+                # what is left is nothing, or one thing the lexicon named there, after a space or a particle
+                kept = [m for m in f.tags if (start + m.span[0]) >= a + n and text[start + m.span[0]:start + m.span[1]] == rest.strip()]
+                if rest.strip() and not (kept and rest[:1] in (" ", *CLAUSE_PARTICLES)):
+                    continue
+                found = (a, n, rest)
+                break
+            if found:
+                break
+        if found is None or any(stem_fold(p.name) == stem_fold(text[found[0]:found[0] + found[1]]) for p in places):
+            out_features.append(f)
+            continue
+        a, n, rest = found
+        out_places.append(Place(text[a:a + n], (a, a + n)))
+        if rest.strip():
+            lead = len(rest) - len(rest.lstrip(" " + "".join(CLAUSE_PARTICLES)))
+            r0 = a + n + lead
+            shift = r0 - start
+            tags = tuple(dataclasses.replace(m, span=(m.span[0] - shift, m.span[1] - shift)) for m in f.tags
+                         if m.span[0] >= shift)
+            out_features.append(dataclasses.replace(f, text=text[r0:end], span=(r0, end), tags=tags))
+    out_places.sort(key=lambda p: p.span or (len(text), len(text)))
+    return tuple(out_places), tuple(out_features)
+
+
+@lru_cache(maxsize=None)
+def _filter_cue_words(language: str) -> frozenset[str]:
+    """The folded words of ``language``'s filter cues (with, without, comparisons, name operations),
+    whole ("들어간": a Korean token is one syllable)."""
+    return frozenset(entry_words(table(language)["filters"])) if language in CUE_LANGUAGES else frozenset()
+
+
+def _thing_before_place(places: tuple[Place, ...], features: tuple[Feature, ...], lexicon: Lexicon,
+                        language: str) -> tuple[tuple, tuple]:
+    """A place read as "things in another place" of the request ("Cafés in Bonn und Bäckereien in Köln":
+    German capitals made "Bäckereien in Köln" a name): the things, and the other place."""
+    names = {p.name for p in places}
+    out_places, added = [], []
+    for p in places:
+        words = p.name.split()
+        split = None
+        for n in range(1, len(words) - 1):
+            head, tail = " ".join(words[:n]), " ".join(words[n + 1:])
+            if tail in names and p.span is not None:
+                found = lexicon.lookup(head, language, opening=False)
+                # (a kind of place is part of a place's name: "Métropole de Lyon", "City of London")
+                if len(found) == 1 and found[0].span == (0, len(head)) and found[0].score >= SURE_THING_SCORE \
+                        and not any(t.startswith(("place=", "boundary=", "admin_level=")) for t in found[0].tags):
+                    split = (head, found)
+                    break
+        if split is None:
+            out_places.append(p)
+            continue
+        head, found = split
+        added.append(Feature(head, (p.span[0], p.span[0] + len(head)), tags=tuple(found)))
+    if not added:
+        return places, features
+    return tuple(out_places), tuple(sorted((*features, *added), key=lambda f: (f.span or (0, 0))[0]))
+
+
+def _feature_places(places: tuple[Place, ...], features: tuple[Feature, ...]) -> tuple[tuple, tuple]:
+    """Places of their own features: "cafes in Bonn and bakeries in Cologne" reads two places, each
+    after its own features, so each is the place of those (role ``feature``, ``Feature.place``).
+    Places with no feature between them ("in Dendermonde, Belgium", "in Berlin and Hamburg") stay
+    the area of the whole request.
+
+    >>> ps, fs = _feature_places((Place("Bonn", (9, 13)), Place("Cologne", (30, 37))),
+    ...                          (Feature("cafes", (0, 5)), Feature("bakeries", (18, 26))))
+    >>> [(p.name, p.role) for p in ps], [(f.text, f.place) for f in fs]
+    ([('Bonn', 'feature'), ('Cologne', 'feature')], [('cafes', 0), ('bakeries', 1)])
+    """
+    located = sorted((p.span, i) for i, p in enumerate(places) if p.span is not None)
+    if len(located) < 2 or len(located) != len(places):
+        return places, features
+    things = [(f.span, k) for k, f in enumerate(features) if not f.negated and f.span]
+    # The things of each place lie between it and the place before ("cafes in Bonn and bakeries in
+    # Cologne"), or, where places come first ("波恩的咖啡馆和科隆的面包店"), between it and the next.
+    for bounds in ([(0 if n == 0 else located[n - 1][0][1], span[0]) for n, (span, _) in enumerate(located)],
+                   [(span[1], located[n + 1][0][0] if n + 1 < len(located) else None)
+                    for n, (span, _) in enumerate(located)]):
+        own = {k: i for (low, high), (_, i) in zip(bounds, located)
+               for span, k in things if low <= span[0] and (high is None or span[0] < high)}
+        # every place has things of its own, and every thing has a place: else the places narrow one area
+        if len(own) == len(things) and set(own.values()) == {i for _, i in located}:
+            return (tuple(dataclasses.replace(p, role="feature") for p in places),
+                    tuple(dataclasses.replace(f, place=own[k]) if k in own else f for k, f in enumerate(features)))
+    return places, features
+
+
+# At most this many words of a feature phrase are tried as a known place at its start or end.
+MAX_KNOWN_PLACE_WORDS = 3
+
+
+def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str], *,
+                  named: bool = False, prepositions: frozenset[str] = frozenset(), language: str = "en") -> tuple[tuple, tuple]:
+    """A place the caller knows (``Knowledge.places``) at the start or the end of the request, written
+    with no preposition, that the cue tables read as part of a feature phrase: "hospital munich",
+    "madrid farmacias". The phrase keeps the rest; nothing changes when no feature phrase would be
+    left (unless the request ``named`` what it asks for: '부산 "자갈치시장"') or nothing matches. A known
+    place after one of the language's place ``prepositions`` ends a phrase anywhere in the request
+    ("hoteles de madrid con wifi": the cue tables read "de madrid" into the phrase, the with-clause after).
+    A place that opens the request may carry its case ending where the language inflects names and no
+    apostrophe parts them ("izmirdeki hastaneler", "ankarada wifi olan kafeler").
+
+    >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
+    >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
+    ([('toronto', (8, 15))], [('dentist', (0, 7))])
+    >>> ps, fs = _known_places("museo x madrid", (Feature("museo", (0, 5)), Feature("madrid", (8, 14))), {"madrid": "Madrid"})
+    >>> [p.name for p in ps], [f.text for f in fs]
+    (['madrid'], ['museo'])
+    """
+    end = len(text.rstrip(" ?.!。？！"))
+    things = [f for f in features if not f.negated]
+    for k, f in enumerate(features):
+        if f.span is None or f.negated and not prepositions:
+            continue
+        edge = (f.span[1] == end or f.span[0] == 0) and not f.negated
+        if edge and (len(things) > 1 or named) and stem_fold(f.text) in known:
+            # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
+            return (Place(f.text, f.span),), features[:k] + features[k + 1:]
+        before = text[f.span[0] - 1] if f.span[0] > 0 else None
+        wide = None if f.negated else _wide_edge_place(f, known, end, before)  # (inside the request: only a place that is a word of its own)
+        if wide is not None:
+            return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
+        toks = [t for t in tokens(f.text) if not t.spaceless]
+        if not edge and not prepositions:
+            continue
+        for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
+            for head, run in ((False, toks[-n:]), (True, toks[:n])):
+                # (a negated phrase only so: "parques sin nombre de valencia")
+                after_prep = not head and len(toks) > n + 1 and toks[-n - 1].fold in prepositions
+                if (head and (f.span[0] != 0 or f.negated)) or (not head and (f.span[1] != end or f.negated) and not after_prep):
+                    continue
+                a, b = run[0].start, run[-1].end
+                if stem_fold(f.text[a:b]) not in known and not (head and _inflected_place(f.text[a:b], language, known)):
+                    continue
+                rest = f.text[b:] if head else f.text[:a]
+                lead = len(rest) - len(rest.lstrip())
+                rest = rest.strip()
+                start = f.span[0] + (b + lead if head else 0)
+                place = Place(f.text[a:b], (f.span[0] + a, f.span[0] + b))
+                feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
+                return (place,), features[:k] + (feature,) + features[k + 1:]
+    return (), features
+
+
+def _inflected_place(word: str, language: str, known: Mapping[str, str]) -> bool:
+    """Whether ``word`` is a known place with a case ending ("izmirdeki": İzmir + -deki), in a language
+    whose place names inflect; its dictionary form of four letters or more, so that a short word is no
+    city by chance."""
+    lemma = dictionary_form(word, language)
+    return lemma != word and len(lemma) >= 4 and " " not in word and stem_fold(lemma) in known
+
+
+def _place_phrases(places: tuple[Place, ...], features: tuple[Feature, ...],
+                   known: Mapping[str, str], text: str | None = None) -> tuple[tuple, tuple]:
+    """Feature phrases that name nothing the lexicon knows and are all a known place, read beside
+    the places the cue tables found: "milano" of "ospedali a milano e a torino" (Italian reads a place
+    after "a" only once), "奈良" of "京都と奈良のお寺". Nothing changes unless a thing with tags is left.
+
+    >>> ps, fs = _place_phrases((Place("torino", (22, 28)),), (Feature("ospedali", (0, 8), tags=(1,)),
+    ...                          Feature("milano", (11, 17))), {"milano": "Milan"})
+    >>> [p.name for p in ps], [f.text for f in fs]
+    (['milano', 'torino'], ['ospedali'])
+    """
+    if text is not None:
+        taken = [g.span for g in features if g.span] + [p.span for p in places if p.span]
+        features = tuple(_with_words_before(text, f, known, taken) for f in features)
+    named = [k for k, f in enumerate(features)
+             if not f.negated and not f.tags and f.span is not None and stem_fold(f.text) in known]
+    if not named or not any(f.tags for k, f in enumerate(features) if k not in named and not f.negated):
+        return places, features
+    found = [Place(features[k].text, features[k].span) for k in named]
+    ordered = tuple(sorted(places + tuple(found), key=lambda p: p.span or (1 << 30, 0)))
+    return ordered, tuple(f for k, f in enumerate(features) if k not in named)
+
+
+def _with_words_before(text: str, f: Feature, known: Mapping[str, str], taken: list[tuple[int, int]]) -> Feature:
+    """A phrase without tags with the word or two before it, where together they are a known place
+    whose first word the cue tables read as a small word ("em são paulo": "são" is also "are";
+    "in los angeles"), none of them ``taken`` by a phrase or place; else the phrase as it is."""
+    if f.negated or f.tags or f.span is None or stem_fold(f.text) in known:
+        return f
+    for n in (1, 2):
+        m = re.search(r"(?:\S+\s+){%d}$" % n, text[:f.span[0]])
+        if m is None or any(a < f.span[0] and m.start() < b for a, b in taken):
+            return f
+        if stem_fold(text[m.start():f.span[1]]) in known:
+            return dataclasses.replace(f, text=text[m.start():f.span[1]], span=(m.start(), f.span[1]))
+    return f
+
+
+# The longest place name tried at the edge of a phrase written without spaces ("北京", "名古屋", "서울특별시").
+MAX_WIDE_PLACE_CHARS = 6
+
+
+# Particles that end a clause before a noun phrase in Chinese and Japanese ("…的北京公园", "…の東京の公園").
+CLAUSE_PARTICLES = frozenset("的の")
+
+
+def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int, before: str | None = None) -> tuple[Place, Feature] | None:
+    """A known place that opens (or ends) a phrase written without spaces, and the rest of the phrase:
+    "苏州酒店" is hotels in 苏州, "와이파이 되는 카페 대구" cafés in 대구. The longest name wins; the rest
+    must keep a letter.
+
+    >>> p, rest = _wide_edge_place(Feature("苏州酒店", (0, 4)), {stem_fold("苏州"): "Suzhou"}, 4)
+    >>> (p.name, p.span), (rest.text, rest.span)
+    (('苏州', (0, 2)), ('酒店', (2, 4)))
+    """
+    text = f.text
+    after_particle = before is not None and before in CLAUSE_PARTICLES
+    for head in (True, False):
+        # inside the request, only a place that is a word of its own opening a phrase whose rest is
+        # one thing: "스타벅스가 아닌 서울 카페" (not "활동을 위해 지정된 ...", not "阿拉伯语")
+        inside = head and f.span[0] != 0
+        if (inside and not spaceless(text[:1])) or (not head and f.span[1] != end):
+            continue
+        for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - 1), 1, -1):
+            name = text[:n] if head else text[-n:]
+            rest = text[n:] if head else text[:-n]
+            if not (spaceless(name[0]) and spaceless(name[-1])) or stem_fold(name) not in known:
+                continue
+            # ... or after a particle that closes a clause before it ("修改过的北京公园": changed parks in 北京)
+            if inside and not ((rest[:1] == " " or after_particle) and any(text[a:b] == rest.strip() for (a, b) in
+                                                                          (m.span for m in f.tags) if a >= n)):
+                continue
+            if not any(ch.isalpha() for ch in rest) or (rest[:1].isalpha() and not spaceless(rest[0]) and head) \
+                    or (not head and rest[-1:].isalpha() and not spaceless(rest[-1])):
+                continue  # a name inside a word of another script is no name
+            lead = len(rest) - len(rest.lstrip())
+            start = f.span[0] + (n + lead if head else 0)
+            rest = rest.strip()
+            place_start = f.span[0] if head else f.span[1] - n
+            return (Place(name, (place_start, place_start + n)),
+                    dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=()))
+    return None
+
+
+def _articles(language: str) -> set[str]:
+    return {fold(w) for w in table(cue_language(language))["place"]["articles"]} | {"the"}
