@@ -264,6 +264,10 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
                      or _in_cue(r.text, f.span, cues["phrases"])):
             covered.append(f.span)
             continue
+        if f.span is not None and any(g.kind == "name" for g in r.filters) and any(
+                m.attribute.key == "name" and m.span[0] <= f.span[0] and f.span[1] <= m.span[1] for m in r.attribute_words):
+            covered.append(f.span)  # the word "name" of a name pattern, read apart: "улицы, название которых начинается с"
+            continue
         tags = _feature_tags(r, f, covered)
         if tags is None:
             return None
