@@ -146,9 +146,11 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         f = features[k]
         if f.span is not None and not f.tags and any(a <= f.span[0] and f.span[1] <= b for a, b in cues):
             features, filters = _without_feature(features, filters, k)
-        # ... or a word of another phrase's attribute that an apostrophe cut off ("aperto" of "tavoli all'aperto")
+        # ... or a word of another phrase's attribute that an apostrophe cut off ("aperto" of "tavoli all'aperto"),
+        # or the counted measure itself, read as a phrase of its own after a preposition ("stelle" of "a 4 stelle")
         elif f.span is not None and not f.tags and not f.negated and not any(g.feature == k for g in filters) \
-                and any(g.kind == "yes" and g.span and g.span[0] < f.span[0] and f.span[1] <= g.span[1] for g in filters):
+                and any(g.span and (g.kind == "yes" and g.span[0] < f.span[0] or g.kind == "compare" and g.span[0] <= f.span[0])
+                        and f.span[1] <= g.span[1] for g in filters):
             features, filters = _without_feature(features, filters, k)
     filters += _spaceless_with(text, frame, features, filters, attribute_words)
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
