@@ -506,8 +506,7 @@ def _areas(r: Request) -> list[str]:
     out: list[str] = []
     last = None
     places = [p for p in r.places if p.role != "centre"]
-    own = own_table(r.language)
-    ands = {fold(w) for t in (*all_tables().values(), *([own] if own is not None else [])) for w in t["place"]["and"]}
+    ands = _and_words(r.language)
     joined = [k > 0 and p.span and places[k - 1].span and p.role == places[k - 1].role == "area"
               and not r.text[places[k - 1].span[1]:p.span[0]].strip(" ,") for k, p in enumerate(places)]
     for k in range(len(places) - 1, 0, -1):
@@ -526,6 +525,14 @@ def _areas(r: Request) -> list[str]:
             out.append(_place_name(p.name, r.language))
         last = p
     return out
+
+
+@lru_cache(maxsize=16)
+def _and_words(lang: str) -> frozenset[str]:
+    """The words that join places in any table and in ``lang``'s own ("and", "und", "oder", "&")."""
+    own = own_table(lang)
+    return frozenset(fold(w) for t in (*all_tables().values(), *([own] if own is not None else []))
+                     for w in t["place"]["and"])
 
 
 def _place_name(name: str, lang: str) -> str:
@@ -783,6 +790,6 @@ def same_facts(composed: str, pick: str) -> bool:
     if a is None or b is None or a[:3] != b[:3]:
         return False
     # (an "out tags" the composed query lacks prints no geometry: nothing to show on a map)
-    limits = lambda outs: {o for o in outs if o.isdigit()}  # noqa: E731 (a limit prints fewer: only as asked)
+    # (a limit prints fewer elements: the same limit only)
     return a[3] <= b[3] and ("count" in a[3]) == ("count" in b[3]) and ("tags" in b[3]) <= ("tags" in a[3]) \
-        and limits(a[3]) == limits(b[3])
+        and {o for o in a[3] if o.isdigit()} == {o for o in b[3] if o.isdigit()}
