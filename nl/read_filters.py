@@ -372,8 +372,7 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
 
     spelled: list[Number] = []
 
-    after = sorted(((fold(c), op) for op, cs in table(language)["filters"]["compare"].items() for c in cs),
-                   key=lambda c: -len(c[0])) if language in CUE_LANGUAGES else []
+    after = _compare_cues(language)
 
     def op_after(m) -> str:
         gap = len(text[m.span[1]:]) - len(text[m.span[1]:].lstrip())
@@ -496,6 +495,23 @@ def _measure_then_comparison(text: str, filters: tuple[Filter, ...], words: Sequ
     return tuple(out)
 
 
+@lru_cache(maxsize=32)
+def _compare_cues(language: str) -> tuple[tuple[str, str], ...]:
+    """``language``'s comparison cues, folded, with their operators, longest first (none without a table)."""
+    if language not in CUE_LANGUAGES:
+        return ()
+    return tuple(sorted(((fold(c), op) for op, cs in table(language)["filters"]["compare"].items() for c in cs),
+                        key=lambda c: -len(c[0])))
+
+
+@lru_cache(maxsize=32)
+def _compare_tokens(language: str) -> frozenset[str]:
+    """The folded tokens of ``language``'s comparison cues and units."""
+    t = table(language)
+    return frozenset({tok.fold for ops in t["filters"]["compare"].values() for w in ops for tok in tokens(w)}
+                     | {tok.fold for unit in t["units"].values() for w in unit for tok in tokens(w)})
+
+
 def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
                           language: str) -> tuple[tuple, tuple]:
     """Phrases that are only a comparison's words, read apart from it: "高さ200" and "以上" of "東京の高さ200m
@@ -503,9 +519,7 @@ def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, 
     compared = [f for f in filters if f.kind == "compare" and f.span is not None and f.value]
     if not compared or language not in CUE_LANGUAGES:
         return features, filters
-    t = table(language)
-    cues = {tok.fold for ops in t["filters"]["compare"].values() for w in ops for tok in tokens(w)}
-    cues |= {tok.fold for unit in t["units"].values() for w in unit for tok in tokens(w)}
+    cues = _compare_tokens(language)
     for k in range(len(features) - 1, -1, -1):
         f = features[k]
         if f.negated or f.span is None or any(m.score >= SURE_THING_SCORE for m in f.tags):
