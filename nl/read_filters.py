@@ -477,22 +477,25 @@ def _measure_then_comparison(text: str, filters: tuple[Filter, ...], words: Sequ
     that much, a comparison "="."""
     measures = {m.span: m for m in words if not m.attribute.yes}
     out = list(filters)
+    merged: set[int] = set()  # the comparisons taken into the measure before them
     for k, f in enumerate(filters):
-        if f.kind == "yes" and f.span is not None and f.span not in measures:
+        if f.kind != "yes" or f.span is None:
+            continue
+        if f.span not in measures:
             m = next((m for m in measures.values() if m.span[0] == f.span[0]), None)
             n = next((n for n in numbers if m is not None and n.span is not None and n.span[1] == f.span[1]
                       and m.span[1] <= n.span[0] and len(text[m.span[1]:n.span[0]].split()) <= 1), None)
             if n is not None:
                 out[k] = dataclasses.replace(f, kind="compare", text=m.text, op="=", value=n.text, unit=n.unit)
             continue
-        if f.kind != "yes" or f.span not in measures:
-            continue
-        after = next((g for g in filters if g.kind == "compare" and g.span and f.span[1] <= g.span[0]
-                      and len(text[f.span[1]:g.span[0]].split()) <= 2), None)
+        j = next((j for j, g in enumerate(filters) if g.kind == "compare" and g.span and f.span[1] <= g.span[0]
+                  and len(text[f.span[1]:g.span[0]].split()) <= 2), None)
+        after = filters[j] if j is not None else None
         if after is not None and not any(after.span[0] <= m.span[0] and m.span[1] <= after.span[1] for m in words):
             out[k] = dataclasses.replace(after, text=f.text, span=(f.span[0], after.span[1]), feature=f.feature)
-            out.remove(after)
-    return tuple(out)
+            merged.add(j)
+    # (removed at the end: a removal inside the loop would shift the place of a later replacement)
+    return tuple(g for j, g in enumerate(out) if j not in merged)
 
 
 @lru_cache(maxsize=32)
@@ -528,6 +531,25 @@ def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, 
         inside = all(any(c.span[0] <= f.span[0] + tok.start and f.span[0] + tok.end <= c.span[1] for c in compared)
                      for tok in words)
         if inside and not any(g.feature == k for g in filters):
+            features, filters = _without_feature(features, filters, k)
+    return features, filters
+
+
+def _filter_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                      cues: Sequence[tuple[int, int]]) -> tuple[tuple, tuple]:
+    """Phrases without tags that are a filter's words read apart: all the comparison's cue after a
+    measure (``cues``: "higher" of "4 stars or higher"; "星以上"), a word of another phrase's attribute
+    that an apostrophe cut off ("aperto" of "tavoli all'aperto"), or the counted measure itself read as
+    a phrase of its own after a preposition ("stelle" of "a 4 stelle")."""
+    for k in reversed(range(len(features))):
+        f = features[k]
+        if f.span is None or f.tags:
+            continue
+        if any(a <= f.span[0] and f.span[1] <= b for a, b in cues):
+            features, filters = _without_feature(features, filters, k)
+        elif not f.negated and not any(g.feature == k for g in filters) \
+                and any(g.span and (g.kind == "yes" and g.span[0] < f.span[0] or g.kind == "compare" and g.span[0] <= f.span[0])
+                        and f.span[1] <= g.span[1] for g in filters):
             features, filters = _without_feature(features, filters, k)
     return features, filters
 

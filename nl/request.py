@@ -51,7 +51,7 @@ from geoql.nl.read_places import (
 )
 from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
-    _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
+    _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
     _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
     _without_feature,
 )
@@ -141,17 +141,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     filters = _listed_attributes(features, filters, attribute_words)
     filters, cues, spelled = _counted_attributes(text, filters, attribute_words, numbers, frame.language)
     numbers = tuple(sorted(numbers + spelled, key=lambda n: n.span or (0, 0)))
-    for k in reversed(range(len(features))):
-        # a phrase that is all the comparison's cue after a measure ("higher" of "4 stars or higher"; "星以上")
-        f = features[k]
-        if f.span is not None and not f.tags and any(a <= f.span[0] and f.span[1] <= b for a, b in cues):
-            features, filters = _without_feature(features, filters, k)
-        # ... or a word of another phrase's attribute that an apostrophe cut off ("aperto" of "tavoli all'aperto"),
-        # or the counted measure itself, read as a phrase of its own after a preposition ("stelle" of "a 4 stelle")
-        elif f.span is not None and not f.tags and not f.negated and not any(g.feature == k for g in filters) \
-                and any(g.span and (g.kind == "yes" and g.span[0] < f.span[0] or g.kind == "compare" and g.span[0] <= f.span[0])
-                        and f.span[1] <= g.span[1] for g in filters):
-            features, filters = _without_feature(features, filters, k)
+    features, filters = _filter_leftovers(features, filters, cues)
     filters += _spaceless_with(text, frame, features, filters, attribute_words)
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
