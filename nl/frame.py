@@ -501,6 +501,7 @@ class _Reader:
         self.taken = [False] * self.n
         self.phrases: list[tuple[int, int, str, bool]] = []  # (first token, end, text, negated) of what and negated
         self.not_numbers: set[int] = set()  # number tokens of coordinates, dates and ids
+        self.output_tokens: set[int] = set()  # the tokens of output cues ("as points")
         language = language or guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
         self.lex = _lexicon(cue_language(language))
@@ -686,6 +687,7 @@ class _Reader:
             if add(t.start, toks[y].text, month, toks[day].text if day is not None else 1):
                 near = [i] + ([day] if day is not None else []) + ([y] if abs(y - i) <= 3 else [])
                 self.take(min(near), max(near) + 1)  # a far year stays for the next date of a range
+                ends.add(max(near) + 1)  # "1 Ocak 2024'ten beri": the since-cue after it
                 # "zwischen dem 10. und 11. Mai 2018", "between 14 and 16 September 2018"
                 if day is not None and day < i:
                     k = day - 1
@@ -900,7 +902,8 @@ class _Reader:
                 raw = self._user_token(e)
                 if raw:
                     f.users.append(raw)
-                    self.take(s, e + 1)
+                    # the whole name: "ivan_osm" is two tokens
+                    self.take(s, max(e + 1, self.tokens_in(nxt.start, nxt.start + len(raw))[1]))
         if lex.user_first:  # "RichRico 사용자가", "DaveF 사용자의"
             for s, e, _ in self.find(lex.users, False):
                 if s > 0 and not self.taken[s - 1] and not toks[s - 1].spaceless and not toks[s - 1].number:
@@ -1010,10 +1013,14 @@ class _Reader:
             self.frame.output.add(kind)
             self.frame.output_spans.setdefault(kind, (self.toks[s].start, self.toks[e - 1].end))
             self.take(s, e)
+            self.output_tokens.update(range(s, e))
 
     def types(self) -> None:
-        # read past other steps: "ways with the IDs 1, 2" names ways as ids do
+        # read past other steps: "ways with the IDs 1, 2" names ways as ids do; not an output's words
+        # ("jako punkty": as points, a centre, not nodes)
         for s, e, kind in self.find(self.lex.types, False):
+            if self.output_tokens.issuperset(range(s, e)):
+                continue
             self.frame.types.add(kind)
             self.take(s, e)
 

@@ -300,6 +300,12 @@ class Lexicon:
             for m in self.lookup(variant, lang, opening=False):
                 if m.source == "brand" and m.span == (0, len(variant)):
                     return dataclasses.replace(m, span=(0, len(text)), text=text)
+        # a short brand whose capitals the variants miss: "bim" is "BİM"
+        brands = self._table("brands")
+        row = brands.keys.get(" ".join(t.fold for t in tokens(text))) if brands is not None and text.strip() else None
+        if row is not None and len(row[0]) <= SHORT_BRAND:
+            return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]),
+                                COMMON_BRAND_SCORE if row[3] else BRAND_SCORE, "brand", row[2], "")
         return None
 
     def known_words(self, text: str, lang: str) -> int:

@@ -72,6 +72,11 @@ def _filters_on_words(text: str, filters: tuple[Filter, ...], places: tuple[Plac
             if a >= s and not head.strip() and not tail.strip() and " " not in cut:
                 phrase = next((k for k, g in enumerate(features) if g.span and g.span[0] < b and a < g.span[1]), f.feature)
                 f = dataclasses.replace(f, text=text[a:b], span=(a, b), feature=phrase)
+        if f.kind in ("no", "absent") and len(hits) == 1 and f.span and hits[0].span[0] <= f.span[0] \
+                and f.span[1] <= hits[0].span[1] and hits[0].span != f.span and hits[0].attribute \
+                and hits[0].attribute.yes and all(t.endswith("=no") for t in hits[0].attribute.yes):
+            # the negation cue is inside the attribute's own words: "조명 없는" is unlit (lit=no), not "not unlit"
+            f = dataclasses.replace(f, kind="yes", text=text[hits[0].span[0]:hits[0].span[1]], span=hits[0].span)
         out.append(f)
     return tuple(out)
 

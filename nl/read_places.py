@@ -263,8 +263,9 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
         if f.span is None or f.negated and not prepositions:
             continue
         edge = (f.span[1] == end or f.span[0] == 0) and not f.negated
-        if edge and (len(things) > 1 or named) and stem_fold(f.text) in known:
-            # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna'
+        if edge and (len(things) > 1 or named) and (stem_fold(f.text) in known or _inflected_place(f.text, language, known)):
+            # a phrase of its own that is all a known place: 'hotel called "Hotel Sacher" vienna', "trabzonda
+            # a101 dışındaki marketler" (Trabzon + -da)
             return (Place(f.text, f.span),), features[:k] + features[k + 1:]
         before = text[f.span[0] - 1] if f.span[0] > 0 else None
         wide = None if f.negated else _wide_edge_place(f, known, end, before)  # (inside the request: only a place that is a word of its own)

@@ -35,7 +35,7 @@ from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, latin_rivals, latin_scores, read_frame
-from geoql.nl.lexicon import SHORT_BRAND
+from geoql.nl.lexicon import BRAND_SCORE, SHORT_BRAND
 from geoql.nl.places import dictionary_form
 from geoql.nl.support import read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
@@ -147,7 +147,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
-    place = places[0].name if places else None
+    # the copy-edit path puts this name into its neighbour's query: the dictionary form, as the
+    # composition writes it ("w Warszawie" -> "Warszawa")
+    place = dictionary_form(places[0].name, frame.language) if places else None
     # a count cue that begins an attribute's longer word is that word: "sem número de porta" (pt
     # "número de" counts) asks for no count
     output = {kind for kind in frame.output if not _inside_attribute(frame.output_spans.get(kind), attribute_words)
@@ -282,12 +284,34 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
         if not f.negated and best is not None and not best.tags[0].startswith("brand") and f.span is not None \
                 and 0 < best.span[0] and best.span[1] == len(f.text):
             head = f.text[:best.span[0]].strip()
-            found = lexicon.brand(head, language) if 0 < len(head.split()) <= 2 and len(head) > SHORT_BRAND else None
-            if found is not None and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] \
+            found = lexicon.brand(head, language) if 0 < len(head.split()) <= 2 and len(head) >= SHORT_BRAND else None
+            # (a brand of three letters only before a thing of its very tag: "bim marketleri", not "spa hotels")
+            if found is not None and (len(head) > SHORT_BRAND or found.tags[0] in best.tags) \
+                    and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] \
                     and any(t.startswith("brand=") and fold(t[6:]) == fold(head) for t in found.tags):
                 f = dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
+        elif not f.negated and not f.tags and f.span is not None:
+            # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"
+            f = _brand_beside_generic(f, lexicon, language)
         out.append(f)
     return tuple(out)
+
+
+def _brand_beside_generic(f: Feature, lexicon: Lexicon, language: str) -> Feature:
+    generic = find_attributes(f.text, language, generic=True)
+    if not generic:
+        return f
+    rest, at = f.text, 0
+    for m in generic:
+        rest = rest[:m.span[0] - at] + " " + rest[m.span[1] - at:]
+        at += m.span[1] - m.span[0] - 1
+    rest = " ".join(rest.split())
+    found = lexicon.brand(rest, language) if 0 < len(rest.split()) <= 2 and len(rest) >= SHORT_BRAND else None
+    if found is None or not any(t.startswith("brand=") and fold(t[6:]) == fold(rest) for t in found.tags):
+        return f
+    if found.score < BRAND_SCORE and generic[0].span[0] > 0:
+        return f  # a brand spelled like a word that opens the phrase is the word: "power stations"
+    return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
 
 
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:

@@ -92,6 +92,16 @@ def test_the_place_of_reference_rows(nl, place):
     assert read_request(nl).english_with_frame.area == place
 
 
+@pytest.mark.parametrize("nl, place", [
+    ("toalety przystosowane dla osób na wózkach w Warszawie", "Warszawa"),
+    ("парковки в Москве", "Москва"),
+    ("Museen in Stuttgart", "Stuttgart"),
+])
+def test_the_copy_edits_get_the_dictionary_form_of_an_inflected_place(nl, place):
+    # the copy-edit path writes this name into its neighbour's query, as the composition writes it
+    assert read_request(nl).english_with_frame.area == place
+
+
 # ------------------------------------------------------------------ what a caller tells the reader
 
 class _Cafes:
