@@ -313,6 +313,7 @@ class _Lexicon:
     of_start: Matcher
     compare: Matcher
     units: Matcher
+    speed: Matcher
     output: Matcher
     neg_before: Matcher
     neg_after: Matcher
@@ -408,6 +409,7 @@ def _lexicon(lang: str) -> _Lexicon:
         of_start=Matcher(own["around"]["of_start"]),
         compare=Matcher(own["around"].get("compare", [])),
         units=Matcher(payload(lambda t: t["units"])),
+        speed=Matcher(cues(lambda t: t["filters"].get("speed", []))),
         output=Matcher(payload(lambda t: t["output"])),
         neg_before=Matcher(own["negation"]["before"]),
         neg_after=Matcher(own["negation"]["after"]),
@@ -502,6 +504,7 @@ class _Reader:
         self.phrases: list[tuple[int, int, str, bool]] = []  # (first token, end, text, negated) of what and negated
         self.not_numbers: set[int] = set()  # number tokens of coordinates, dates and ids
         self.output_tokens: set[int] = set()  # the tokens of output cues ("as points")
+        self.speed_units: set[int] = set()  # the first token of each speed's unit ("km" of "30 km/h")
         language = language or guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
         self.lex = _lexicon(cue_language(language))
@@ -561,6 +564,7 @@ class _Reader:
         before = list(self.taken)
         self.identifiers()
         self.not_numbers |= {k for k in range(self.n) if self.taken[k] and not before[k] and self.toks[k].number}
+        self.speeds()
         self.distances()
         self.outputs()
         self.types()
@@ -751,6 +755,16 @@ class _Reader:
             f.periods.append(period)
             self.take(s, e)
         f.periods = list(dict.fromkeys(f.periods))
+
+    def speeds(self) -> None:
+        """"30 km/h", "50 mph", "60 км/ч": a speed's unit is no distance ("limitées à 30 km/h" is no radius
+        of 30 km); the number stays for a comparison."""
+        for i, t in enumerate(self.toks):
+            if t.number and not self.taken[i] and i + 1 < self.n:
+                hit = self.lex.speed.match_at(self.toks, i + 1, self.taken)
+                if hit:
+                    self.take(i + 1, hit[0])
+                    self.speed_units.add(i + 1)
 
     def distances(self) -> None:
         """"within 100 m of X", "im Umkreis von 100 m um X", "X から100メートル以内": the
@@ -1578,7 +1592,9 @@ class _Reader:
         lex, toks = self.lex, self.toks
         unit, end = None, k + 1
         hit = lex.units.match_at(toks, k + 1) or lex.time_units.match_at(toks, k + 1) if k + 1 < self.n else None
-        if hit:
+        if k + 1 in self.speed_units:  # "30 km/h or less": the value as maxspeed holds it, the cue after the unit
+            end = lex.speed.match_at(toks, k + 1)[0]
+        elif hit:
             end, unit = hit
         for s in range(max(0, k - 4), k):
             cue = lex.more_less.match_at(toks, s)
@@ -1615,7 +1631,8 @@ class _Reader:
         for k, t in enumerate(toks):
             if not t.number or k in self.not_numbers:
                 continue
-            hit = lex.units.match_at(toks, k + 1) or lex.time_units.match_at(toks, k + 1) if k + 1 < self.n else None
+            hit = lex.units.match_at(toks, k + 1) or lex.time_units.match_at(toks, k + 1) \
+                if k + 1 < self.n and k + 1 not in self.speed_units else None
             f.numbers.append((_number(t.text), t.text, (t.start, t.end), hit[1] if hit else None))
 
     def _word_end(self, e: int) -> bool:

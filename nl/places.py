@@ -26,12 +26,11 @@ from geoql.nl.words import stem_fold
 
 FORMAT = 1
 
-__all__ = ["dictionary_form", "gazetteer"]
+__all__ = ["dictionary_form", "gazetteer", "word_cities", "word_cities_in"]
 
 
 @lru_cache(maxsize=1)
-def gazetteer() -> dict[str, str]:
-    """``stem_fold`` of a place name -> the place's English name (read once, on first use)."""
+def _data() -> dict:
     try:
         raw = resources.files("geoql.nl").joinpath("data", "places.json.gz").read_bytes()
         data = json.loads(gzip.decompress(raw))
@@ -39,7 +38,36 @@ def gazetteer() -> dict[str, str]:
         raise GeoqlError(f"nl/data/places.json.gz unreadable ({e}); reinstall geoql") from e
     if data.get("format") != FORMAT:
         raise GeoqlError(f"nl/data/places.json.gz has format {data.get('format')}, this GeoQL reads {FORMAT}; reinstall geoql")
-    return {key: value[0] for key, value in data["names"].items()}
+    return data
+
+
+@lru_cache(maxsize=1)
+def gazetteer() -> dict[str, str]:
+    """``stem_fold`` of a place name -> the place's English name (read once, on first use)."""
+    return {key: value[0] for key, value in _data()["names"].items()}
+
+
+@lru_cache(maxsize=1)
+def word_cities() -> dict[str, tuple[str, frozenset[str]]]:
+    """Cities spelled like a common word ("Bristol", "Porto", "Nice"), which :func:`gazetteer` leaves
+    out, each with the languages whose dictionaries hold the word: a reader takes one only where a
+    request in another language ends on it after its thing ("cafes with wifi bristol"; "cafes nice" is nice).
+
+    >>> word_cities()[stem_fold("bristol")][0], stem_fold("bristol") in gazetteer(), sorted(word_cities()[stem_fold("nice")][1])
+    ('Bristol', False, ['de', 'en'])
+    """
+    return {key: (value[0], frozenset(value[2])) for key, value in _data().get("word_names", {}).items()}
+
+
+@lru_cache(maxsize=32)
+def word_cities_in(language: str | None) -> dict[str, str]:
+    """:func:`word_cities` a request in ``language`` may end on, name -> English name: those that are no
+    word of it (all of them for ``None``, a request whose words tell no language: "conad bologna").
+
+    >>> "nice" in word_cities_in("en"), "nice" in word_cities_in("fr"), "bologna" in word_cities_in(None)
+    (False, True, True)
+    """
+    return {key: name for key, (name, langs) in word_cities().items() if language is None or language not in langs}
 
 
 # Of a name of several words, this many spellings of it are looked up in the gazetteer.

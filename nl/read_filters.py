@@ -26,6 +26,10 @@ def _filters(frame: Frame, features: tuple[Feature, ...], words: Sequence[Attrib
     for kind, text, span, op, value, unit in frame.filters:
         phrase = next((p for p, at in frame.spans.items() if at == span), None)
         feature = None if phrase is None else index.get((phrase, kind in ("no", "absent")), index.get((phrase, False)))
+        if feature is None and phrase is not None and span is not None:
+            # a phrase that lost a place read out of it ("wifi bristol" -> "wifi"): the phrase inside the span
+            feature = next((k for k, f in enumerate(features) if f.span and span[0] <= f.span[0] and f.span[1] <= span[1]
+                            and f.negated == (kind in ("no", "absent"))), None)
         if kind in ("compare", "name") and feature is not None and _names_thing(
                 features[feature], words, value if kind == "name" else None, _name_cues(frame.language) if kind == "name" else ()):
             # "здания выше 25 этажей", "budynki powyżej 10 pięter", "streets named after goethe": the thing
@@ -390,10 +394,23 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
 
     cues: list[tuple[int, int]] = []
 
+    def number_after(m):
+        # "mit einer Höchstgeschwindigkeit von 40", "a speed limit of 30": the measure, "of", its value
+        n = next((n for n in numbers if n.span is not None and n.unit is None and m.span[1] <= n.span[0]
+                  and fold(text[m.span[1]:n.span[0]].strip()) in _VALUE_LINKS), None)
+        if n is not None:
+            cues.append((m.span[0], n.span[1]))
+        return n
+
     out = []
     for f in filters:
         m = next((m for m in words if f.kind == "yes" and f.span == m.span and not m.attribute.yes), None)
         n = number_before(m) if m is not None else None
+        if n is None and m is not None and m.attribute.key in _MEASURE_KEYS:
+            n = number_after(m)
+            if n is not None:
+                out.append(dataclasses.replace(f, kind="compare", op="=", value=n.text))
+                continue
         out.append(dataclasses.replace(f, kind="compare", op=op_after(m), value=n.text) if n is not None else f)
     # ... and one inside a thing's phrase, where no cue read it ("hoteles de 5 estrellas", "5성급 호텔",
     # "5つ星ホテル"), of the measures that are counted (stars, floors)
@@ -405,6 +422,13 @@ def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[
         if n is not None:
             out.append(Filter("compare", m.text, m.span, op_after(m), n.text))
     return tuple(out), tuple(cues), tuple(spelled)
+
+
+# Keys whose value is a number a request may give after the measure's word.
+_MEASURE_KEYS = frozenset({"maxspeed", "stars", "capacity", "building:levels", "ele", "height", "lanes", "population",
+                           "width", "maxheight", "maxweight"})
+# The words between a measure and its value ("a speed limit of 30", "Höchstgeschwindigkeit von 40"), folded.
+_VALUE_LINKS = frozenset({"of", "von", "de", "di", "do", "da", "del", "van", "od", "at", "à", "a"})
 
 
 def _number_word_before(text: str, at: int, language: str) -> Number | None:

