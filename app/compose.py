@@ -31,6 +31,7 @@ True
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import re
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from overpassql import ast as A
 from geoql.app.decoding import Candidate
 from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, own_table, tokens
+from geoql.nl.frame import ORDINAL_ENDINGS
 from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.request import SURE_THING_SCORE, Feature, FeatureMatch, Filter, Request
 from geoql.nl.text import fold
@@ -200,15 +202,29 @@ def _unsupported(r: Request) -> bool:
 
 def _when(r: Request) -> list | None:
     """"since 1 March 2024": ``newer`` than that day; "in the last 7 days": ``newer`` than overpass-turbo's
-    ``{{date:7 days}}`` (the day the query runs, less the period); [] without either; None for what is
-    not built (a date range, a date with no since-cue, a period beside a date)."""
+    ``{{date:7 days}}`` (the day the query runs, less the period); "between January and March 2024":
+    ``changed`` from the first day to the end of the last (of its month where it names no day); [] without
+    any; None for what is not built (a date with no since-cue, a period beside a date).
+
+    >>> from geoql.nl.request import Request
+    >>> _when(Request("", "", dates=("2024-01-01", "2024-03-01"), month_dates=("2024-03-01",)))
+    [Changed(since='2024-01-01T00:00:00Z', until='2024-03-31T23:59:59Z', line=0)]
+    """
     if r.periods:
         if r.dates or len(r.periods) != 1 or not _PERIOD.fullmatch(r.periods[0]):
             return None
         return [A.Newer(f"{{{{date:{r.periods[0]}}}}}")]
     if not r.dates:
         return []
-    if len(r.dates) != 1 or not r.since or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.dates[0]):
+    if not all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", d) for d in r.dates):
+        return None
+    if len(r.dates) == 2 and r.dates[0] < r.dates[1]:  # ("from 2024-01-01 to 2024-02-15": a since-cue, two ends)
+        first, last = r.dates
+        if last in r.month_dates:  # the whole month: its last day
+            y, m = int(last[:4]), int(last[5:7])
+            last = f"{y:04d}-{m:02d}-{calendar.monthrange(y, m)[1]:02d}"
+        return [A.Changed(f"{first}T00:00:00Z", f"{last}T23:59:59Z")]
+    if len(r.dates) != 1 or not r.since:
         return None
     return [A.Newer(f"{r.dates[0]}T00:00:00Z")]
 
@@ -684,7 +700,7 @@ def _accounted(r: Request, covered: list) -> bool:
     if any(f.kind == "name" for f in r.filters):
         allowed |= cues["names"]  # "restaurante llamado \"Casa Lucio\"": the name's cue word
     if r.dates or r.periods:
-        allowed |= cues["time"]
+        allowed |= cues["time"] | ORDINAL_ENDINGS  # "le 1er mars": the day's ordinal ending
     if r.users:
         allowed |= cues["users"] | cues["time"]
         covered += [m.span() for u in r.users for m in re.finditer(re.escape(u), r.text)]

@@ -68,6 +68,7 @@ class Frame:
     types: set[str] = field(default_factory=set)
     output: set[str] = field(default_factory=set)
     dates: list[str] = field(default_factory=list)
+    month_dates: list[str] = field(default_factory=list)  # dates written without a day ("March 2024"): the month
     periods: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
@@ -485,6 +486,8 @@ _DMY = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})[./](\d{4})(?!\d)")
 _CJK_DATE = re.compile(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日일号號])?")
 _CJK_RANGE_END = re.compile(r"\s*(?:から|至|到|~|〜|-|–|－|부터|에서)\s*(?:(\d{1,2})\s*[月월])?\s*(\d{1,2})\s*[日일号號]")
 _DATE_ARTICLES = frozenset({"le", "the", "dem", "den", "der", "el", "il", "lo", "l"})
+# The endings of an ordinal day written in digits ("1er", "2nd", "3rd", "4th"): tokens of their own.
+ORDINAL_ENDINGS = frozenset({"er", "re", "st", "nd", "rd", "th"})
 _RANGE_WORDS = frozenset({"and", "to", "und", "bis", "et", "au", "y", "al", "a", "e", "и", "по", "до"})
 _YEAR = re.compile(r"^(1[89]\d\d|20\d\d)$")
 _BREAK = re.compile(r"[,;:?!.()\[\]{}，。；：？！、（）「」『』\"“”„«»]|(?<!\S)[&+](?!\S)")  # (" & " and " + " join two things)
@@ -667,6 +670,8 @@ class _Reader:
                 if add(m.start(), g[order[0]], g[order[1]], g[order[2]]):
                     self.take(i, j)
                     ends.add(j)
+                    if rx is _CJK_DATE and not g[2]:
+                        f.month_dates.append(found[-1][1])  # "2024年3月"
                     if rx is _CJK_DATE and g[2]:  # "2017年11月16日から17日", "2018年9月14日至9月16日"
                         r = _CJK_RANGE_END.match(self.text, m.end())
                         if r and add(r.start(2), g[0], r.group(1) or g[1], r.group(2)):
@@ -683,13 +688,19 @@ class _Reader:
                 continue
             y = years[0]
             day = None
-            for k in (i - 1, i + 1, i - 2, i + 2):
+            # (the day's ordinal ending and "of" may stand between: "the 1st of March")
+            ordinal = i >= 3 and toks[i - 1].fold == "of" and toks[i - 2].fold in ORDINAL_ENDINGS
+            for k in (i - 1, i + 1, i - 2, i + 2) + ((i - 3,) if ordinal else ()):
                 if 0 <= k < self.n and k != y and toks[k].number and toks[k].text.isdigit() \
                         and 1 <= int(toks[k].text) <= 31 and len(toks[k].text) <= 2 and not self.taken[k]:
                     day = k
                     break
             if add(t.start, toks[y].text, month, toks[day].text if day is not None else 1):
-                near = [i] + ([day] if day is not None else []) + ([y] if abs(y - i) <= 3 else [])
+                if day is None:
+                    f.month_dates.append(found[-1][1])
+                # (a year after another month is that month's too: "between January and March 2024")
+                shared = y > i and any(months.get(toks[k].fold) for k in range(i + 1, y))
+                near = [i] + ([day] if day is not None else []) + ([y] if abs(y - i) <= 3 and not shared else [])
                 self.take(min(near), max(near) + 1)  # a far year stays for the next date of a range
                 ends.add(max(near) + 1)  # "1 Ocak 2024'ten beri": the since-cue after it
                 # "zwischen dem 10. und 11. Mai 2018", "between 14 and 16 September 2018"
@@ -721,6 +732,9 @@ class _Reader:
                 k += 1
             if k + 1 < self.n and toks[k].number and toks[k + 1].start in starts:
                 k += 1  # the day before its month: "nach dem 1. Juni 2019"
+            elif k + 2 < self.n and toks[k].number and toks[k + 1].fold in ORDINAL_ENDINGS:
+                # ... with its ordinal ending: "depuis le 1er mars 2025", "since the 1st of March"
+                k += 3 if k + 3 < self.n and toks[k + 2].fold == "of" and toks[k + 3].start in starts else 2
             if k < self.n and toks[k].start in starts:  # "since November 1, 2018"
                 self.take(s, e)
                 f.since = True

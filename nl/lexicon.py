@@ -29,7 +29,7 @@ import importlib
 import json
 import threading
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Iterable, Sequence
@@ -170,6 +170,8 @@ class _Table:
     max_words: int
     max_letters: int
     stemmed: bool
+    # brands: local brands spelled like a word, read only by Lexicon.brand ("continente")
+    words: dict[str, list] = field(default_factory=dict)
 
     def key(self, token: Token) -> str:
         return word_keys(self.forms.get(token.fold, token.fold), self.lang)
@@ -237,7 +239,7 @@ class Lexicon:
                 keys.update({k[:-2]: v for k, v in list(keys.items())
                              if k.endswith(" s") and len(k) - 2 >= POSSESSIVE_BRAND_LETTERS and k[:-2] not in keys})
             return _Table(name, keys, data.get("forms", {}), data["max_words"], data["max_letters"],
-                          STEMMERS.get(name) is not None)
+                          STEMMERS.get(name) is not None, data.get("words", {}))
         except (OSError, ValueError, KeyError) as e:
             raise LexiconError(f"lexicon file {path} unreadable ({e}); reinstall geoql or rebuild it with "
                                "scripts/build_nl_lexicon.py") from e
@@ -300,12 +302,17 @@ class Lexicon:
             for m in self.lookup(variant, lang, opening=False):
                 if m.source == "brand" and m.span == (0, len(variant)):
                     return dataclasses.replace(m, span=(0, len(text)), text=text)
-        # a short brand whose capitals the variants miss: "bim" is "BİM"
+        # a short brand whose capitals the variants miss ("bim" is "BİM"); a local brand spelled like a
+        # word, which the lookup never reads ("continente")
         brands = self._table("brands")
-        row = brands.keys.get(" ".join(t.fold for t in tokens(text))) if brands is not None and text.strip() else None
+        key = " ".join(t.fold for t in tokens(text)) if brands is not None and text.strip() else ""
+        row = brands.keys.get(key) if key else None
         if row is not None and len(row[0]) <= SHORT_BRAND:
             return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]),
                                 COMMON_BRAND_SCORE if row[3] else BRAND_SCORE, "brand", row[2], "")
+        row = brands.words.get(key) if key else None
+        if row is not None:
+            return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]), COMMON_BRAND_SCORE, "brand", row[2], "")
         return None
 
     def known_words(self, text: str, lang: str) -> int:

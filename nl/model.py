@@ -187,6 +187,7 @@ class Request:
     types: frozenset[str] = frozenset()  # node / way / relation / area, only when named
     output: frozenset[str] = frozenset()  # count / geom / center / csv / meta, only when asked
     dates: tuple[str, ...] = ()  # ISO dates, both ends of a range
+    month_dates: tuple[str, ...] = ()  # those of ``dates`` written without a day ("between January and March 2024")
     periods: tuple[str, ...] = ()  # turbo periods from relative time ("1 week")
     since: bool = False  # a since-cue leads the date: it starts a period
     numbers: tuple[Number, ...] = ()

@@ -15,7 +15,7 @@ from typing import Mapping
 
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.frame import Frame, cue_language
-from geoql.nl.places import dictionary_form, gazetteer
+from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
 from geoql.nl.text import fold, script_of, spaceless
 from geoql.nl.words import entry_words, stem_fold
 from geoql.nl.model import Feature, Knowledge, Lexicon, Place, SURE_THING_SCORE
@@ -251,7 +251,8 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     A place that opens the request may carry its case ending where the language inflects names and no
     apostrophe parts them ("izmirdeki hastaneler", "ankarada wifi olan kafeler"), and so may one that
     ends it ("аптеки екатеринбурга"). A city spelled like a word (``words``: "Bristol", :func:`~geoql.nl.places.word_cities_in`
-    the request's language) counts only where it ends the request after its thing; a negated phrase ends on a known place too ("briefkästen ohne
+    the request's language) counts only where it ends the request after its thing, or after a place
+    preposition in any language ("bibliotecas de granada con metadatos"); a negated phrase ends on a known place too ("briefkästen ohne
     leerungszeiten dresden").
 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
@@ -288,9 +289,11 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 key = stem_fold(f.text[a:b])
                 at_end = not head and f.span[1] == end
                 if key not in known and not _inflected_place(f.text[a:b], language, known) \
-                        and not (at_end and not f.negated and words and key in words):
+                        and not (at_end and not f.negated and words and key in words) \
+                        and not (after_prep and words is not None and key in word_cities_in(None)):
                     continue
-                rest = f.text[b:] if head else f.text[:a]
+                # (the preposition before the place goes with it: "hospitais de lisboa" -> "hospitais")
+                rest = f.text[b:] if head else f.text[:toks[-n - 1].start if after_prep else a]
                 lead = len(rest) - len(rest.lstrip())
                 rest = rest.strip()
                 start = f.span[0] + (b + lead if head else 0)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import unicodedata
+from collections import ChainMap
 
 from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import tokens
@@ -114,6 +115,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         # or in the middle of the request ("wifiがある東京のカフェ"); only a phrase without tags can be one,
         # so a request whose phrases all name things does not load the gazetteer
         places, features = _place_phrases(places, features, _place_names(knowledge), text)
+        if places and any(not f.negated and not f.tags for f in features):
+            # beside a place read, a city spelled like a word too: "colonnine di ricarica a torino e genova"
+            places, features = _place_phrases(places, features, ChainMap(_place_names(knowledge), word_cities_in(None)), text)
     if lexicon is not None and knowledge.world_places and (places or frame.script == "Hangul") \
             and frame.script in SPACELESS_SCRIPTS:
         places, features = _more_cities(text, places, features, _place_names(knowledge), _filter_cue_words(frame.language))
@@ -200,7 +204,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         around=around, bbox=frame.bbox, numbers=numbers,
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
         users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
-        output=frozenset(output), dates=tuple(frame.dates), periods=tuple(frame.periods), since=frame.since,
+        output=frozenset(output), dates=tuple(frame.dates), month_dates=tuple(d for d in frame.dates if d in frame.month_dates),
+        periods=tuple(frame.periods), since=frame.since,
         attribute_words=attribute_words, generic_words=tuple(m.span for m in find_attributes(text, frame.language, generic=True)),
         # the language's own stop words where all_tables leaves its table out (words.json has only English's)
         words=tuple(content_words(nl, frame.language)), stems=word_stems(nl), topic_words=topic_words(nl, frame.language),

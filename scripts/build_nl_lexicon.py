@@ -464,6 +464,9 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
     brands: dict[str, list] = {}
     local_words = _local_brand_blocklist(common)
     local_kept: set[str] = set()
+    # local brands spelled like a word ("continente", "biedronka"): never read as the word's brand, only
+    # where the reading knows a brand is meant (``Lexicon.brand``: "supermercados que não sejam continente")
+    local_words_brands: dict[str, list] = {}
     # the brands of many countries first: a local brand never takes the spelling of one of them; a
     # brand's own spellings before the names mappers write for it ("costa coffee"): those never take one
     for surface, main, brand, q, local, match_name in sorted(brand_rows, key=lambda row: (row[5], row[4])):
@@ -475,8 +478,11 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
         if local:
             # a brand of one or two countries counts only where nothing else is spelled so: no word of
             # any language's dictionary or table ("continente", "biedronka"), no city, four letters or more
-            if key in brands and brands[key][2] != q or len(key.replace(" ", "")) < LOCAL_BRAND_LETTERS \
-                    or _is_common(key, common) or key in local_words:
+            if key in brands and brands[key][2] != q or len(key.replace(" ", "")) < LOCAL_BRAND_LETTERS:
+                continue
+            if _is_common(key, common) or key in local_words:
+                if surface == brand:
+                    local_words_brands.setdefault(key, [surface, [main, f"brand={brand}"], q])
                 continue
             local_kept.add(q)
         # the entry whose own brand tag is this spelling gives the brand value ("Starbucks", not "스타벅스")
@@ -491,9 +497,11 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
             brands.setdefault(bare, brands[key])
     brand_stats["local_brands_kept"] = len(local_kept)
     brand_stats["brand_terms"] = _brand_terms(languages, brand_rows, reach, dictionaries["en"])
+    brand_stats["local_brands_spelled_as_words"] = len(local_words_brands)
     languages["brands"] = {"format": FORMAT, "max_words": max(k.count(" ") + 1 for k in brands),
                            "max_letters": max(len(k) for k in brands if is_spaceless_text(k)),
-                           "keys": dict(sorted(brands.items()))}
+                           "keys": dict(sorted(brands.items())),
+                           "words": {k: v for k, v in sorted(local_words_brands.items()) if k not in brands}}
     sources = {
         "format": FORMAT,
         "sources": {

@@ -15,8 +15,8 @@ Left out: names of one or two letters (two Han characters are kept: "苏州"), n
 "=", and every name that is a word of a cue table or a surface of the feature lexicon ("Bar",
 "Mobile", "Reading" are cities too), and, for cities under a million people, every word of
 simplemma's dictionaries of the Latin-script languages ("Nice", "Split", "Orange"): a request's words
-are read as what they ask for first. A city's own name of those (not its alternate names) goes to
-``word_names`` with the languages whose dictionaries hold the word: the reader takes it only where a
+are read as what they ask for first. A city's own name of those (and an alternate name that spells it: "Lisboa", "Genova";
+not "Bla" of Barcelona) goes to ``word_names`` with the languages whose dictionaries hold the word: the reader takes it only where a
 request in another language ends on it after its thing ("cafes with wifi bristol", "hotels porto";
 not "cafes nice").
 The file maps each name's ``stem_fold`` to the city's English name and its population (the most
@@ -137,6 +137,13 @@ def _kind(name: str, population: int, words: set[str], dictionary: set[str]) -> 
     return "name" if population >= COMMON_WORD_POPULATION or not keys & dictionary else "word"
 
 
+def _kin(name: str, english: str) -> bool:
+    """Whether an alternate name is a spelling of the city's own name ("Lisboa" of Lisbon, "Genova" of
+    Genoa), not another word GeoNames lists for it: four letters or more, the same first two letters."""
+    a, b = fold(name.strip()), fold(english)
+    return len(a) >= 4 and a[:2] == b[:2]
+
+
 def build(min_population: int) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -158,8 +165,8 @@ def build(min_population: int) -> dict:
 
     def add(name: str, english: str, population: int, main: bool = True) -> None:
         kind = _kind(name, population, words, dictionary)
-        if kind is None or kind == "word" and not main:
-            return  # (alternate names spelled like words are too often a word's spelling: "Bla", "Ben")
+        if kind is None or kind == "word" and not main and not _kin(name, english):
+            return  # (alternate names spelled like words are often a word's spelling: "Bla", "Ben" of Barcelona, Benghazi)
         table = best if kind == "name" else edge
         key = stem_fold(name.strip())
         if key not in table or (population, english) > table[key]:
