@@ -1573,7 +1573,9 @@ class _Reader:
         if after and after[1] == "after" or \
                 any(hit and hit[1] == "before" and i - 1 <= hit[0] <= i
                     for s in range(max(0, i - 8), i) for hit in [lex.name_in.match_at(toks, s)]):
-            return "contains", self.span(i, j)
+            # (a name cue opening the value is no part of it: "со словом море в названии")
+            cue = lex.names.match_at(toks, i)
+            return "contains", self.span(cue[0] if cue and cue[0] < j else i, j)
         for s in range(max(0, i - 3), j):
             hit = lex.name_ops.match_at(toks, s)
             if not hit or hit[0] < i - 1:

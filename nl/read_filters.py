@@ -143,9 +143,9 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
             continue
         for m in words:
             lead = m.text[:max(0, f.span[0] - m.span[0])]
-            if m.attribute.yes and m.span[0] < f.span[0] < m.span[1] <= f.span[1] and lead.strip().isdigit() \
+            if m.attribute.yes and m.span[0] < f.span[0] < m.span[1] <= f.span[1] and re.fullmatch(r"\d[\d/.:-]*", lead.strip()) \
                     and not any(a < m.span[1] and m.span[0] < b for a, b in taken):
-                # an attribute that opens with a number the cue tables read apart ("24 hour gas stations")
+                # an attribute that opens with a number the cue tables read apart ("24 hour gas stations", "7/24 açık")
                 out.append(Filter("yes", m.text, m.span))
                 continue
             span, inner = m.span, (m.span[0] - f.span[0], m.span[1] - f.span[0])

@@ -265,7 +265,7 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     end = len(text.rstrip(" ?.!。？！"))
     things = [f for f in features if not f.negated]
     for k, f in enumerate(features):
-        if f.span is None or f.negated and not prepositions:
+        if f.span is None or f.negated and not prepositions and f.span[0] != 0:
             continue
         edge = (f.span[1] == end or f.span[0] == 0) and not f.negated
         if edge and (len(things) > 1 or named) and (stem_fold(f.text) in known or _inflected_place(f.text, language, known)):
@@ -277,17 +277,19 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
         if wide is not None:
             return (wide[0],), features[:k] + (wide[1],) + features[k + 1:]
         toks = [t for t in tokens(f.text) if not t.spaceless]
-        if not edge and not prepositions:
+        if not edge and not prepositions and not (f.negated and f.span[0] == 0):
             continue
         for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
                 # (a negated phrase only so, or at the request's end: "parques sin nombre de valencia")
                 after_prep = not head and len(toks) > n + 1 and toks[-n - 1].fold in prepositions
-                if (head and (f.span[0] != 0 or f.negated)) or (not head and f.span[1] != end and not after_prep):
+                if (head and f.span[0] != 0) or (not head and f.span[1] != end and not after_prep):
                     continue
                 a, b = run[0].start, run[-1].end
                 key = stem_fold(f.text[a:b])
                 at_end = not head and f.span[1] == end
+                if head and f.negated and not _inflected_place(f.text[a:b], language, known):
+                    continue  # (a negated phrase opens on a place only with its case ending: "konyada kebapçı olmayan")
                 if key not in known and not _inflected_place(f.text[a:b], language, known) \
                         and not (at_end and not f.negated and words and key in words) \
                         and not (after_prep and words is not None and key in word_cities_in(None)):
