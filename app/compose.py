@@ -792,6 +792,10 @@ def query_facts(query: str) -> tuple | None:
                 # near playgrounds"; a statement with no tag selects everything there ("node(area.a)")
                 selects.add((tags, any(isinstance(f, A.Around) for f in node.filters)))
             radii.update(float(f.radius) for f in node.filters if isinstance(f, A.Around))
+            # the point an around is measured from, where a placeholder names it: "{{geocodeCoords:Ayasofya}}"
+            # is not "{{center}}" (the map's centre)
+            areas.update(("centre", fold(re.sub(r'["{}]', "", c))) for f in node.filters if isinstance(f, A.Around)
+                         for c in f.coords if c.startswith("{{"))
         elif isinstance(node, A.Out):
             # a number is a limit ("out 2"): a pick that prints two of them is not what was asked
             outs.update(o for o in node.options if o in ("count", "geom", "center", "meta", "tags") or o.isdigit())

@@ -58,6 +58,9 @@ def test_without_a_lexicon_nothing_is_composed():
      '[timeout:250];{{geocodeArea:"Bonn"}}->.a;nwr["amenity"="cafe"](area.a);out 2;', False),
     # tags without geometry where the composed query shows the element: not the same answer
     ('node(123456789);out;', 'node(123456789);out qt;node(123456789);out tags qt;', False),
+    # around a named point is not around the map's centre; the point's spelling in quotes or not is
+    ('nwr["amenity"="cafe"](around:500,{{geocodeCoords:"Ayasofya"}});out;', 'nwr["amenity"="cafe"](around:500,{{center}});out;', False),
+    ('nwr["amenity"="cafe"](around:500,{{geocodeCoords:"Ayasofya"}});out;', 'nwr["amenity"="cafe"](around:500,{{geocodeCoords:Ayasofya}});out;', True),
 ])
 def test_same_facts(a, b, same):
     assert same_facts(a, b) is same
