@@ -572,6 +572,40 @@ def place_lemmas(token: str, lang: str) -> list[str]:
     return [s for s in dict.fromkeys(out) if len(s) >= 2 or s == token]
 
 
+def phrase_lemma(name: str, lang: str) -> str | None:
+    """The dictionary form of a place name of several words that no gazetteer knows, a landmark, where
+    ``lang``'s ``phrase`` rules (``nl/data/place_inflection.json``) tell it; None where they do not.
+    Russian: an adjective and its noun, both in the case the preposition took ("Красной площади" ->
+    "Красная площадь", "Исаакиевского собора" -> "Исаакиевский собор"); Polish: the head noun first,
+    its complement keeping its case ("Pałacu Kultury" -> "Pałac Kultury").
+
+    >>> phrase_lemma("Красной площади", "ru"), phrase_lemma("Исаакиевского собора", "ru")
+    ('Красная площадь', 'Исаакиевский собор')
+    >>> phrase_lemma("pałacu kultury", "pl"), phrase_lemma("starym mieście", "pl"), phrase_lemma("tower bridge", "en")
+    ('pałac kultury', None, None)
+    """
+    rules = _place_rules().get(base_language(lang), {})
+    phrase = rules.get("phrase")
+    words = name.split() if isinstance(name, str) else []
+    if not phrase or len(words) < 2:
+        return None
+    first = words[0].lower()
+    if phrase.get("head"):
+        if first.endswith(tuple(phrase.get("not_head", ()))) or \
+                any(w.lower().endswith(tuple(phrase.get("not_complement", ()))) for w in words[1:]):
+            return None  # an adjective ("starym mieście", "Rynku Głównego"): which words agree the rules cannot tell
+        head = _apply(words[0], rules.get("before", ()))
+        return " ".join([head[0], *words[1:]]) if head else None
+    if len(words) != 2:
+        return None
+    for gender, endings in phrase.get("adjectives", {}).items():
+        adjective = _apply(words[0], [e for e in endings if first.endswith(e[0])][:1])
+        if adjective:
+            noun = _apply(words[1], phrase.get("nouns", {}).get(gender, ()))
+            return f"{adjective[0]} {noun[0] if noun else words[1]}"
+    return None
+
+
 def _apply(token: str, rules: Sequence[Sequence[str]]) -> list[str]:
     out = []
     lower = token.lower()

@@ -21,7 +21,7 @@ from functools import lru_cache
 from importlib import resources
 
 from geoql.core.errors import GeoqlError
-from geoql.nl.lexicon import place_lemmas
+from geoql.nl.lexicon import phrase_lemma, place_lemmas
 from geoql.nl.words import stem_fold
 
 FORMAT = 1
@@ -79,11 +79,12 @@ def dictionary_form(name: str, lang: str) -> str:
     """``name`` in its dictionary form where ``lang`` inflects it (``geoql.nl.lexicon.place_lemmas``):
     the likeliest spelling the gazetteer knows ("казани" -> "казань", not the first rule's "казан"),
     else the likeliest spelling. Of a name of several words, the spelling the gazetteer knows ("нижнем
-    новгороде" -> "нижний новгород"), else the name as written: which of its words agree with the
-    noun ("starym mieście") and which keep their own case ("pałacu kultury") the rules cannot tell.
+    новгороде" -> "нижний новгород"), else what the language's phrase rules make of it
+    (:func:`~geoql.nl.lexicon.phrase_lemma`: "pałacu kultury" -> "pałac kultury"), else the name as written
+    ("starym mieście": which of its words agree with the noun the rules cannot tell).
 
     >>> dictionary_form("нижнем новгороде", "ru"), dictionary_form("pałacu kultury", "pl")
-    ('нижний новгород', 'pałacu kultury')
+    ('нижний новгород', 'pałac kultury')
 
     Cached: the reading, its faithfulness evidence, the checks and the composition each ask it of the
     same places.
@@ -99,7 +100,7 @@ def dictionary_form(name: str, lang: str) -> str:
         for spelling in itertools.islice(itertools.product(*lemmas), MAX_SPELLINGS):
             if stem_fold(" ".join(spelling)) in known:
                 return " ".join(spelling)
-        return name
+        return phrase_lemma(name, lang) or name
     lemmas = place_lemmas(name, lang)
     known = gazetteer()
     return next((w for w in lemmas if stem_fold(w) in known), lemmas[0] if lemmas else name)

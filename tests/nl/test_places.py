@@ -56,11 +56,15 @@ def test_the_file_records_its_pinned_source():
 
 
 # An inflected place -> its dictionary form: the gazetteer's spelling where it knows one (of a name of
-# several words too), else the likeliest rule's; a name of several words it does not know stays as written.
+# several words too), else the likeliest rule's; a name of several words it does not know by the phrase
+# rules (an adjective and its noun in Russian, a head noun and its complement in Polish), else as written.
 FORMS = [("ru", "казани", "казань"), ("ru", "суздале", "суздаль"), ("ru", "брюсселе", "брюссель"),
          ("ru", "нижнем новгороде", "нижний новгород"), ("pl", "łodzi", "łódź"), ("pl", "polsce", "polska"),
          ("tr", "antalyadaki", "antalya"), ("tr", "İstanbul'da", "İstanbul"), ("tr", "kadıköy", "kadıköy"),
-         ("pl", "pałacu kultury", "pałacu kultury"), ("en", "New York", "New York"), ("de", "Köln", "Köln")]
+         ("pl", "pałacu kultury", "pałac kultury"), ("pl", "starym mieście", "starym mieście"),
+         ("pl", "rynku głównego", "rynku głównego"), ("ru", "красной площади", "красная площадь"),
+         ("ru", "исаакиевского собора", "исаакиевский собор"), ("ru", "третьяковской галереи", "третьяковская галерея"),
+         ("en", "New York", "New York"), ("de", "Köln", "Köln")]
 
 
 @pytest.mark.parametrize("lang,written,form", FORMS)
