@@ -58,6 +58,11 @@ BRAND_SCORE, COMMON_BRAND_SCORE = 0.9, 0.6
 INFLECTED_BRAND_LANGUAGES = {"ru": "Cyrillic", "pl": "Latin"}  # language -> the script of its brands' names
 INFLECTED_BRAND_LETTERS, INFLECTED_BRAND_SCORE = 5, 0.55
 SHORT_BRAND = 3
+# A word misspelt by one letter is read as the surface word it is one edit from when it is this long or
+# longer (``Lexicon.corrected``): shorter words are too often other words ("bars"/"bark", "parks"/"parts").
+TYPO_LETTERS = 7
+# ... by two letters when it is this long or longer ("restaraunts").
+TYPO_TWO_LETTERS = 9
 # A brand named with an "'s" ("McDonald's", "Sainsbury's") is found without it too when what is left is this long.
 POSSESSIVE_BRAND_LETTERS = 5
 # Matches scoring less are not returned by default (tuned on OverpassNL train and OsmNL dev:
@@ -191,6 +196,7 @@ class Lexicon:
         self._folder = folder
         self._tables: dict[str, _Table | None] = {}
         self._inflected: dict[str, dict[str, list]] = {}  # language -> its brands by stem (_inflected_brands)
+        self._typo_words: dict[str, tuple] = {}  # language -> its surfaces' words (_surface_words)
         self._lock = threading.Lock()
 
     @staticmethod
@@ -314,6 +320,56 @@ class Lexicon:
         if row is not None:
             return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]), COMMON_BRAND_SCORE, "brand", row[2], "")
         return None
+
+    def corrected(self, text: str, lang: str) -> FeatureMatch | None:
+        """The one thing ``text`` names with its words misspelt ("libarary" -> "library", "restaraunts" ->
+        "restaurant"), where each such word is ``TYPO_LETTERS`` letters or more, no word of ``lang``'s
+        surfaces, and nearer to one of them than to any other, within one edit (two from
+        ``TYPO_TWO_LETTERS`` letters on), with the same first letter; the match covers ``text`` whole, for 0.9 of its score. None
+        otherwise: a short word is too often another word.
+
+        >>> m = Lexicon.default().corrected("restaraunts", "en")
+        >>> m.tags, m.text
+        (('amenity=restaurant',), 'restaraunts')
+        >>> Lexicon.default().corrected("restaurants", "en"), Lexicon.default().corrected("bars", "en")
+        (None, None)
+        """
+        name = base_language(lang) if isinstance(lang, str) else "en"
+        table = self._table(name if name in LANGUAGES else "en")
+        if table is None or not isinstance(text, str) or not text.strip():
+            return None
+        words = self._surface_words(table)
+        toks = [t for t in tokens(text) if not t.spaceless]
+        fixed, changed = [], 0
+        for t in toks:
+            if t.number or len(t.fold) < TYPO_LETTERS or t.fold in words[0]:
+                fixed.append(t.fold)
+                continue
+            most = 1 if len(t.fold) < TYPO_TWO_LETTERS else 2
+            near = sorted((d, w) for n in range(len(t.fold) - most, len(t.fold) + most + 1)
+                          for w in words[1].get((t.fold[0], n), ()) if (d := _edits(t.fold, w, most)) <= most)
+            if not near or len(near) > 1 and near[1][0] == near[0][0]:
+                return None  # (none, or two as near: no telling which was meant)
+            fixed.append(near[0][1])
+            changed += 1
+        if not changed:
+            return None
+        found = self.lookup(" ".join(fixed), lang, opening=False)
+        if len(found) != 1 or found[0].span != (0, len(" ".join(fixed))) or found[0].source == "brand":
+            return None
+        return dataclasses.replace(found[0], span=(0, len(text)), text=text, score=round(found[0].score * 0.9, 3))
+
+    def _surface_words(self, table: _Table) -> tuple[frozenset[str], dict]:
+        """The folded words of ``table``'s surfaces, and them by (first letter, length) (built on first use)."""
+        got = self._typo_words.get(table.lang)
+        if got is None:
+            words = frozenset(w for rows in table.keys.values() for row in rows for w in fold(row[_SURFACE]).split())
+            index: dict = {}
+            for w in words:
+                if len(w) >= TYPO_LETTERS - 2:
+                    index.setdefault((w[0], len(w)), set()).add(w)
+            got = self._typo_words.setdefault(table.lang, (words, index))
+        return got
 
     def known_words(self, text: str, lang: str) -> int:
         """How many words of ``text`` the surfaces of ``lang`` itself name (no brands, no other
@@ -463,6 +519,28 @@ class Lexicon:
             out.append(hit)
             i += n
         return out
+
+
+def _edits(a: str, b: str, most: int) -> int:
+    """Levenshtein distance of ``a`` and ``b``, two neighbours swapped counting one, or ``most + 1`` once
+    it is past ``most``.
+
+    >>> _edits("restaraunts", "restaurants", 2), _edits("libarary", "library", 1), _edits("cafe", "bar", 1)
+    (2, 1, 2)
+    """
+    if abs(len(a) - len(b)) > most:
+        return most + 1
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if prev2 is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > most:
+            return most + 1
+        prev2, prev = prev, cur
+    return min(prev[-1], most + 1)
 
 
 def _alone(text: str, start: int, end: int, blocked, particles: str) -> bool:

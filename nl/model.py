@@ -41,7 +41,8 @@ class Lexicon(Protocol):
     lexicon answers it; ``known_words(text, lang)``: how many words of ``text`` the language's own
     surfaces name (what decides between close language guesses). ``opening``: whether ``text`` opens
     the request (a capital inside it tells a brand spelled like a word); ``brand(text, lang)``: the
-    brand a phrase names in any case ("except bp": BP), where the reading knows a brand is meant."""
+    brand a phrase names in any case ("except bp": BP), where the reading knows a brand is meant;
+    ``corrected(text, lang)``: what a phrase with a misspelt word names."""
 
     def lookup(self, text: str, lang: str, *, opening: bool = True) -> Sequence[FeatureMatch]: ...
 
@@ -49,6 +50,11 @@ class Lexicon(Protocol):
 
     def brand(self, text: str, lang: str) -> FeatureMatch | None:
         """The brand ``text`` is, whatever its case or (where names inflect) its ending, else None."""
+        ...
+
+    def corrected(self, text: str, lang: str) -> FeatureMatch | None:
+        """The one thing ``text`` names with a word misspelt ("restaraunts"), over all of ``text``, else None;
+        asked only of a phrase ``lookup`` finds nothing in."""
         ...
 
 

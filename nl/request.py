@@ -325,6 +325,10 @@ def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: boo
     span = frame.spans.get(phrase)
     opening = span is None or span[0] == 0
     tags = tuple(lexicon.lookup(phrase, frame.language, opening=opening)) if lexicon is not None else ()
+    if not tags and lexicon is not None:
+        # a word misspelt by a letter: "restaraunts with outdoor seating"
+        fixed = lexicon.corrected(phrase, frame.language)
+        tags = (fixed,) if fixed is not None else ()
     return Feature(phrase, span, negated=negated, tags=tags)
 
 

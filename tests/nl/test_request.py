@@ -115,6 +115,9 @@ class _Cafes:
     def known_words(self, text: str, lang: str) -> int:
         return 0  # every language alike: the guess stands
 
+    def corrected(self, text: str, lang: str) -> FeatureMatch | None:
+        return None  # no misspellings known
+
 
 class _Things:
     """Names of two things, in every language."""
