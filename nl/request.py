@@ -314,7 +314,9 @@ def _brand_beside_generic(f: Feature, lexicon: Lexicon, language: str) -> Featur
         at += m.span[1] - m.span[0] - 1
     rest = " ".join(rest.split())
     found = lexicon.brand(rest, language) if 0 < len(rest.split()) <= 2 and len(rest) >= SHORT_BRAND else None
-    if found is None or not any(t.startswith("brand=") and fold(t[6:]) == fold(rest) for t in found.tags):
+    # the brand as written, or with a case ending where names inflect ("stacje orlenu": Orlen)
+    if found is None or not any(t.startswith("brand=") and fold(rest).startswith(fold(t[6:])) and len(rest) - len(t[6:]) <= 2
+                                for t in found.tags):
         return f
     if found.score < BRAND_SCORE and generic[0].span[0] > 0:
         return f  # a brand spelled like a word that opens the phrase is the word: "power stations"
