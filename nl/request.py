@@ -37,11 +37,11 @@ from geoql.nl.cues import tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import BRAND_SCORE, SHORT_BRAND
-from geoql.nl.places import dictionary_form, word_cities_in
+from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
 from geoql.nl.support import read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
 from geoql.nl.text import scripts as script_counts
-from geoql.nl.words import content_words, topic_words, word_stems
+from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 from geoql.nl.model import (
     Around, FILTER_KINDS, Feature, FeatureMatch, Filter, Knowledge, Lexicon, NO_KNOWLEDGE, Number, PLACE_ROLES,
     Place, Request, SURE_THING_SCORE, Things,
@@ -131,7 +131,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features = tuple(f for f in features if not (f.tags and all(m.tags == MAP_BOARD for m in f.tags)))
     if lexicon is not None:
         features = _negated_brands(features, lexicon, frame.language)
-        features = _brand_before_thing(features, lexicon, frame.language)
+        features = _brand_before_thing(features, lexicon, frame.language, placed=bool(places))
     found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
@@ -238,7 +238,13 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
         return None
     best, known = None, lexicon.known_words(text, frame.language)
     own = _own_words(text, frame.language)
+    before_city = _prepositions_before_cities(text)
     for lang in rivals:
+        others = set().union(*(_place_prepositions(x) for x in (frame.language, *rivals) if x != lang))
+        if not english and before_city & (_place_prepositions(lang) - others):
+            # a place preposition of this rival's alone right before a city: "mercados no porto" is Portuguese
+            # ("no": Portuguese "in the", Spanish "not"); "a torino" tells French from Italian nothing
+            return lang
         n = lexicon.known_words(text, lang)
         if n > known and n >= least:
             best, known = lang, n
@@ -248,6 +254,15 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
             # words the request uses ("hoteles de cinco estrellas": Spanish, not French)
             best = lang
     return best
+
+
+def _prepositions_before_cities(text: str) -> frozenset[str]:
+    """The folded words right before a city the gazetteer or ``word_cities`` knows ("no" of "mercados no porto")."""
+    toks = [t for t in tokens(text) if not t.spaceless]
+    cities = word_cities_in(None)
+    known = gazetteer()
+    return frozenset(a.fold for a, b in zip(toks, toks[1:]) if b.fold in cities or stem_fold(b.text) in known
+                     or stem_fold(b.text) in cities)
 
 
 def _own_words(text: str, language: str) -> int:
@@ -280,7 +295,8 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
     return tuple(out)
 
 
-def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, language: str) -> tuple[Feature, ...]:
+def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, language: str, *,
+                        placed: bool = False) -> tuple[Feature, ...]:
     """A phrase that is a brand written in lower case and then a thing of the brand's kind: the brand
     ("subway restaurants": Subway sells fast food, an amenity as restaurants are; "spar supermarkets").
     The lexicon reads a brand spelled like a word only with its capital; a thing of another kind after it
@@ -298,16 +314,22 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
                     and any(t.startswith("brand=") and fold(t[6:]) == fold(head) for t in found.tags):
                 f = dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
         elif not f.negated and not f.tags and f.span is not None:
-            # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"
-            f = _brand_beside_generic(f, lexicon, language)
+            # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"; a brand spelled
+            # like a word that is all the request asks for in a place ("continente no porto"; not in English,
+            # whose words are brands' names too: "power in Zambia", "warehouse in current view")
+            alone = placed and language != "en" and not any(g.tags for g in features if not g.negated)
+            f = _brand_beside_generic(f, lexicon, language, alone=alone)
         out.append(f)
     return tuple(out)
 
 
-def _brand_beside_generic(f: Feature, lexicon: Lexicon, language: str) -> Feature:
+def _brand_beside_generic(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = False) -> Feature:
     generic = find_attributes(f.text, language, generic=True)
     if not generic:
-        return f
+        found = lexicon.brand(f.text, language) if alone and len(f.text.split()) <= 2 and len(f.text) > SHORT_BRAND else None
+        if found is None or not any(t.startswith("brand=") and fold(t[6:]) == fold(f.text) for t in found.tags):
+            return f
+        return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
     rest, at = f.text, 0
     for m in generic:
         rest = rest[:m.span[0] - at] + " " + rest[m.span[1] - at:]
