@@ -105,7 +105,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if not places:
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
                                          prepositions=_place_prepositions(frame.language), language=frame.language,
-                                         words=word_cities_in(frame.language if frame.script != "Latin" or latin_scores(text)
+                                         # (English requests end on adjectives that are cities too, "restaurants nice";
+                                         # other languages' dictionaries list their own cities, pt "lisboa", fr "tours")
+                                         words=word_cities_in("en" if frame.language == "en" and latin_scores(text)
                                                               else None) if knowledge.world_places else None)
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
