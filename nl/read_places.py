@@ -250,10 +250,10 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     ("hoteles de madrid con wifi": the cue tables read "de madrid" into the phrase, the with-clause after).
     A place that opens the request may carry its case ending where the language inflects names and no
     apostrophe parts them ("izmirdeki hastaneler", "ankarada wifi olan kafeler"), and so may one that
-    ends it ("аптеки екатеринбурга"). A city spelled like a word (``words``: "Bristol", :func:`~geoql.nl.places.word_cities_in`
-    the request's language) counts only where it ends the request after its thing, or after a place
-    preposition in any language ("bibliotecas de granada con metadatos"); a negated phrase ends on a known place too ("briefkästen ohne
-    leerungszeiten dresden").
+    ends it ("аптеки екатеринбурга"). A city spelled like a word (``words``: "Bristol", from
+    :func:`~geoql.nl.places.word_cities_in`) counts only where it ends the request after its thing, or
+    after a place preposition in any language ("bibliotecas de granada con metadatos"); a negated
+    phrase may end on a known place too ("briefkästen ohne leerungszeiten dresden").
 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]

@@ -263,8 +263,7 @@ def _prepositions_before_cities(text: str) -> frozenset[str]:
     toks = [t for t in tokens(text) if not t.spaceless]
     cities = word_cities_in(None)
     known = gazetteer()
-    return frozenset(a.fold for a, b in zip(toks, toks[1:]) if b.fold in cities or stem_fold(b.text) in known
-                     or stem_fold(b.text) in cities)
+    return frozenset(a.fold for a, b in zip(toks, toks[1:]) if (key := stem_fold(b.text)) in known or key in cities)
 
 
 def _own_words(text: str, language: str) -> int:
@@ -320,12 +319,16 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
             # like a word that is all the request asks for in a place ("continente no porto"; not in English,
             # whose words are brands' names too: "power in Zambia", "warehouse in current view")
             alone = placed and language != "en" and not any(g.tags for g in features if not g.negated)
-            f = _brand_beside_generic(f, lexicon, language, alone=alone)
+            f = _brand_phrase(f, lexicon, language, alone=alone)
         out.append(f)
     return tuple(out)
 
 
-def _brand_beside_generic(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = False) -> Feature:
+def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = False) -> Feature:
+    """A phrase without tags that is a brand (``Lexicon.brand``: in any case, with a case ending where
+    names inflect) beside words that add nothing to it ("opet istasyonları", "stacje orlenu"), or, where
+    it is ``alone`` all the request asks for, by itself ("continente no porto"); the phrase unchanged
+    otherwise."""
     generic = find_attributes(f.text, language, generic=True)
     if not generic:
         found = lexicon.brand(f.text, language) if alone and len(f.text.split()) <= 2 and len(f.text) > SHORT_BRAND else None
