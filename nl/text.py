@@ -69,8 +69,8 @@ def fold(text: str) -> str:
     Marks are removed from letters of scripts with spaces only: in kana a mark makes
     another sound (``"が"`` is not ``"か"``), and Hangul syllables must stay whole.
 
-    >>> fold("Ｃａｆé"), fold("Straße"), fold("が")
-    ('cafe', 'strasse', 'が')
+    >>> fold("Ｃａｆé"), fold("Straße"), fold("が"), fold("Adında")
+    ('cafe', 'strasse', 'が', 'adinda')
     """
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
@@ -78,9 +78,14 @@ def fold(text: str) -> str:
     return "".join(ch if spaceless(ch) else _strip_marks(ch) for ch in text)
 
 
+# Letters that are a plain letter with a mark by sight, which NFD does not take apart: Turkish dotless
+# "ı" is typed "i" on keyboards without it ("adinda" for "adında"), as "ş" is typed "s".
+_BARE = {"ı": "i"}
+
+
 @lru_cache(maxsize=65536)
 def _strip_marks(ch: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c) != "Mn")
+    return _BARE.get(ch) or "".join(c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c) != "Mn")
 
 
 @lru_cache(maxsize=65536)
