@@ -410,7 +410,7 @@ def _lexicon(lang: str) -> _Lexicon:
         of_start=Matcher(own["around"]["of_start"]),
         compare=Matcher(own["around"].get("compare", [])),
         units=Matcher(payload(lambda t: t["units"])),
-        speed=Matcher(cues(lambda t: t["filters"].get("speed", []))),
+        speed=Matcher(cues(lambda t: t["filters"]["speed"])),
         output=Matcher(payload(lambda t: t["output"])),
         neg_before=Matcher(own["negation"]["before"]),
         neg_after=Matcher(own["negation"]["after"]),
@@ -507,7 +507,7 @@ class _Reader:
         self.phrases: list[tuple[int, int, str, bool]] = []  # (first token, end, text, negated) of what and negated
         self.not_numbers: set[int] = set()  # number tokens of coordinates, dates and ids
         self.output_tokens: set[int] = set()  # the tokens of output cues ("as points")
-        self.speed_units: set[int] = set()  # the first token of each speed's unit ("km" of "30 km/h")
+        self.speed_units: dict[int, int] = {}  # each speed's unit: its first token -> its end ("km/h" of "30 km/h")
         language = language or guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
         self.lex = _lexicon(cue_language(language))
@@ -778,7 +778,7 @@ class _Reader:
                 hit = self.lex.speed.match_at(self.toks, i + 1, self.taken)
                 if hit:
                     self.take(i + 1, hit[0])
-                    self.speed_units.add(i + 1)
+                    self.speed_units[i + 1] = hit[0]
 
     def distances(self) -> None:
         """"within 100 m of X", "im Umkreis von 100 m um X", "X から100メートル以内": the
@@ -1609,7 +1609,7 @@ class _Reader:
         unit, end = None, k + 1
         hit = lex.units.match_at(toks, k + 1) or lex.time_units.match_at(toks, k + 1) if k + 1 < self.n else None
         if k + 1 in self.speed_units:  # "30 km/h or less": the value as maxspeed holds it, the cue after the unit
-            end = lex.speed.match_at(toks, k + 1)[0]
+            end = self.speed_units[k + 1]
         elif hit:
             end, unit = hit
         for s in range(max(0, k - 4), k):

@@ -325,8 +325,8 @@ class Lexicon:
         """The one thing ``text`` names with its words misspelt ("libarary" -> "library", "restaraunts" ->
         "restaurant"), where each such word is ``TYPO_LETTERS`` letters or more, no word of ``lang``'s
         surfaces, and nearer to one of them than to any other, within one edit (two from
-        ``TYPO_TWO_LETTERS`` letters on), with the same first letter; the match covers ``text`` whole, for 0.9 of its score. None
-        otherwise: a short word is too often another word.
+        ``TYPO_TWO_LETTERS`` letters on), with the same first letter; the match covers ``text`` whole,
+        for 0.9 of its score. None otherwise: a short word is too often another word.
 
         >>> m = Lexicon.default().corrected("restaraunts", "en")
         >>> m.tags, m.text

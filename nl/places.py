@@ -50,8 +50,8 @@ def gazetteer() -> dict[str, str]:
 @lru_cache(maxsize=1)
 def word_cities() -> dict[str, tuple[str, frozenset[str]]]:
     """Cities spelled like a common word ("Bristol", "Porto", "Nice"), which :func:`gazetteer` leaves
-    out, each with the languages whose dictionaries hold the word: a reader takes one only where a
-    request in another language ends on it after its thing ("cafes with wifi bristol"; "cafes nice" is nice).
+    out, each with the languages whose dictionaries hold the word (:func:`word_cities_in` leaves out a
+    language's words: the reader takes English words out of an English request, "restaurants nice").
 
     >>> word_cities()[stem_fold("bristol")][0], stem_fold("bristol") in gazetteer(), sorted(word_cities()[stem_fold("nice")][1])
     ('Bristol', False, ['de', 'en'])

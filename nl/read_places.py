@@ -288,9 +288,10 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 a, b = run[0].start, run[-1].end
                 key = stem_fold(f.text[a:b])
                 at_end = not head and f.span[1] == end
-                if head and f.negated and not _inflected_place(f.text[a:b], language, known):
+                inflected = _inflected_place(f.text[a:b], language, known)
+                if head and f.negated and not inflected:
                     continue  # (a negated phrase opens on a place only with its case ending: "konyada kebapçı olmayan")
-                if key not in known and not _inflected_place(f.text[a:b], language, known) \
+                if key not in known and not inflected \
                         and not (at_end and not f.negated and words and key in words) \
                         and not (after_prep and words is not None and key in word_cities_in(None)):
                     continue

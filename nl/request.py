@@ -311,9 +311,8 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
             found = lexicon.brand(head, language) if 0 < len(head.split()) <= 2 and len(head) >= SHORT_BRAND else None
             # (a brand of three letters only before a thing of its very tag: "bim marketleri", not "spa hotels")
             if found is not None and (len(head) > SHORT_BRAND or found.tags[0] in best.tags) \
-                    and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] \
-                    and any(t.startswith("brand=") and fold(t[6:]) == fold(head) for t in found.tags):
-                f = dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
+                    and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] and _spells_brand(found, head):
+                f = _as_brand(f, found)
         elif not f.negated and not f.tags and f.span is not None:
             # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"; a brand spelled
             # like a word that is all the request asks for in a place ("continente no porto"; not in English,
@@ -332,9 +331,7 @@ def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = 
     generic = find_attributes(f.text, language, generic=True)
     if not generic:
         found = lexicon.brand(f.text, language) if alone and len(f.text.split()) <= 2 and len(f.text) > SHORT_BRAND else None
-        if found is None or not any(t.startswith("brand=") and fold(t[6:]) == fold(f.text) for t in found.tags):
-            return f
-        return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
+        return _as_brand(f, found) if found is not None and _spells_brand(found, f.text) else f
     rest, at = f.text, 0
     for m in generic:
         rest = rest[:m.span[0] - at] + " " + rest[m.span[1] - at:]
@@ -342,11 +339,22 @@ def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = 
     rest = " ".join(rest.split())
     found = lexicon.brand(rest, language) if 0 < len(rest.split()) <= 2 and len(rest) >= SHORT_BRAND else None
     # the brand as written, or with a case ending where names inflect ("stacje orlenu": Orlen)
-    if found is None or not any(t.startswith("brand=") and fold(rest).startswith(fold(t[6:])) and len(rest) - len(t[6:]) <= 2
-                                for t in found.tags):
+    if found is None or not _spells_brand(found, rest, ending=2):
         return f
     if found.score < BRAND_SCORE and generic[0].span[0] > 0:
         return f  # a brand spelled like a word that opens the phrase is the word: "power stations"
+    return _as_brand(f, found)
+
+
+def _spells_brand(found: FeatureMatch, text: str, *, ending: int = 0) -> bool:
+    """Whether one of ``found``'s ``brand=`` values is ``text`` as written (folded), or it less a case
+    ending of up to ``ending`` letters."""
+    return any(t.startswith("brand=") and (fold(t[6:]) == fold(text) or ending and fold(text).startswith(fold(t[6:]))
+                                           and len(text) - len(t[6:]) <= ending) for t in found.tags)
+
+
+def _as_brand(f: Feature, found: FeatureMatch) -> Feature:
+    """The phrase ``f`` with the brand ``found`` as its one match, over the whole phrase."""
     return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
 
 
