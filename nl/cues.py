@@ -100,6 +100,14 @@ def cue_tokens(cue: str) -> tuple[tuple[str, ...], bool]:
     return tuple(t.fold for t in tokens(fold(cue.rstrip("*")))), prefix
 
 
+def _glued(toks: Sequence[Token], end: int) -> bool:
+    """Whether the word before token ``end`` runs on into a number: letters then digits are one name
+    ("a101", "gs25", "b27"), so their letters are no cue word (Portuguese "a", German "b")."""
+    return 0 < end < len(toks) and toks[end].number and not toks[end - 1].number \
+        and not toks[end - 1].spaceless and toks[end].start == toks[end - 1].end \
+        and not (end > 1 and toks[end - 2].number and toks[end - 2].end == toks[end - 1].start)  # "20h40"
+
+
 class Matcher:
     """Finds cues (with an optional payload each) in a token list, longest match first.
 
@@ -141,10 +149,10 @@ class Matcher:
                 if not (t == seq[j] or (prefix and j == n - 1 and t.startswith(seq[j]))):
                     ok = False
                     break
-            if ok and (taken is None or not any(taken[i:i + n])):
+            if ok and (taken is None or not any(taken[i:i + n])) and not _glued(toks, i + n):
                 return i + n, payload
         for seq, _prefix, payload in self._prefixed:
-            if first.startswith(seq[0]) and (taken is None or not taken[i]):
+            if first.startswith(seq[0]) and (taken is None or not taken[i]) and not _glued(toks, i + 1):
                 return i + 1, payload
         return None
 

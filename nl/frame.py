@@ -353,6 +353,7 @@ class _Lexicon:
     months: dict
     time_units: Matcher
     last: Matcher
+    one: frozenset  # words for "one" before a unit ("한 달", "un mois")
     relative: Matcher
     since: Matcher
     stop: Matcher
@@ -452,6 +453,7 @@ def _lexicon(lang: str) -> _Lexicon:
         months=months,
         time_units=Matcher(payload(lambda t: t["time"]["units"])),
         last=Matcher(cues(lambda t: t["time"]["last"])),
+        one=frozenset(fold(w) for w in own["time"]["one"] if not w.isdigit()),
         relative=Matcher([(k, v) for t in both for k, v in t["time"]["relative"].items()]),
         since=Matcher(cues(lambda t: t["time"]["since"])),
         stop=Matcher(own["stop"] + ([] if lang == "en" else table("en")["stop"])),
@@ -758,6 +760,9 @@ class _Reader:
                 except ValueError:
                     continue
                 k += 1
+            elif k + 1 < self.n and toks[k].fold in lex.one and not self.taken[k] \
+                    and lex.time_units.match_at(toks, k + 1, self.taken):
+                k += 1  # "최근 한 달": the last one month
             hit = lex.time_units.match_at(toks, k, self.taken) if k < self.n else None
             if hit:
                 unit = hit[1]

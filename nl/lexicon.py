@@ -58,6 +58,11 @@ BRAND_SCORE, COMMON_BRAND_SCORE = 0.9, 0.6
 INFLECTED_BRAND_LANGUAGES = {"ru": "Cyrillic", "pl": "Latin"}  # language -> the script of its brands' names
 INFLECTED_BRAND_LETTERS, INFLECTED_BRAND_SCORE = 5, 0.55
 SHORT_BRAND = 3
+# Languages whose plural of a chain's name adds "s" ("mercadonas"), read by ``Lexicon.brand`` (not English:
+# "excluding garages" is no Garage).
+PLURAL_S_LANGUAGES = ("es", "pt", "fr", "nl", "it")
+# The fewest characters of a brand's abbreviation in a script without spaces ("スタバ", "瑞幸").
+ABBREVIATION_LETTERS = 2
 # A word misspelt by one letter is read as the surface word it is one edit from when it is this long or
 # longer (``Lexicon.corrected``): shorter words are too often other words ("bars"/"bark", "parks"/"parts").
 TYPO_LETTERS = 7
@@ -177,6 +182,8 @@ class _Table:
     stemmed: bool
     # brands: local brands spelled like a word, read only by Lexicon.brand ("continente")
     words: dict[str, list] = field(default_factory=dict)
+    # brands: short forms NSI lists ("ファミマ", "сбер"), read only by Lexicon.brand where a brand is meant
+    short: dict[str, list] = field(default_factory=dict)
 
     def key(self, token: Token) -> str:
         return word_keys(self.forms.get(token.fold, token.fold), self.lang)
@@ -245,7 +252,7 @@ class Lexicon:
                 keys.update({k[:-2]: v for k, v in list(keys.items())
                              if k.endswith(" s") and len(k) - 2 >= POSSESSIVE_BRAND_LETTERS and k[:-2] not in keys})
             return _Table(name, keys, data.get("forms", {}), data["max_words"], data["max_letters"],
-                          STEMMERS.get(name) is not None, data.get("words", {}))
+                          STEMMERS.get(name) is not None, data.get("words", {}), data.get("short", {}))
         except (OSError, ValueError, KeyError) as e:
             raise LexiconError(f"lexicon file {path} unreadable ({e}); reinstall geoql or rebuild it with "
                                "scripts/build_nl_lexicon.py") from e
@@ -291,11 +298,12 @@ class Lexicon:
         found.sort(key=lambda m: m.span)
         return [m for m in _merge_adjacent(text, found) if m.score >= min_score]
 
-    def brand(self, text: str, lang: str) -> FeatureMatch | None:
+    def brand(self, text: str, lang: str, *, short: bool = False) -> FeatureMatch | None:
         """The brand ``text`` is as a whole, in any case, or less an ending of one or two letters in
-        the languages that inflect names ("orlenu": Orlen); None when it is none. For a reading that
-        knows a brand is meant ("fuel stations except bp"): :meth:`lookup` reads a brand spelled like a
-        word only with its capital.
+        the languages that inflect names ("orlenu": Orlen), or less a plural "s" (``PLURAL_S_LANGUAGES``:
+        "mercadonas"); with ``short``, also the one brand a word in a script without spaces shortens
+        ("スタバ", "스벅", "瑞幸"); None when it is none. For a reading that knows a brand is meant ("fuel
+        stations except bp"): :meth:`lookup` reads a brand spelled like a word only with its capital.
 
         >>> m = Lexicon.default().brand("bp", "en")
         >>> m.surface, m.tags
@@ -304,6 +312,8 @@ class Lexicon:
         variants = [text.upper(), text.title()]
         if lang in INFLECTED_BRAND_LANGUAGES:
             variants += [text[:-k].title() for k in (1, 2) if len(text) - k >= INFLECTED_BRAND_LETTERS]
+        elif lang in PLURAL_S_LANGUAGES and text[-1:].lower() == "s" and len(text) - 1 >= INFLECTED_BRAND_LETTERS:
+            variants.append(text[:-1].title())  # a chain's shops in the plural: "mercadonas", "lidls"
         for variant in variants:
             for m in self.lookup(variant, lang, opening=False):
                 if m.source == "brand" and m.span == (0, len(variant)):
@@ -312,6 +322,8 @@ class Lexicon:
         # word, which the lookup never reads ("continente")
         brands = self._table("brands")
         key = " ".join(t.fold for t in tokens(text)) if brands is not None and text.strip() else ""
+        if key and is_spaceless_text(key):
+            key = "".join(fold(text).split())  # keyed as written, without spaces: "다이소"
         row = brands.keys.get(key) if key else None
         if row is not None and len(row[0]) <= SHORT_BRAND:
             return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]),
@@ -319,7 +331,34 @@ class Lexicon:
         row = brands.words.get(key) if key else None
         if row is not None:
             return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]), COMMON_BRAND_SCORE, "brand", row[2], "")
+        row = None
+        if short and key:
+            # a short form NSI lists, with a case ending where names inflect ("отделения сбера"), or one of a
+            # name written without spaces
+            bare = "".join(key.split())
+            ends = (0, 1, 2) if lang in INFLECTED_BRAND_LANGUAGES else (0,)
+            row = next((brands.short[bare[:len(bare) - k]] for k in ends
+                        if len(bare) - k >= ABBREVIATION_LETTERS + 2 * (k > 0) and bare[:len(bare) - k] in brands.short), None)
+            if row is None and is_spaceless_text(key):
+                row = self._abbreviated(key, brands)
+        if row is not None:
+            # the surface is the abbreviation as typed: it is what the request spells
+            return FeatureMatch((0, len(text)), text, text, tuple(row[1]), COMMON_BRAND_SCORE, "brand", row[2], "")
         return None
+
+    def _abbreviated(self, key: str, brands: _Table) -> list | None:
+        """The one brand ``key`` (in a script without spaces) shortens: its letters in order in the brand's
+        name, from its first ("スタバ": スターバックス, "파바": 파리바게뜨, "瑞幸": 瑞幸咖啡), as people in Japan,
+        Korea and China shorten names; None where none or several brands fit."""
+        if len(key) < ABBREVIATION_LETTERS:
+            return None
+        found: dict[str, list] = {}
+        for name, row in brands.keys.items():
+            if len(name) > len(key) and name[0] == key[0] and is_spaceless_text(name):
+                rest = iter(name)
+                if all(ch in rest for ch in key[1:]):
+                    found.setdefault(row[2], row)
+        return next(iter(found.values())) if len(found) == 1 else None
 
     def corrected(self, text: str, lang: str) -> FeatureMatch | None:
         """The one thing ``text`` names with its words misspelt ("libarary" -> "library", "restaraunts" ->

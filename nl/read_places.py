@@ -18,7 +18,7 @@ from geoql.nl.frame import Frame, cue_language
 from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
 from geoql.nl.text import fold, script_of, spaceless
 from geoql.nl.words import entry_words, stem_fold
-from geoql.nl.model import Feature, Knowledge, Lexicon, Place, SURE_THING_SCORE
+from geoql.nl.model import Feature, FeatureMatch, Knowledge, Lexicon, Place, SURE_THING_SCORE
 
 
 @lru_cache(maxsize=None)
@@ -400,3 +400,70 @@ def _wide_edge_place(f: Feature, known: Mapping[str, str], end: int, before: str
 
 def _articles(language: str) -> set[str]:
     return {fold(w) for w in table(cue_language(language))["place"]["articles"]} | {"the"}
+
+
+# Languages whose requests name a district or town with no preposition before their thing, where a
+# word the lexicon does not know at the request's edge is the place ("경주 박물관", "博多 ラーメン屋",
+# "kadıköyde eczane"); the gazetteer lists cities of 100,000 people, not districts or towns.
+EDGE_PLACE_LANGUAGES = frozenset({"ko", "ja", "zh", "yue", "tr"})
+# A Turkish place in the locative ("kadıköyde", "bodrumdaki", "beşiktaş'ta"): the name and its ending.
+_TR_LOCATIVE = re.compile(r"^(\w{3,}?)['’]?[dt][ae](?:ki)?$")
+# The most characters of an unknown place in a script without spaces.
+MAX_EDGE_PLACE_CHARS = 6
+
+
+def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexicon, language: str,
+                        ) -> tuple[tuple, tuple]:
+    """A word no table knows that opens or ends the request, written apart from a thing the lexicon
+    reads, in a language of ``EDGE_PLACE_LANGUAGES``: the place of the request ("경주 박물관", "종로 카페",
+    "kadıköyde eczane"; Turkish only in the locative where it opens the request, "binalar çankaya" where
+    it ends it). Nothing changes where the word is part of what the lexicon or brands read.
+
+    >>> class L:
+    ...     def lookup(self, text, lang, **kw): return []
+    ...     def brand(self, text, lang): return None
+    >>> f = Feature("경주 박물관", (0, 6), tags=(FeatureMatch((3, 6), ("tourism=museum",), 1.0),))
+    >>> ps, fs = _unknown_edge_place("경주 박물관", (f,), L(), "ko")
+    >>> [(p.name, p.span) for p in ps], [(g.text, g.span) for g in fs]
+    ([('경주', (0, 2))], [('박물관', (3, 6))])
+    """
+    if language not in EDGE_PLACE_LANGUAGES:
+        return (), features
+    end = len(text.rstrip(" ?.!。？！"))
+    for k, f in enumerate(features):
+        if f.negated or not f.tags or f.span is None or " " not in f.text.strip():
+            continue
+        for head in (True, False):
+            if (head and f.span[0] != 0) or (not head and f.span[1] != end):
+                continue
+            words = f.text.split()
+            word = words[0] if head else words[-1]
+            a = f.text.index(word) if head else f.text.rindex(word)
+            b = a + len(word)
+            if any(m.span[0] < b and a < m.span[1] for m in f.tags):
+                continue  # the lexicon reads the word: it is (part of) the thing
+            name = _edge_place_name(word, language, head)
+            if name is None or lexicon.lookup(word, language) or lexicon.brand(word, language) is not None:
+                continue
+            rest = f.text[b:] if head else f.text[:a]
+            lead = len(rest) - len(rest.lstrip())
+            start = f.span[0] + (b + lead if head else 0)
+            shift = start - f.span[0]
+            tags = tuple(dataclasses.replace(m, span=(m.span[0] - shift, m.span[1] - shift)) for m in f.tags)
+            rest = rest.strip()
+            place = Place(name, (f.span[0] + a, f.span[0] + b))  # (the span keeps a case ending: the word is read)
+            return (place,), features[:k] + (dataclasses.replace(f, text=rest, span=(start, start + len(rest)),
+                                                                   tags=tags),) + features[k + 1:]
+    return (), features
+
+
+def _edge_place_name(word: str, language: str, head: bool) -> str | None:
+    """The place an unknown word at the request's edge names, or None where it cannot be one."""
+    if language == "tr":
+        m = _TR_LOCATIVE.match(word)
+        if head:
+            return m.group(1) if m else None
+        return word if len(word) >= 4 and word.isalpha() else None
+    if 2 <= len(word) <= MAX_EDGE_PLACE_CHARS and all(spaceless(ch) for ch in word):
+        return word
+    return None

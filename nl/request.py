@@ -36,7 +36,7 @@ from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, latin_rivals, latin_scores, read_frame
-from geoql.nl.lexicon import BRAND_SCORE, SHORT_BRAND
+from geoql.nl.lexicon import BRAND_SCORE, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
 from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
 from geoql.nl.support import read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
@@ -48,7 +48,7 @@ from geoql.nl.model import (
 )
 from geoql.nl.read_places import (
     _article_places, _city_and_thing, _feature_places, _filter_cue_words, _known_places, _more_cities,
-    _opening_cities, _place_names, _place_phrases, _place_prepositions, _thing_before_place,
+    _opening_cities, _place_names, _place_phrases, _place_prepositions, _thing_before_place, _unknown_edge_place,
 )
 from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
@@ -109,6 +109,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                                          # other languages' dictionaries list their own cities, pt "lisboa", fr "tours")
                                          words=word_cities_in("en" if frame.language == "en" and latin_scores(text)
                                                               else None) if knowledge.world_places else None)
+        if not places and lexicon is not None and knowledge.world_places \
+                and not (frame.in_view or frame.bbox or frame.coords or frame.around):
+            places, features = _unknown_edge_place(text, features, lexicon, frame.language)
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
@@ -308,8 +311,9 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
         if not f.negated and best is not None and not best.tags[0].startswith("brand") and f.span is not None \
                 and 0 < best.span[0] and best.span[1] == len(f.text):
             head = f.text[:best.span[0]].strip()
-            found = lexicon.brand(head, language) if 0 < len(head.split()) <= 2 and len(head) >= SHORT_BRAND else None
-            # (a brand of three letters only before a thing of its very tag: "bim marketleri", not "spa hotels")
+            found = lexicon.brand(head, language) if 0 < len(head.split()) <= 2 and len(head) >= 2 else None
+            # (a brand of two or three letters only before a thing of its very tag: "bim marketleri", "cu 편의점";
+            # not "spa hotels")
             if found is not None and (len(head) > SHORT_BRAND or found.tags[0] in best.tags) \
                     and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] and _spells_brand(found, head):
                 f = _as_brand(f, found)
@@ -318,37 +322,50 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
             # like a word that is all the request asks for in a place ("continente no porto"; not in English,
             # whose words are brands' names too: "power in Zambia", "warehouse in current view")
             alone = placed and language != "en" and not any(g.tags for g in features if not g.negated)
-            f = _brand_phrase(f, lexicon, language, alone=alone)
+            # (or beside another brand: "大阪のファミマとセブンイレブン", "pingo doce ou continente em braga")
+            beside = any(g is not f and not g.negated and _brands((g,)) and not any(m.tags for m in g.tags
+                                                                                   if "brand=" not in " ".join(m.tags))
+                         for g in features)
+            f = _brand_phrase(f, lexicon, language, alone=alone or beside,
+                              only=beside or alone and sum(not g.negated for g in features) == 1)
         out.append(f)
     return tuple(out)
 
 
-def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = False) -> Feature:
+def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = False, only: bool = False) -> Feature:
     """A phrase without tags that is a brand (``Lexicon.brand``: in any case, with a case ending where
     names inflect) beside words that add nothing to it ("opet istasyonları", "stacje orlenu"), or, where
-    it is ``alone`` all the request asks for, by itself ("continente no porto"); the phrase unchanged
-    otherwise."""
+    it is ``alone`` all the request asks for, by itself ("continente no porto", "mercadonas en sevilla").
+    Where it is the ``only`` phrase of the request, a brand's short form counts too ("부산 스벅", "大阪のマクド",
+    "대구 파바 매장"): elsewhere a short word is too often another word ("タグ", "通行"). The phrase
+    unchanged otherwise."""
     generic = find_attributes(f.text, language, generic=True)
     if not generic:
-        found = lexicon.brand(f.text, language) if alone and len(f.text.split()) <= 2 and len(f.text) > SHORT_BRAND else None
-        return _as_brand(f, found) if found is not None and _spells_brand(found, f.text) else f
+        long_enough = len(f.text) > SHORT_BRAND or is_spaceless_text(f.text)  # "瑞幸", "스벅": a word each
+        found = lexicon.brand(f.text, language, short=only) if alone and len(f.text.split()) <= 2 and long_enough else None
+        plural = 1 if language in PLURAL_S_LANGUAGES and f.text[-1:].lower() == "s" else 0
+        return _as_brand(f, found) if found is not None and _spells_brand(found, f.text, ending=plural, short=only) else f
     rest, at = f.text, 0
     for m in generic:
         rest = rest[:m.span[0] - at] + " " + rest[m.span[1] - at:]
         at += m.span[1] - m.span[0] - 1
     rest = " ".join(rest.split())
-    found = lexicon.brand(rest, language) if 0 < len(rest.split()) <= 2 and len(rest) >= SHORT_BRAND else None
+    long_enough = len(rest) >= SHORT_BRAND or only and is_spaceless_text(rest)
+    found = lexicon.brand(rest, language, short=only) if 0 < len(rest.split()) <= 2 and long_enough else None
     # the brand as written, or with a case ending where names inflect ("stacje orlenu": Orlen)
-    if found is None or not _spells_brand(found, rest, ending=2):
+    if found is None or not _spells_brand(found, rest, ending=2, short=only):
         return f
-    if found.score < BRAND_SCORE and generic[0].span[0] > 0:
+    if found.score < BRAND_SCORE and generic[0].span[0] > 0 and not only:
         return f  # a brand spelled like a word that opens the phrase is the word: "power stations"
     return _as_brand(f, found)
 
 
-def _spells_brand(found: FeatureMatch, text: str, *, ending: int = 0) -> bool:
+def _spells_brand(found: FeatureMatch, text: str, *, ending: int = 0, short: bool = False) -> bool:
     """Whether one of ``found``'s ``brand=`` values is ``text`` as written (folded), or it less a case
-    ending of up to ``ending`` letters."""
+    or plural ending of up to ``ending`` letters; with ``short``, also where ``found`` is the brand's short
+    form or other spelling as the request writes it ("스벅": 스타벅스)."""
+    if short and found.source == "brand" and fold(found.surface) == fold(text):
+        return True
     return any(t.startswith("brand=") and (fold(t[6:]) == fold(text) or ending and fold(text).startswith(fold(t[6:]))
                                            and len(text) - len(t[6:]) <= ending) for t in found.tags)
 

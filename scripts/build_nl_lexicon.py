@@ -75,6 +75,9 @@ MIN_BRAND_COUNTRIES = 3
 # A brand of fewer countries ("Mercadona", "Albert Heijn", "Walgreens") is kept only where no word or
 # place is spelled like it (``_local_brand_blocklist``) and its name has this many letters or more.
 LOCAL_BRAND_LETTERS = 4
+# In a script without spaces, where each character is a syllable or a word, a local brand's name or a
+# short form NSI lists has this many characters or more ("다이소", "ファミマ"; two, "華僑", is too often a word).
+SPACELESS_BRAND_LETTERS = 3
 # Region codes of NSI's locationSets (UN M49) that stand for many countries.
 _MANY = 50
 # Irregular forms kept: of lemmas this long or longer, at most this many letters longer than the lemma
@@ -223,9 +226,10 @@ def _countries(location_set: dict) -> set[str]:
 
 
 def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str, bool, bool]],
-                                                                      dict[str, set[str]], dict]:
+                                                                      dict[str, list], dict[str, set[str]], dict]:
     """([(surface, main tag, brand value, wikidata, local, match name)] of every brand with a Wikidata id,
-    reach, stats). ``local``: present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no
+    short forms, reach, stats). ``short forms``: NSI's ``matchNames`` that shorten a brand's own spelling
+    (``_shortens``), by their folded key. ``local``: present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no
     word shares its name); ``match name``: one of NSI's ``matchNames`` (it never takes a spelling another
     brand writes); ``reach``: wikidata -> the countries (a region code: ``001#0``...) it is in."""
     by_q: dict[str, list[tuple[str, dict, set[str]]]] = defaultdict(list)
@@ -240,6 +244,7 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
             if q and tags.get("brand"):
                 by_q[q].append((main, tags, _countries(item.get("locationSet", {})), item.get("matchNames", ())))
     kept, reach_by_q, stats = [], {}, {"brands_with_wikidata": len(by_q)}
+    shorts: dict[str, list] = {}
     spellings = ("brand", "brand:en", *(f"brand:{lang}" for lang in langs), "brand:zh-Hans", "brand:zh-Hant")
     for q, items in sorted(by_q.items()):
         reach = set().union(*(c for _, _, c, _ in items))
@@ -259,13 +264,16 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
             for name in match_names:
                 if _names_the_brand(name, tags["brand"]):
                     kept.append((name, main, tags["brand"], q, local, True))
+                elif _shortens(name, [v for k, v in tags.items() if k.split(":")[0] in ("brand", "name")]):
+                    shorts.setdefault("".join(fold(name).split()), [name, [main, f"brand={tags['brand']}"], q])
             if entry_main != main:
                 continue
             for key in spellings:
                 if tags.get(key):
                     kept.append((tags[key], main, tags["brand"], q, local, False))
     stats["brands_kept"] = len({q for _, _, _, q, local, _ in kept if not local})
-    return kept, reach_by_q, stats
+    stats["short_forms"] = len(shorts)
+    return kept, shorts, reach_by_q, stats
 
 
 def _names_the_brand(match_name: str, brand: str) -> bool:
@@ -284,6 +292,33 @@ def _names_the_brand(match_name: str, brand: str) -> bool:
     if len(name) > len(own) and any(name[i:i + len(own)] == own for i in range(len(name) - len(own) + 1)):
         return True
     return len(name) == 1 and len(own) > 1 and name[0] == own[-1] and len(name[0]) >= LOCAL_BRAND_LETTERS + 1
+
+
+def _shortens(match_name: str, spellings: list[str]) -> bool:
+    """Whether one of NSI's ``matchNames`` is a short form of one of the brand's own spellings: in a
+    script without spaces, its letters in order from the spelling's first ("ファミマ" of
+    "ファミリーマート", "스벅" of "스타벅스"); in others, one word of ``LOCAL_BRAND_LETTERS`` letters or
+    more that opens a one-word spelling ("сбер" of "Сбербанк"). Former brands and nicknames are not
+    ("サンクス", "circle k" of FamilyMart; "별다방" of 스타벅스).
+
+    >>> _shortens("ファミマ", ["FamilyMart", "ファミリーマート"]), _shortens("сбер", ["Сбербанк"])
+    (True, True)
+    >>> _shortens("サンクス", ["ファミリーマート"]), _shortens("별다방", ["스타벅스"]), _shortens("coles", ["Shell"])
+    (False, False, False)
+    """
+    name = "".join(fold(match_name).split())
+    for spelling in spellings:
+        own = "".join(fold(spelling).split())
+        if len(own) <= len(name) or not name or name[0] != own[0]:
+            continue
+        if is_spaceless_text(name) and is_spaceless_text(own):
+            rest = iter(own[1:])
+            if len(name) >= SPACELESS_BRAND_LETTERS and all(ch in rest for ch in name[1:]):
+                return True
+        elif " " not in match_name.strip() and " " not in spelling.strip() and len(name) >= LOCAL_BRAND_LETTERS \
+                and own.startswith(name) and len(own) - len(name) >= 3:
+            return True
+    return False
 
 
 def _dictionaries(langs):
@@ -459,7 +494,7 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
                            "max_letters": max(len(k) for k in keys),
                            "keys": keys, "forms": lang_forms}
 
-    brand_rows, reach, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
+    brand_rows, shorts, reach, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
     common = _common_words(dictionaries, _words_not_brands(raw, brand_rows))
     brands: dict[str, list] = {}
     local_words = _local_brand_blocklist(common)
@@ -478,9 +513,13 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
         if local:
             # a brand of one or two countries counts only where nothing else is spelled so: no word of
             # any language's dictionary or table ("continente", "biedronka"), no city, four letters or more
-            if key in brands and brands[key][2] != q or len(key.replace(" ", "")) < LOCAL_BRAND_LETTERS:
+            if key in brands and brands[key][2] != q \
+                    or len(key.replace(" ", "")) < (SPACELESS_BRAND_LETTERS if is_spaceless_text(key) else LOCAL_BRAND_LETTERS):
                 continue
-            if _is_common(key, common) or key in local_words:
+            # (one shorter than a word in a script without spaces is read only where a brand is meant: the
+            # lexicon reads such keys inside longer words, "リラク" in "リラクゼーション")
+            if _is_common(key, common) or key in local_words \
+                    or is_spaceless_text(key) and len(key.replace(" ", "")) < LOCAL_BRAND_LETTERS:
                 if surface == brand:
                     local_words_brands.setdefault(key, [surface, [main, f"brand={brand}"], q])
                 continue
@@ -501,7 +540,9 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
     languages["brands"] = {"format": FORMAT, "max_words": max(k.count(" ") + 1 for k in brands),
                            "max_letters": max(len(k) for k in brands if is_spaceless_text(k)),
                            "keys": dict(sorted(brands.items())),
-                           "words": {k: v for k, v in sorted(local_words_brands.items()) if k not in brands}}
+                           "words": {k: v for k, v in sorted(local_words_brands.items()) if k not in brands},
+                           # short forms ("ファミマ", "сбер"), read only where a brand is meant (``Lexicon.brand``)
+                           "short": {k: v for k, v in sorted(shorts.items()) if k not in brands}}
     sources = {
         "format": FORMAT,
         "sources": {
@@ -529,9 +570,10 @@ def _brand_terms(languages: dict[str, dict], brand_rows, reach: dict[str, set[st
     writes them means the chain ("biedronka w gdańsku", "sklepy oprócz biedronki"), even where the name
     is also a word of the language ("biedronka", a ladybird) and the brand table leaves it out. An
     English word is no brand ("petrol", "pizza"). Returns how many rows were given a brand."""
-    by_spelling: dict[str, tuple[str, str, str]] = {}
+    # (every brand of a spelling: folded, Polish "Żabka" and Czech "Žabka" are one, told apart by where they are)
+    by_spelling: dict[str, dict[str, tuple[str, str, str]]] = defaultdict(dict)
     for surface, main, brand, q, _local, _match in brand_rows:
-        by_spelling.setdefault(folded_surface(surface), (main, brand, q))
+        by_spelling[folded_surface(surface)].setdefault(q, (main, brand, q))
     n = 0
     for lang, data in languages.items():
         countries = set(LANGUAGE_COUNTRIES.get(lang, "").split())
@@ -539,10 +581,11 @@ def _brand_terms(languages: dict[str, dict], brand_rows, reach: dict[str, set[st
             for row in rows:
                 surface, tags, role = row[0], row[1], row[4]
                 spelled = folded_surface(surface)
-                hit = by_spelling.get(spelled)
-                if role != "t" or not hit or tags != [hit[0]] or spelled.encode() in english:
+                if role != "t" or spelled not in by_spelling or spelled.encode() in english:
                     continue
-                if any("#" in c or c in countries for c in reach.get(hit[2], ())):
+                hit = next((h for h in by_spelling[spelled].values() if tags == [h[0]]
+                            and any("#" in c or c in countries for c in reach.get(h[2], ()))), None)
+                if hit is not None:
                     row[1] = [*tags, f"brand={hit[1]}"]
                     n += 1
     return n
