@@ -354,6 +354,7 @@ class _Lexicon:
     time_units: Matcher
     last: Matcher
     one: frozenset  # words for "one" before a unit ("한 달", "un mois")
+    edited: Matcher  # words of editing ("edited", "geändert", "düzenlenen"): a bare year beside one is a period
     relative: Matcher
     since: Matcher
     stop: Matcher
@@ -454,6 +455,7 @@ def _lexicon(lang: str) -> _Lexicon:
         time_units=Matcher(payload(lambda t: t["time"]["units"])),
         last=Matcher(cues(lambda t: t["time"]["last"])),
         one=frozenset(fold(w) for w in own["time"]["one"] if not w.isdigit()),
+        edited=Matcher(cues(lambda t: t["time"].get("edited", []))),
         relative=Matcher([(k, v) for t in both for k, v in t["time"]["relative"].items()]),
         since=Matcher(cues(lambda t: t["time"]["since"])),
         stop=Matcher(own["stop"] + ([] if lang == "en" else table("en")["stop"])),
@@ -743,6 +745,18 @@ class _Reader:
             elif s in ends:  # the cue after the date: "2024-04-01以降", "2024-01-01 이후", "2024-01-01以来"
                 self.take(s, e)
                 f.since = True
+        if not found and self.find(self.lex.edited, False):
+            # a bare year in a request about edits is that year: "restaurants edited in 2023", "2023 yılında
+            # düzenlenen restoranlar" (from its first day to its last)
+            # (two years are a range, "between 2010 and 2014"; a year run on from letters is a name's, "Virgile1994")
+            years = [k for k, t in enumerate(toks) if t.number and _YEAR.match(t.text) and not self.taken[k]
+                     and not (k > 0 and toks[k - 1].end == t.start and not toks[k - 1].number)
+                     and not (k + 1 < self.n and self.lex.units.match_at(toks, k + 1))][:2]
+            if years and add(toks[years[0]].start, toks[years[0]].text):
+                add(toks[years[-1]].end, toks[years[-1]].text, 12, 31)
+                for k in years:
+                    year = self.lex.time_units.match_at(toks, k + 1, self.taken) if k + 1 < self.n else None
+                    self.take(k, year[0] if year and year[1] == "year" else k + 1)  # "2023年", "2023 yılında"
         found.sort()
         f.dates = list(dict.fromkeys(d for _, d in found))
 

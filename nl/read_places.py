@@ -412,12 +412,14 @@ _TR_LOCATIVE = re.compile(r"^(\w{3,}?)['’]?[dt][ae](?:ki)?$")
 MAX_EDGE_PLACE_CHARS = 6
 
 
-def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexicon, language: str,
-                        ) -> tuple[tuple, tuple]:
+def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexicon, language: str, *,
+                        named: bool = False) -> tuple[tuple, tuple]:
     """A word no table knows that opens or ends the request, written apart from a thing the lexicon
     reads, in a language of ``EDGE_PLACE_LANGUAGES``: the place of the request ("경주 박물관", "종로 카페",
     "kadıköyde eczane"; Turkish only in the locative where it opens the request, "binalar çankaya" where
-    it ends it). Nothing changes where the word is part of what the lexicon or brands read.
+    it ends it), also where it opens a brand's negated phrase ("강남 스타벅스 말고 다른 카페"), or is a phrase
+    of its own beside a name the request ``named`` ("'학림다방' 종로"). Nothing changes where the word is
+    part of what the lexicon or brands read.
 
     >>> class L:
     ...     def lookup(self, text, lang, **kw): return []
@@ -431,7 +433,14 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
         return (), features
     end = len(text.rstrip(" ?.!。？！"))
     for k, f in enumerate(features):
-        if f.negated or not f.tags or f.span is None or " " not in f.text.strip():
+        if named and not f.negated and not f.tags and f.span is not None and (f.span[0] == 0 or f.span[1] == end) \
+                and len(f.text.split()) == 1 and _edge_place_name(f.text, language, f.span[0] == 0) is not None \
+                and not lexicon.lookup(f.text, language) and lexicon.brand(f.text, language) is None:
+            name = _edge_place_name(f.text, language, f.span[0] == 0)
+            return (Place(name, f.span),), features[:k] + features[k + 1:]
+        if f.negated and not (f.span is not None and f.span[0] == 0 and spaceless(f.text[:1])):
+            continue
+        if not f.tags or f.span is None or " " not in f.text.strip():
             continue
         for head in (True, False):
             if (head and f.span[0] != 0) or (not head and f.span[1] != end):

@@ -111,7 +111,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                                                               else None) if knowledge.world_places else None)
         if not places and lexicon is not None and knowledge.world_places \
                 and not (frame.in_view or frame.bbox or frame.coords or frame.around):
-            places, features = _unknown_edge_place(text, features, lexicon, frame.language)
+            places, features = _unknown_edge_place(text, features, lexicon, frame.language,
+                                                   named=bool(frame.quoted or frame.names))
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
