@@ -675,8 +675,10 @@ def _cue_tokens(lang: str = "en") -> dict[str, frozenset[str]]:
         "negation": frozenset(toks([t["negation"] for t in tables])),
         "ids": frozenset(toks([[t["types"], t["ids"]["id"]] for t in tables]) | toks(EDITOR_TYPE_WORDS)),
         "time": frozenset(toks([[t["time"]["since"], t["months"]] for t in tables]) | toks(CHANGED_WORDS)
-                          | toks([[t["time"].get(k, []) for k in ("last", "one", "units")] + [list(t["time"].get("relative", {}))]
-                                 for t in tables])),
+                          | toks([[t["time"].get(k, []) for k in ("last", "one", "units", "edited")]
+                                  + [list(t["time"].get("relative", {}))] for t in tables])),
+        # the words of editing that end on a prefix ("aggiornat*": "aggiornati", "aggiornate")
+        "time_prefixes": frozenset(fold(w[:-1]) for t in tables for w in t["time"].get("edited", []) if w.endswith("*")),
         "users": frozenset(toks([t["users"] for t in tables])),
         "names": frozenset(toks([t["names"] for t in tables])),
         # (output_words' kinds: those of every table; the words: these tables')
@@ -699,8 +701,10 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["negation"]
     if any(f.kind == "name" for f in r.filters):
         allowed |= cues["names"]  # "restaurante llamado \"Casa Lucio\"": the name's cue word
+    prefixes: frozenset[str] = frozenset()
     if r.dates or r.periods:
         allowed |= cues["time"] | ORDINAL_ENDINGS  # "le 1er mars": the day's ordinal ending
+        prefixes = cues["time_prefixes"]
     if r.users:
         allowed |= cues["users"] | cues["time"]
         covered += [m.span() for u in r.users for m in re.finditer(re.escape(u), r.text)]
@@ -712,11 +716,12 @@ def _accounted(r: Request, covered: list) -> bool:
                     if t.number or r.bbox is not None and t.text and all(ch.isdigit() or ch in ".,-" for ch in t.text)]
     for kind in r.output:
         allowed |= cues.get(kind, frozenset())
-    return not _unaccounted(r, covered, allowed)
+    return not _unaccounted(r, covered, allowed, prefixes)
 
 
-def _unaccounted(r: Request, covered: list, allowed: set) -> list[str]:
-    """The tokens of ``r`` no part of the query covers and no cue of what was read allows."""
+def _unaccounted(r: Request, covered: list, allowed: set, prefixes: frozenset[str] = frozenset()) -> list[str]:
+    """The tokens of ``r`` no part of the query covers and no cue of what was read allows (as a word, or
+    one of the cues' ``prefixes`` as its start)."""
     out = []
     # a place's case ending after an apostrophe is the place ("kocaeli'deki", "Trabzon'daki", "Paris's")
     ends = {p.span[1] + 1 for p in r.places if p.span is not None and r.text[p.span[1]:p.span[1] + 1] in "'’"}
@@ -725,7 +730,7 @@ def _unaccounted(r: Request, covered: list, allowed: set) -> list[str]:
             continue
         if t.number and r.coords is not None:
             continue  # the point's coordinates ("around 40.7128,-74.0060"): the around's centre
-        if t.fold in allowed or not any(ch.isalnum() for ch in t.fold):
+        if t.fold in allowed or not any(ch.isalnum() for ch in t.fold) or any(t.fold.startswith(p) for p in prefixes):
             continue
         out.append(t.text)
     return out

@@ -574,6 +574,7 @@ class _Reader:
         self.speeds()
         self.distances()
         self.outputs()
+        self.edit_words()
         self.types()
         self.name_in()
         self.unquoted_names()
@@ -788,6 +789,13 @@ class _Reader:
             f.periods.append(period)
             self.take(s, e)
         f.periods = list(dict.fromkeys(f.periods))
+
+    def edit_words(self) -> None:
+        """The verb of a request about edits in time ("parchi aggiornati nell'ultima settimana", "straten
+        bewerkt sinds 2024") says what the date or period is of: no thing."""
+        if self.frame.dates or self.frame.periods:
+            for s, e, _ in self.find(self.lex.edited, True):
+                self.take(s, e)
 
     def speeds(self) -> None:
         """"30 km/h", "50 mph", "60 км/ч": a speed's unit is no distance ("limitées à 30 km/h" is no radius
