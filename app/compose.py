@@ -709,7 +709,8 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["users"] | cues["time"]
         covered += [m.span() for u in r.users for m in re.finditer(re.escape(u), r.text)]
     if r.bbox is not None:
-        allowed |= cues["view"]  # the box's name: "im Bereich 53.54,9.98,53.56,10.01"
+        # the box's name: "im Bereich 53.54,9.98,53.56,10.01", "31.22,121.46,31.24,121.50 范围内的公厕"
+        allowed |= cues["view"] | cues["around"]
     if r.bbox is not None or r.dates:
         # the box's or date's numbers, and a box typed without spaces ("52.50,13.35,52.54,13.42": one token)
         covered += [(t.start, t.end) for t in tokens(r.text)

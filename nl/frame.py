@@ -639,6 +639,9 @@ class _Reader:
                                      or (hit := self.lex.preps.match_at(self.toks, a - 1)) and hit[0] == a):
                         a -= 1
                 self.take(a, b)
+                after = self.lex.around_after.match_at(self.toks, b, self.taken) if b < self.n else None
+                if after:  # ... or after it: "31.22,121.46,31.24,121.50 范围内的公厕", "…の範囲の交番"
+                    self.take(b, after[0])
                 return
         points = []
         for m in _COORDS.finditer(self.text):
