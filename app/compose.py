@@ -584,7 +584,10 @@ def _around(r: Request, covered: list, statements: list) -> A.Around | None:
         if start < 0:
             return None
         covered.append((start, start + len(a.of)))
-        area = [A.AreaFilter(AREA_SET)] if any(p.role != "centre" for p in r.places) else []
+        areas = _areas(r)
+        if len(areas) > 1:
+            return None  # the centres of which of the areas: not composed ("…в районе Эшампле в Барселоне")
+        area = [A.AreaFilter(AREA_SET)] if areas else []
         statements.append(A.Query("nwr", [_tag(t) for t in tags] + area, into=CENTRE_SET))
         return A.Around(radius, set=CENTRE_SET)
     return None
@@ -726,6 +729,8 @@ def _unaccounted(r: Request, covered: list, allowed: set, prefixes: frozenset[st
     out = []
     # a place's case ending after an apostrophe is the place ("kocaeli'deki", "Trabzon'daki", "Paris's")
     ends = {p.span[1] + 1 for p in r.places if p.span is not None and r.text[p.span[1]:p.span[1] + 1] in "'’"}
+    # ... and so is a user's ("mehmet_k'nin son 30 günde yaptığı değişiklikler")
+    ends |= {m.end() + 1 for u in r.users for m in re.finditer(re.escape(u), r.text) if r.text[m.end():m.end() + 1] in "'’"}
     for t in tokens(r.text):
         if any(a <= t.start and t.end <= b for a, b in covered) or t.start in ends:
             continue
