@@ -492,8 +492,11 @@ _CJK_RANGE_END = re.compile(r"\s*(?:から|至|到|~|〜|-|–|－|부터|에서
 _DATE_ARTICLES = frozenset({"le", "the", "dem", "den", "der", "el", "il", "lo", "l"})
 # The endings of an ordinal day written in digits ("1er", "2nd", "3rd", "4th"): tokens of their own.
 ORDINAL_ENDINGS = frozenset({"er", "re", "st", "nd", "rd", "th"})
-_RANGE_WORDS = frozenset({"and", "to", "und", "bis", "et", "au", "y", "al", "a", "e", "и", "по", "до"})
+_RANGE_WORDS = frozenset({"and", "to", "und", "bis", "et", "au", "y", "al", "a", "e", "и", "по", "до", "en", "tot", "ve", "ile",
+                          "i", "do"})
 _YEAR = re.compile(r"^(1[89]\d\d|20\d\d)$")
+# The word between a day and its month in the Romance languages ("1 de enero", "1 di marzo").
+_DAY_OF = frozenset({"de", "di", "del"})
 _BREAK = re.compile(r"[,;:?!.()\[\]{}，。；：？！、（）「」『』\"“”„«»]|(?<!\S)[&+](?!\S)")  # (" & " and " + " join two things)
 _HARD_BREAK = re.compile(r"[;?!.()\[\]{}。；？！（）]")
 _LIST_BREAK = re.compile(r"[,，、]")
@@ -740,6 +743,8 @@ class _Reader:
                 k += 1
             if k + 1 < self.n and toks[k].number and toks[k + 1].start in starts:
                 k += 1  # the day before its month: "nach dem 1. Juni 2019"
+            elif k + 2 < self.n and toks[k].number and toks[k + 1].fold in _DAY_OF and toks[k + 2].start in starts:
+                k += 2  # ... and "of" between: "desde 1 de janeiro de 2025"
             elif k + 2 < self.n and toks[k].number and toks[k + 1].fold in ORDINAL_ENDINGS:
                 # ... with its ordinal ending: "depuis le 1er mars 2025", "since the 1st of March"
                 k += 3 if k + 3 < self.n and toks[k + 2].fold == "of" and toks[k + 3].start in starts else 2
