@@ -71,6 +71,7 @@ class Frame:
     month_dates: list[str] = field(default_factory=list)  # dates written without a day ("March 2024"): the month
     periods: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
+    edited: bool = False  # a word of editing ("edited", "gemappt", "правил"): the request is about edits
     names: list[str] = field(default_factory=list)
     # Added beside the shared interface: numeric user ids ("user with ID 7725447"),
     # every quoted span (names and tag keys alike), and the cue language used.
@@ -801,8 +802,10 @@ class _Reader:
     def edit_words(self) -> None:
         """The verb of a request about edits in time ("parchi aggiornati nell'ultima settimana", "straten
         bewerkt sinds 2024") says what the date or period is of: no thing."""
+        hits = self.find(self.lex.edited, True)
+        self.frame.edited = bool(hits)
         if self.frame.dates or self.frame.periods:
-            for s, e, _ in self.find(self.lex.edited, True):
+            for s, e, _ in hits:
                 self.take(s, e)
 
     def speeds(self) -> None:

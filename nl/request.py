@@ -29,13 +29,14 @@ Feature(text='benches', span=(0, 7), negated=False, tags=(), place=None)
 from __future__ import annotations
 
 import dataclasses
+import re
 import unicodedata
 from collections import ChainMap
 
 from geoql.nl.attributes import find as find_attributes, number_words, words_of
-from geoql.nl.cues import tokens
+from geoql.nl.cues import table, tokens
 from geoql.nl.english import read_english, with_frame
-from geoql.nl.frame import MAX_CHARS, Frame, latin_rivals, latin_scores, read_frame
+from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import BRAND_SCORE, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
 from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
 from geoql.nl.support import read_support
@@ -204,12 +205,15 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
             # "名古屋の駅から500m以内": the stations of Nagoya, so the request is in Nagoya
             start = text.find(of_request.place)
             places += (Place(of_request.place, (start, start + len(of_request.place)) if start >= 0 else None),)
+    users = tuple(frame.users)
+    if lexicon is not None and not users and frame.edited and (frame.dates or frame.periods):
+        features, users = _edits_user(text, features, lexicon, frame.language)
     return Request(
         nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
         features=features, filters=filters, brands=_brands(features), places=places, in_view=frame.in_view,
         around=around, bbox=frame.bbox, numbers=numbers,
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
-        users=tuple(frame.users), names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
+        users=users, names=tuple(frame.names), quoted=tuple(frame.quoted), types=frozenset(frame.types),
         output=frozenset(output), dates=tuple(frame.dates), month_dates=tuple(d for d in frame.dates if d in frame.month_dates),
         periods=tuple(frame.periods), since=frame.since,
         attribute_words=attribute_words, generic_words=tuple(m.span for m in find_attributes(text, frame.language, generic=True)),
@@ -279,6 +283,45 @@ def _own_words(text: str, language: str) -> int:
 def frame_text(nl: str) -> str:
     """The text a reading's spans index: NFKC, at most ``MAX_CHARS`` characters."""
     return unicodedata.normalize("NFKC", nl)[:MAX_CHARS]
+
+
+def _edits_user(text: str, features: tuple[Feature, ...], lexicon: Lexicon, language: str,
+                ) -> tuple[tuple[Feature, ...], tuple[str, ...]]:
+    """In a request about edits in time, the one word no table knows, written in letters and digits, is
+    the user's name, cue or not ("what has woodpeck edited in the past 3 days", "что правил Zverik за
+    последнюю неделю"); the features less it and the user, or both unchanged."""
+    if any(f.tags for f in features if not f.negated):
+        return features, ()  # things edited ("parkings à vélos ajoutés récemment"): a word there is theirs
+    named = [f for f in features if not f.negated and not f.tags and f.span is not None and len(f.text.split()) == 1
+             and _USER_NAME.match(f.text) and not lexicon.lookup(f.text, language)
+             and lexicon.brand(f.text, language) is None and f.text.casefold() not in words_of(language)]
+    if len(named) != 1 or _dictionary_word(named[0].text, language) or fold(named[0].text) in _not_names(language) \
+            or named[0].span[0] > 0 and text[named[0].span[0] - 1] in "([（":
+        return features, ()  # (a word of the maps themselves, "OpenStreetMap"; a name glossed in brackets)
+    return tuple(f for f in features if f is not named[0]), (named[0].text,)
+
+
+def _not_names(language: str) -> frozenset[str]:
+    """Words the cue tables say are no place, and so no user either ("osm", "openstreetmap", "wikidata")."""
+    return frozenset(fold(w) for lang in dict.fromkeys((cue_language(language), "en")) for w in table(lang)["place"]["not_places"])
+
+
+def _dictionary_word(word: str, language: str) -> bool:
+    """Whether ``word`` is a word of ``language``'s or English's dictionary (simplemma's): no user's name
+    ("canton", "inclus", "Forstwege")."""
+    import simplemma  # (its dictionaries load on first use, for the rare request this asks about)
+
+    for lang in dict.fromkeys((language, "en")):
+        try:
+            if simplemma.is_known(word.casefold(), lang=lang):
+                return True
+        except (ValueError, KeyError):
+            continue
+    return False
+
+
+# A user's name as people write it: letters of a script with case, digits, "_", "-", "."
+_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,}$")
 
 
 def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: str) -> tuple[Feature, ...]:
