@@ -27,6 +27,7 @@ import dataclasses
 import gzip
 import importlib
 import json
+import re
 import threading
 import unicodedata
 from dataclasses import dataclass, field
@@ -58,9 +59,12 @@ BRAND_SCORE, COMMON_BRAND_SCORE = 0.9, 0.6
 INFLECTED_BRAND_LANGUAGES = {"ru": "Cyrillic", "pl": "Latin"}  # language -> the script of its brands' names
 INFLECTED_BRAND_LETTERS, INFLECTED_BRAND_SCORE = 5, 0.55
 SHORT_BRAND = 3
-# Languages whose plural of a chain's name adds "s" ("mercadonas"), read by ``Lexicon.brand`` (not English:
-# "excluding garages" is no Garage).
-PLURAL_S_LANGUAGES = ("es", "pt", "fr", "nl", "it")
+# Languages whose plural of a chain's name adds "s" ("mercadonas", "albert heijns"), read by ``Lexicon.brand``
+# (the reading takes such a plural only where the brand is all the request asks for: "excluding garages" is
+# no Garage).
+PLURAL_S_LANGUAGES = ("en", "es", "pt", "fr", "nl", "it", "de")
+# Turkish plural (and its possessive) after a chain's name: "bimler", "migrosları".
+_TR_PLURAL = re.compile(r"['’]?(?:ler|lar)(?:i|ı)?$", re.IGNORECASE)
 # The fewest characters of a brand's abbreviation in a script without spaces ("スタバ", "瑞幸").
 ABBREVIATION_LETTERS = 2
 # A word misspelt by one letter is read as the surface word it is one edit from when it is this long or
@@ -309,6 +313,10 @@ class Lexicon:
         >>> m.surface, m.tags
         ('BP', ('amenity=fuel', 'brand=BP'))
         """
+        stem = _TR_PLURAL.sub("", text) if lang == "tr" else text
+        if stem != text and len(stem) >= SHORT_BRAND:  # "bimler", "migrosları": the chain's shops
+            found = self.brand(stem, lang, short=short)
+            return dataclasses.replace(found, span=(0, len(text)), text=text) if found is not None else None
         variants = [text.upper(), text.title()]
         if lang in INFLECTED_BRAND_LANGUAGES:
             variants += [text[:-k].title() for k in (1, 2) if len(text) - k >= INFLECTED_BRAND_LETTERS]

@@ -37,7 +37,7 @@ from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import table, tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
-from geoql.nl.lexicon import BRAND_SCORE, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
+from geoql.nl.lexicon import BRAND_SCORE, INFLECTED_BRAND_LANGUAGES, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
 from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
 from geoql.nl.support import read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
@@ -329,15 +329,20 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
     stations except bp", "petrol stations that are not shell", "stacje paliw oprócz orlenu"). The lexicon
     reads a brand spelled like a word only with its capital; after "except" beside a thing, the brand is
     what is meant. A short brand (``SHORT_BRAND`` letters or fewer, the lexicon's bound for a brand it reads
-    only as the brand writes it: "bp") counts only where it sells what the thing is."""
+    only as the brand writes it: "bp") counts only where it sells what the thing is, and so does a brand
+    spelled like a word the lexicon reads as another thing ("supermarchés sauf carrefour": not crossroads)."""
     things = {t for f in features if not f.negated for m in f.tags for t in m.tags}
     if not things:
         return features
     out = []
     for f in features:
-        if f.negated and not f.tags and f.span is not None and 0 < len(f.text.split()) <= 2:
+        branded = any(t.startswith("brand") for m in f.tags for t in m.tags)
+        if f.negated and not branded and f.span is not None and 0 < len(f.text.split()) <= 2:
             found = lexicon.brand(f.text, language)
-            if found is not None and (len(f.text) > SHORT_BRAND or found.tags[0] in things):
+            # (as written, or with a case ending where names inflect: not a plural, "excluding garages")
+            ending = 2 if language in INFLECTED_BRAND_LANGUAGES else 0
+            if found is not None and (len(f.text) > SHORT_BRAND and not f.tags or found.tags[0] in things) \
+                    and _spells_brand(found, f.text, ending=ending):
                 f = dataclasses.replace(f, tags=(found,))
         out.append(f)
     return tuple(out)
@@ -363,9 +368,9 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
                 f = _as_brand(f, found)
         elif not f.negated and not f.tags and f.span is not None:
             # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"; a brand spelled
-            # like a word that is all the request asks for in a place ("continente no porto"; not in English,
-            # whose words are brands' names too: "power in Zambia", "warehouse in current view")
-            alone = placed and language != "en" and not any(g.tags for g in features if not g.negated)
+            # like a word that is all the request asks for in a place ("continente no porto"; in English only
+            # a brand no word spells, ``_brand_phrase``)
+            alone = placed and not any(g.tags for g in features if not g.negated)
             # (or beside another brand: "大阪のファミマとセブンイレブン", "pingo doce ou continente em braga")
             beside = any(g is not f and not g.negated and _brands((g,)) and not any(m.tags for m in g.tags
                                                                                    if "brand=" not in " ".join(m.tags))
@@ -387,7 +392,9 @@ def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = 
     if not generic:
         long_enough = len(f.text) > SHORT_BRAND or is_spaceless_text(f.text)  # "瑞幸", "스벅": a word each
         found = lexicon.brand(f.text, language, short=only) if alone and len(f.text.split()) <= 2 and long_enough else None
-        plural = 1 if language in PLURAL_S_LANGUAGES and f.text[-1:].lower() == "s" else 0
+        if found is not None and language == "en" and found.score < BRAND_SCORE:
+            return f  # English words are brands' names too: "power in Zambia", "warehouse in current view"
+        plural = 1 if language in PLURAL_S_LANGUAGES and f.text[-1:].lower() == "s" else 4 if language == "tr" else 0
         return _as_brand(f, found) if found is not None and _spells_brand(found, f.text, ending=plural, short=only) else f
     rest, at = f.text, 0
     for m in generic:
@@ -399,7 +406,7 @@ def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = 
     # the brand as written, or with a case ending where names inflect ("stacje orlenu": Orlen)
     if found is None or not _spells_brand(found, rest, ending=2, short=only):
         return f
-    if found.score < BRAND_SCORE and generic[0].span[0] > 0 and not only:
+    if found.score < BRAND_SCORE and generic[0].span[0] > 0 and not (only and is_spaceless_text(rest)):
         return f  # a brand spelled like a word that opens the phrase is the word: "power stations"
     return _as_brand(f, found)
 
