@@ -49,7 +49,8 @@ from geoql.nl.model import (
 )
 from geoql.nl.read_places import (
     _article_places, _city_and_thing, _feature_places, _filter_cue_words, _known_places, _more_cities,
-    _opening_cities, _place_names, _place_phrases, _place_prepositions, _thing_before_place, _unknown_edge_place,
+    _opening_cities, _place_before_and, _place_names, _place_phrases, _place_prepositions, _thing_before_place,
+    _unknown_edge_place,
 )
 from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
@@ -116,6 +117,12 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                                                    named=bool(frame.quoted or frame.names))
         # a phrase that lost its place is looked up again: its matches' spans index its own text
         features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
+                         for f in features)
+    if lexicon is not None and knowledge.world_places and places:
+        # (a city spelled like a word too: before "and" and a place, it is one, "bibliotheken zwolle en groningen")
+        places, features = _place_before_and(text, places, features,
+                                             ChainMap(_place_names(knowledge), word_cities_in(None)), frame.language)
+        features = tuple(f if f.tags else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
                          for f in features)
     if lexicon is not None and knowledge.world_places and any(not f.negated and not f.tags for f in features):
         # a phrase that is all a city, beside the places read ("ospedali a milano e a torino", "京都と奈良のお寺")
