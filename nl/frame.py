@@ -1468,7 +1468,8 @@ class _Reader:
     def content(self) -> None:
         lex, toks, f = self.lex, self.toks, self.frame
         is_stop = [False] * self.n
-        for s, e, _ in self.find(lex.stop, True, end_only=True):  # "이" in "7725447이", not in "이름"
+        stops = [(s, e) for s, e, _ in self.find(lex.stop, True, end_only=True)]  # "이" in "7725447이", not in "이름"
+        for s, e in stops:
             for k in range(s, e):
                 is_stop[k] = True
         for k in range(self.n - 1):  # "100 米", "3 km": a measure, not a thing asked for
@@ -1487,6 +1488,8 @@ class _Reader:
                 is_stop[k] = True
             if any(a <= s and e <= b and (a, b) != (s, e) for a, b in wider):
                 continue
+            if any(a <= s and e <= b and (a, b) != (s, e) for a, b in stops):
+                continue  # a question's words: "附近有没有充电桩" (is there a charger nearby), "有冇"
             k = e
             while k < self.n:
                 if k > e and _HARD_BREAK.search(self.gap(k)):
