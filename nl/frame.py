@@ -1527,7 +1527,18 @@ class _Reader:
                 j += 1
             phrases.append((i, j))
             i = j
+        split = []
         for i, j in phrases:
+            # in a language written without spaces (not Korean, whose words are spaced), a negation after a
+            # phrase negates what follows its last space: "コンビニ ローソン以外" (convenience stores but Lawson)
+            if j < self.n and not neg[i] and toks[i].spaceless and not lex.spaced_words \
+                    and self._neg_follows(j, after_neg, is_stop):
+                k = next((k for k in range(j - 1, i, -1) if " " in self.gap(k)), None)
+                if k is not None:
+                    split += [(i, k), (k, j)]
+                    continue
+            split.append((i, j))
+        for i, j in split:
             text = self.span(i, j).strip(" -:'’_/")
             if not text or (len(text) == 1 and not toks[i].spaceless):
                 continue
