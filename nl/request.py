@@ -327,7 +327,8 @@ def _dictionary_word(word: str, language: str) -> bool:
     return False
 
 
-# A user's name as people write it: letters of a script with case, digits, "_", "-", "."
+# A user's name as this rule takes it: Latin letters and digits, "_", "-", "." (a word in another script is
+# too often a word of the request's language the dictionaries lack)
 _USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{2,}$")
 
 
@@ -337,7 +338,8 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
     reads a brand spelled like a word only with its capital; after "except" beside a thing, the brand is
     what is meant. A short brand (``SHORT_BRAND`` letters or fewer, the lexicon's bound for a brand it reads
     only as the brand writes it: "bp") counts only where it sells what the thing is, and so does a brand
-    spelled like a word the lexicon reads as another thing ("supermarchés sauf carrefour": not crossroads)."""
+    spelled like a word the lexicon reads as another thing (where the brand table gives a brand another of
+    its categories, it stays the word: "supermarchés sauf carrefour", Carrefour's fuel stations)."""
     things = {t for f in features if not f.negated for m in f.tags for t in m.tags}
     if not things:
         return features
