@@ -143,6 +143,20 @@ def is_spaceless_text(text: str) -> bool:
     return any(spaceless(ch) for ch in text)
 
 
+def shortens(short: str, name: str) -> bool:
+    """Whether ``short`` is a shorter ``name``'s first letter and then some more of its letters in order,
+    as people in Japan, Korea and China shorten names ("スタバ" of "スターバックス", "파바" of "파리바게뜨"):
+    the rule both the lexicon build (NSI's short forms) and :meth:`Lexicon.brand` read.
+
+    >>> shortens("スタバ", "スターバックス"), shortens("サンクス", "ファミリーマート"), shortens("ママ", "マクドナルド")
+    (True, False, False)
+    """
+    if not short or len(name) <= len(short) or short[0] != name[0]:
+        return False
+    rest = iter(name[1:])
+    return all(ch in rest for ch in short[1:])
+
+
 def _substring_language(lang: str) -> bool:
     return STEMMERS.get(lang) is None
 
@@ -362,10 +376,8 @@ class Lexicon:
             return None
         found: dict[str, list] = {}
         for name, row in brands.keys.items():
-            if len(name) > len(key) and name[0] == key[0] and is_spaceless_text(name):
-                rest = iter(name)
-                if all(ch in rest for ch in key[1:]):
-                    found.setdefault(row[2], row)
+            if is_spaceless_text(name) and shortens(key, name):
+                found.setdefault(row[2], row)
         return next(iter(found.values())) if len(found) == 1 else None
 
     def corrected(self, text: str, lang: str) -> FeatureMatch | None:

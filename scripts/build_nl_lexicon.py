@@ -49,7 +49,8 @@ from geoql.core.files import write_atomic
 from geoql.index.config import NPM_REGISTRY, SCHEMA_VERSION, default_cache_dir
 from geoql.index.schema import load_schema
 from geoql.nl import cues
-from geoql.nl.lexicon import FORMAT, LANGUAGES, MIN_SCORE, ROLE_WEIGHT, STEMMERS, folded_surface, is_spaceless_text, key_of, stemmer_version, word_keys
+from geoql.nl.lexicon import (FORMAT, LANGUAGES, MIN_SCORE, ROLE_WEIGHT, STEMMERS, folded_surface, is_spaceless_text, key_of,
+                              shortens, stemmer_version, word_keys)
 from geoql.nl.text import base_language, fold
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -312,8 +313,7 @@ def _shortens(match_name: str, spellings: list[str]) -> bool:
         if len(own) <= len(name) or not name or name[0] != own[0]:
             continue
         if is_spaceless_text(name) and is_spaceless_text(own):
-            rest = iter(own[1:])
-            if len(name) >= SPACELESS_BRAND_LETTERS and all(ch in rest for ch in name[1:]):
+            if len(name) >= SPACELESS_BRAND_LETTERS and shortens(name, own):
                 return True
         elif " " not in match_name.strip() and " " not in spelling.strip() and len(name) >= LOCAL_BRAND_LETTERS \
                 and own.startswith(name) and len(own) - len(name) >= 3:
