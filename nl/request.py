@@ -115,15 +115,14 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                 and not (frame.in_view or frame.bbox or frame.coords or frame.around):
             places, features = _unknown_edge_place(text, features, lexicon, frame.language,
                                                    named=bool(frame.quoted or frame.names))
-        # a phrase that lost its place is looked up again: its matches' spans index its own text
-        features = tuple(f if f.tags or lexicon is None else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
-                         for f in features)
+        features = _looked_up_again(features, lexicon, frame.language)
     if lexicon is not None and knowledge.world_places and places:
         # (a city spelled like a word too: before "and" and a place, it is one, "bibliotheken zwolle en groningen")
+        before = places
         places, features = _place_before_and(text, places, features,
                                              ChainMap(_place_names(knowledge), word_cities_in(None)), frame.language)
-        features = tuple(f if f.tags else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, frame.language)))
-                         for f in features)
+        if places != before:
+            features = _looked_up_again(features, lexicon, frame.language)
     if lexicon is not None and knowledge.world_places and any(not f.negated and not f.tags for f in features):
         # a phrase that is all a city, beside the places read ("ospedali a milano e a torino", "京都と奈良のお寺")
         # or in the middle of the request ("wifiがある東京のカフェ"); only a phrase without tags can be one,
@@ -273,6 +272,15 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     return best
 
 
+def _looked_up_again(features: tuple[Feature, ...], lexicon: Lexicon | None, language: str) -> tuple[Feature, ...]:
+    """The phrases without tags looked up again, after a place step cut a place out of one: its matches'
+    spans index its own text. (A phrase no step changed finds nothing new: the lookup as the request
+    opens is the stricter one.)"""
+    if lexicon is None:
+        return features
+    return tuple(f if f.tags else dataclasses.replace(f, tags=tuple(lexicon.lookup(f.text, language))) for f in features)
+
+
 def _prepositions_before_cities(text: str) -> frozenset[str]:
     """The folded words right before a city the gazetteer or ``word_cities`` knows ("no" of "mercados no porto")."""
     toks = [t for t in tokens(text) if not t.spaceless]
@@ -363,6 +371,12 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
     ("subway restaurants": Subway sells fast food, an amenity as restaurants are; "spar supermarkets").
     The lexicon reads a brand spelled like a word only with its capital; a thing of another kind after it
     keeps the word a word ("next bus stops"), and so does a brand whose tag spells it otherwise."""
+    # a phrase of only a brand beside the others ("大阪のファミマとセブンイレブン", "pingo doce ou continente em braga")
+    beside = any(not g.negated and g.tags and all(any(t.startswith("brand=") for t in m.tags) for m in g.tags)
+                 for g in features)
+    # ... or no thing read at all, in a place ("continente no porto")
+    alone = placed and not any(g.tags for g in features if not g.negated)
+    only = beside or alone and sum(not g.negated for g in features) == 1
     out = []
     for f in features:
         best = f.tags[0] if f.tags else None
@@ -377,15 +391,9 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
                 f = _as_brand(f, found)
         elif not f.negated and not f.tags and f.span is not None:
             # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"; a brand spelled
-            # like a word that is all the request asks for in a place ("continente no porto"; in English only
-            # a brand no word spells, ``_brand_phrase``)
-            alone = placed and not any(g.tags for g in features if not g.negated)
-            # (or beside another brand: "大阪のファミマとセブンイレブン", "pingo doce ou continente em braga")
-            beside = any(g is not f and not g.negated and _brands((g,)) and not any(m.tags for m in g.tags
-                                                                                   if "brand=" not in " ".join(m.tags))
-                         for g in features)
-            f = _brand_phrase(f, lexicon, language, alone=alone or beside,
-                              only=beside or alone and sum(not g.negated for g in features) == 1)
+            # like a word that is all the request asks for in a place, or beside another brand (in English
+            # only a brand no word spells, ``_brand_phrase``)
+            f = _brand_phrase(f, lexicon, language, alone=alone or beside, only=only)
         out.append(f)
     return tuple(out)
 
