@@ -194,7 +194,7 @@ def _csv_columns(r: Request) -> tuple[list[str], list[tuple[int, int]]]:
 def _unsupported(r: Request) -> bool:
     """Parts of a request composition does not build: copy-edits keep them."""
     return bool(r.area_ids or r.uids or len(r.users) > 1 or r.types and not r.ids
-                or r.ids and (r.features or r.places or r.around or r.in_view or r.bbox or r.users or r.dates)
+                or r.ids and (any(not _link_words(f.text) for f in r.features) or r.places or r.around or r.in_view or r.bbox or r.users or r.dates)
                 or any(not f.negated for f in r.brands) and any(f.negated for f in r.features) or len(r.output) > 1
                 # a table is composed only where the request says "CSV" ("tables et aires de pique-nique")
                 or r.output - set(OUTPUTS) - {"csv"} or "csv" in r.output and "csv" not in r.text.casefold() or r.in_view and (r.places or r.around) or r.bbox and (r.places or r.around))
@@ -229,10 +229,24 @@ def _when(r: Request) -> list | None:
     return [A.Newer(f"{r.dates[0]}T00:00:00Z")]
 
 
+# the words of an element's link pasted as the request ("openstreetmap.org/way/30123456")
+_LINK_WORDS = frozenset({"http", "https", "www", "openstreetmap", "osm", "org"})
+
+
+def _link_words(text: str) -> bool:
+    """Whether ``text`` is words of an element's link only ("openstreetmap.org").
+
+    >>> _link_words("openstreetmap org"), _link_words("ways")
+    (True, False)
+    """
+    words = [t.fold for t in tokens(text) if not t.number]
+    return bool(words) and all(w in _LINK_WORDS for w in words)
+
+
 def _by_ids(r: Request) -> A.Script | None:
     """"way 50637691", "nodes 1 and 2": the elements by type and id, nothing else in the request."""
     cues = _cue_tokens(r.language)
-    allowed = cues["ids"] | cues["stop"] | stopwords(r.language)
+    allowed = cues["ids"] | cues["stop"] | stopwords(r.language) | _LINK_WORDS
     for kind in r.output:
         allowed |= cues.get(kind, frozenset())
     if any(not t.number and t.fold not in allowed for t in tokens(r.text)):
@@ -776,7 +790,12 @@ _AREA_NAME = re.compile(r'\{\{geocodeArea:\s*"?([^"}]*)"?\s*\}\}')
 def query_facts(query: str) -> tuple | None:
     """What a query selects, without its style: the tag filters of each statement (as a set of sets,
     each with whether it is measured by an around), the folded names of its areas (with the boxes it
-    types and the map view), its around radii and its out options. None: it does not parse."""
+    types and the map view), its around radii and its out options; an element's id counts as a
+    filter, with its type. None: it does not parse.
+
+    >>> query_facts("(node(1);way(2););out;")[0] == query_facts("way(id:1,2);out;")[0]
+    False
+    """
     try:
         script = overpassql.parse(query)
     except Exception:  # an unparsable pick carries no facts
@@ -796,6 +815,8 @@ def query_facts(query: str) -> tuple | None:
         elif isinstance(node, A.Query):
             tags = frozenset(overpassql.ql.Dumper().dump(f) for f in node.filters
                              if isinstance(f, (A.Tag, A.IfFilter, A.Newer, A.Changed, A.User, A.Uid)))
+            # elements by id are of their type: "way(id:1,2)" is not "node(1);way(2)"
+            tags |= {(node.type, i) for f in node.filters if isinstance(f, A.Ids) for i in f.ids}
             if node.type == "area":
                 areas.update(fold(f.value) for f in node.filters if isinstance(f, A.Tag) and f.key.startswith("name"))
             else:

@@ -1746,7 +1746,8 @@ _ID_FILLERS_CJK = frozenset({"的", "の", "嘅", "인", "번", "号", "號", "�
 _UNDERSCORE_NAME = re.compile(r"(?<![A-Za-z0-9_:=])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![A-Za-z0-9_:=])")
 _OR_WORDS = frozenset({"or", "oder", "ou", "o", "или"})  # a comparison after its number: "10 or more", "10 oder mehr"
 _LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與", "埋", "者",
-                         "与", "及", "同", "、", "と", "및", "또는", "과", "와"})
+                         "与", "及", "同", "、", "と", "및", "또는", "과", "와",
+                         "ve", "veya", "ile", "i", "lub", "oraz", "en", "ed", "oppure"})
 # "within 20 m of the coordinates 49.79, 5.52": the centre is Frame.coords, not a thing
 _COORD_STEMS = ("coordinat", "coordonn", "coordenad", "koordinat", "координат", "坐标", "座標", "좌표")
 

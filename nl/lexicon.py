@@ -564,7 +564,8 @@ class Lexicon:
                     continue  # across a space only from a word's start: "가능한 식당" holds no "한식당"
                 cands = [(row[_SCORE], row[_SURFACE], tuple(row[_TAGS]), "preset", row[_REF], table.lang)
                          for row in table.keys.get(piece, ())]
-                row = brands.keys.get(piece) if brands is not None and n > 1 else None
+                row = brands.keys.get(piece) if brands is not None and n > 1 \
+                    and not _inside_katakana_word(text, start, end) else None
                 if row:
                     cands.append((COMMON_BRAND_SCORE if row[3] else BRAND_SCORE, row[0], tuple(row[1]), "brand",
                                   row[2], ""))
@@ -600,6 +601,23 @@ def _edits(a: str, b: str, most: int) -> int:
             return most + 1
         prev2, prev = prev, cur
     return min(prev[-1], most + 1)
+
+
+def _katakana(ch: str) -> bool:
+    # letters and the long-vowel mark, not the middle dot that parts two names ("ファミマ・ローソン")
+    return "\u30a1" <= ch <= "\u30fa" or ch == "\u30fc" or "\uff66" <= ch <= "\uff9f"
+
+
+def _inside_katakana_word(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end], all katakana, runs on into more katakana: one loanword, whose first
+    letters are no brand ("シェル" of Shell in "シェルター", a shelter).
+
+    >>> _inside_katakana_word("シェルター", 0, 3), _inside_katakana_word("シェルのスタンド", 0, 3)
+    (True, False)
+    """
+    piece = text[start:end]
+    return bool(piece) and all(_katakana(c) for c in piece) and (
+        start > 0 and _katakana(text[start - 1]) or end < len(text) and _katakana(text[end]))
 
 
 def _alone(text: str, start: int, end: int, blocked, particles: str) -> bool:

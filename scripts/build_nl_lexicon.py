@@ -51,7 +51,7 @@ from geoql.index.schema import load_schema
 from geoql.nl import cues
 from geoql.nl.lexicon import (FORMAT, LANGUAGES, MIN_SCORE, ROLE_WEIGHT, STEMMERS, folded_surface, is_spaceless_text, key_of,
                               shortens, stemmer_version, word_keys)
-from geoql.nl.text import base_language, fold
+from geoql.nl.text import base_language, fold, script_of
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "nl" / "data" / "lexicon"
@@ -63,6 +63,9 @@ NSI_VERSION = "8.0.20260918"
 # Pinned here, not read from the registry: a changed tarball under the same version must fail.
 NSI_INTEGRITY = "sha512-g09kxye3aswAETIa//gA56MjonmjcyXCzdIwlDhpBVAwLKXOUJA1QZL5eE4ZRstTFFx9I2o9eARONUXVC72SAw=="
 NSI_FILE = "package/dist/json/nsi.min.json"
+# Each brand's Wikidata label and description ("French hypermarket brand of the Carrefour Group"),
+# which tell the brand's own trade from the other categories NSI lists it in (its fuel stations).
+NSI_WIKIDATA_FILE = "package/dist/wikidata/wikidata.min.json"
 
 # Translation files folded into each language (the package's codes). Cantonese requests are
 # written in traditional characters: zh-HK and zh-TW names serve them too.
@@ -99,8 +102,9 @@ def _verified(data: bytes, integrity: str) -> bool:
     return base64.b64encode(hashlib.new(algo, data).digest()).decode() == expected
 
 
-def fetch_nsi(cache_dir: Path) -> dict:
-    """NSI's ``dist/json/nsi.min.json``, from the cache when the tarball verifies."""
+def fetch_nsi(cache_dir: Path) -> tuple[dict, dict[str, str]]:
+    """(NSI's ``dist/json/nsi.min.json``, wikidata id -> the brand's English description), from the
+    cache when the tarball verifies."""
     import requests
 
     path = cache_dir / f"{NSI_PACKAGE}-{NSI_VERSION}.tgz"
@@ -115,7 +119,10 @@ def fetch_nsi(cache_dir: Path) -> dict:
         cache_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-        return json.load(archive.extractfile(NSI_FILE))
+        nsi = json.load(archive.extractfile(NSI_FILE))
+        wikidata = json.load(archive.extractfile(NSI_WIKIDATA_FILE)).get("wikidata", {})
+    return nsi, {q: entry["description"] for q, entry in wikidata.items()
+                 if isinstance(entry, dict) and isinstance(entry.get("description"), str)}
 
 
 def _split(value) -> list[str]:
@@ -226,13 +233,58 @@ def _countries(location_set: dict) -> set[str]:
     return out
 
 
-def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[str, str, str, str, bool, bool]],
-                                                                      dict[str, list], dict[str, set[str]], dict]:
+# Words of iD's English preset names and terms that a firm's description uses for its kind or its
+# industry, not for the place a request looks for ("telecommunications company" is no shop=telecommunication,
+# "supermarket chain" no shop=chain).
+_TRADE_STOP_WORDS = frozenset({"brand", "center", "centre", "chain", "company", "food", "gift", "hair", "beauty",
+                               "logistics", "market", "service", "services", "shop", "station", "store",
+                               "telecommunication"})
+
+
+def trade_phrases(schema, edits: dict) -> dict[str, frozenset[str]]:
+    """main tag -> the English words a Wikidata description uses for it: the tag's value, iD's preset
+    name, aliases and terms, and the hand-kept ``trades`` of ``edits.json`` ("hypermarket")."""
+    english = schema.translation("en").get("presets", {})
+    out: dict[str, set[str]] = defaultdict(set)
+    for pid, entry in english.items():
+        parts = pid.split("/")
+        if len(parts) != 2 or not isinstance(entry, dict):
+            continue
+        texts = [parts[1].replace("_", " "), entry.get("name"), *_split(entry.get("aliases")), *_split(entry.get("terms"))]
+        out[f"{parts[0]}={parts[1]}"].update(t.strip().lower() for t in texts if isinstance(t, str) and t.strip())
+    for main, words in edits.get("trades", {}).items():
+        if main != "about":
+            out[main].update(words)
+    return {m: frozenset(w for w in words if w not in _TRADE_STOP_WORDS and len(w) >= 3) for m, words in out.items()}
+
+
+def _described(description: str, phrases: frozenset[str]) -> int:
+    """How many of a category's ``phrases`` a brand's description uses, as words or in the plural.
+
+    >>> _described("French hypermarket brand", frozenset({"hypermarket", "grocery"}))
+    1
+    >>> _described("multinational fuel station chain", frozenset({"fuel", "petrol"}))
+    1
+    >>> _described("fuelling company", frozenset({"fuel"}))
+    0
+    """
+    text = " " + re.sub(r"[^a-z0-9]+", " ", description.lower()) + " "
+    return sum(f" {p} " in text or f" {p}s " in text for p in phrases)
+
+
+def brand_surfaces(nsi: dict, langs, prior: dict[str, int], descriptions: dict[str, str] | None = None,
+                   trades: dict[str, frozenset[str]] | None = None, nicknames: dict[str, str] | None = None
+                   ) -> tuple[list[tuple[str, str, str, str, bool, bool]], dict[str, list], dict[str, set[str]], dict]:
     """([(surface, main tag, brand value, wikidata, local, match name)] of every brand with a Wikidata id,
     short forms, reach, stats). ``short forms``: NSI's ``matchNames`` that shorten a brand's own spelling
     (``_shortens``), by their folded key. ``local``: present in fewer than ``MIN_BRAND_COUNTRIES`` countries (kept only where no
     word shares its name); ``match name``: one of NSI's ``matchNames`` (it never takes a spelling another
-    brand writes); ``reach``: wikidata -> the countries (a region code: ``001#0``...) it is in."""
+    brand writes); ``reach``: wikidata -> the countries (a region code: ``001#0``...) it is in.
+    ``descriptions`` (wikidata -> its English description) and ``trades`` (``trade_phrases``) choose a
+    brand's main tag: the category its description names (Carrefour's hypermarkets, Shell's fuel
+    stations), before the one it spans most countries in. ``nicknames`` (nickname -> wikidata): names
+    people call a brand by that NSI lacks ("maccas"), kept as the brand's own spellings."""
+    descriptions, trades, nicknames = descriptions or {}, trades or {}, nicknames or {}
     by_q: dict[str, list[tuple[str, dict, set[str]]]] = defaultdict(list)
     for path, group in nsi["nsi"].items():
         parts = path.split("/")
@@ -245,6 +297,8 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
             if q and tags.get("brand"):
                 by_q[q].append((main, tags, _countries(item.get("locationSet", {})), item.get("matchNames", ())))
     kept, reach_by_q, stats = [], {}, {"brands_with_wikidata": len(by_q)}
+    named_main: dict[str, bool] = {}
+    main_of: dict[str, tuple[str, str]] = {}
     shorts: dict[str, list] = {}
     spellings = ("brand", "brand:en", *(f"brand:{lang}" for lang in langs), "brand:zh-Hans", "brand:zh-Hant")
     for q, items in sorted(by_q.items()):
@@ -257,8 +311,15 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
             named[main] += tags.get("name") == tags["brand"]
         # the category whose features carry the brand's own name (IKEA's furniture stores, not its "IKEA
         # Restaurant"s), then the one the brand spans most countries in; its advertising totems are no shop
-        main = max(sorted(mains), key=lambda m: (not m.startswith("advertising="), named[m] > 0, mains[m],
-                                                 prior.get(m, 0)))
+        description = descriptions.get(q, "")
+        main = max(sorted(mains), key=lambda m: (not m.startswith("advertising="),
+                                                 _described(description, trades.get(m, frozenset())),
+                                                 named[m] > 0, mains[m], prior.get(m, 0)))
+        # the main category's widest-reaching entry's brand value (``_brand_value``)
+        own = max(((len(c), tags.get("name") == tags["brand"], tags["brand"]) for m, tags, c, _ in items if m == main))[2]
+        in_main = {tags["brand"] for m, tags, _, _ in items if m == main}
+        named_main[q] = named[main] > 0
+        main_of[q] = (main, own)
         for entry_main, tags, _, match_names in items:
             # the names mappers write for the brand, whichever of its categories lists them ("leclerc",
             # of E.Leclerc's fuel stations)
@@ -268,13 +329,38 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int]) -> tuple[list[tuple[
                 elif _shortens(name, [v for k, v in tags.items() if k.split(":")[0] in ("brand", "name")]):
                     shorts.setdefault("".join(fold(name).split()), [name, [main, f"brand={tags['brand']}"], q])
             if entry_main != main:
+                # an entry's own brand value that no main-category entry writes keeps its category
+                # ("マツモトキヨシ", Japan's drugstores, beside "松本清", Taiwan's pharmacies)
+                if tags["brand"] not in in_main and not entry_main.startswith("advertising="):
+                    kept.append((tags["brand"], entry_main, tags["brand"], q, local, False))
                 continue
             for key in spellings:
                 if tags.get(key):
-                    kept.append((tags[key], main, tags["brand"], q, local, False))
+                    kept.append((tags[key], main, _brand_value(tags[key], tags["brand"], own), q, local, False))
+    for nickname, q in sorted(nicknames.items()):  # "maccas", "マクド": read like the brand's own spellings
+        if q in main_of:
+            kept.append((nickname, *main_of[q], q, False, False))
+    # where two brands share a spelling, the one whose shops carry its name comes first and keeps it
+    # ("Edeka"'s supermarkets, not the "EDEKA Getränkemarkt" beverage stores, a brand of their own)
+    kept.sort(key=lambda row: not named_main[row[3]])
     stats["brands_kept"] = len({q for _, _, _, q, local, _ in kept if not local})
     stats["short_forms"] = len(shorts)
     return kept, shorts, reach_by_q, stats
+
+
+def _brand_value(spelling: str, entry_brand: str, widest: str) -> str:
+    """The brand value a spelling of one NSI entry stands for: the entry's own, unless the spelling is
+    in the script of the brand's widest-reaching value and the entry's own is not ("Total", an
+    Arabic entry's brand:en, is TotalEnergies, not "طوطال"; Japan's "ローソン" stays "LAWSON").
+
+    >>> _brand_value("Total", "طوطال", "TotalEnergies"), _brand_value("ローソン", "LAWSON", "Lawson")
+    ('TotalEnergies', 'LAWSON')
+    """
+    def script(text: str) -> str | None:
+        return next((script_of(c) for c in text if c.isalpha()), None)
+    if script(spelling) == script(widest) != script(entry_brand):
+        return widest
+    return entry_brand
 
 
 def _names_the_brand(match_name: str, brand: str) -> bool:
@@ -440,7 +526,7 @@ def _scored(by_tags: dict[tuple[str, ...], tuple], prior: dict[str, int], droppe
 def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
     """(sources.json, file name -> content): one file per language and one of brands."""
     schema = load_schema(NPM_REGISTRY, SCHEMA_VERSION, cache_dir)
-    nsi = fetch_nsi(cache_dir)
+    nsi, descriptions = fetch_nsi(cache_dir)
     edits = json.loads(EDITS.read_text(encoding="utf-8"))
     prior = json.loads(PRIOR.read_text(encoding="utf-8"))["counts"]
     raw = preset_surfaces(schema, LANGUAGES, prior)
@@ -494,7 +580,8 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
                            "max_letters": max(len(k) for k in keys),
                            "keys": keys, "forms": lang_forms}
 
-    brand_rows, shorts, reach, brand_stats = brand_surfaces(nsi, LANGUAGES, prior)
+    brand_rows, shorts, reach, brand_stats = brand_surfaces(nsi, LANGUAGES, prior, descriptions,
+                                                               trade_phrases(schema, edits), edits.get("nicknames"))
     common = _common_words(dictionaries, _words_not_brands(raw, brand_rows))
     brands: dict[str, list] = {}
     local_words = _local_brand_blocklist(common)
