@@ -43,7 +43,7 @@ from overpassql import ast as A
 from geoql.app.decoding import Candidate
 from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, own_table, tokens
-from geoql.nl.frame import ORDINAL_ENDINGS
+from geoql.nl.frame import ORDINAL_ENDINGS, TYPE_LETTERS
 from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.request import SURE_THING_SCORE, Feature, FeatureMatch, Filter, Request
 from geoql.nl.text import fold
@@ -246,7 +246,7 @@ def _link_words(text: str) -> bool:
 def _by_ids(r: Request) -> A.Script | None:
     """"way 50637691", "nodes 1 and 2": the elements by type and id, nothing else in the request."""
     cues = _cue_tokens(r.language)
-    allowed = cues["ids"] | cues["stop"] | stopwords(r.language) | _LINK_WORDS
+    allowed = cues["ids"] | cues["stop"] | stopwords(r.language) | _LINK_WORDS | set(TYPE_LETTERS)
     for kind in r.output:
         allowed |= cues.get(kind, frozenset())
     if any(not t.number and t.fold not in allowed for t in tokens(r.text)):

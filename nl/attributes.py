@@ -28,6 +28,8 @@ from importlib import resources
 
 from geoql.core.errors import GeoqlError
 from geoql.nl.cues import Matcher, tokens
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES
+from geoql.nl.cues import table as cue_table
 from geoql.nl.text import base_language, fold, script_of
 
 
@@ -208,19 +210,44 @@ def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]
 
 def _without(text: str, toks, lang: str, matcher: Matcher, taken: set[int]) -> list[AttributeMatch]:
     """Words that are an attribute's word and a suffix saying it is missing (``without_suffixes``):
-    Turkish "isimsiz" (name + -siz), "wifisiz", "adressiz".
+    Turkish "isimsiz" (name + -siz), "wifisiz", "adressiz"; and words that say it whole (``without_words``:
+    "unnamed", "безымянные").
 
     >>> [(m.text, m.attribute.key, m.without) for m in find("izmir'de isimsiz parklar", "tr")]
     [('isimsiz', 'name', True)]
+    >>> [(m.text, m.attribute.key, m.without) for m in find("unnamed parks in oslo", "en")]
+    [('unnamed', 'name', True)]
     """
     out = []
-    for t in toks:
+    whole = _without_words(lang)
+    for i, t in enumerate(toks):
         if t.start in taken:
             continue
         attribute = _stripped(t, lang, matcher)
+        if attribute is None and not (i and toks[i - 1].fold in _negations(lang)):
+            # (not after a negation: "nicht unbenannt" is named)
+            hit = whole.match_at(toks, i)
+            attribute = hit[1] if hit and hit[0] == i + 1 else None
         if attribute is not None:
             out.append(AttributeMatch((t.start, t.end), text[t.start:t.end], attribute, without=True))
     return out
+
+
+@lru_cache(maxsize=None)
+def _negations(lang: str) -> frozenset[str]:
+    """The one-word negation cues of ``lang`` ("not", "nicht")."""
+    lang = base_language(lang)
+    if lang not in CUE_LANGUAGES:
+        return frozenset()
+    return frozenset(fold(w) for w in cue_table(lang)["negation"]["before"] if " " not in w)
+
+
+@lru_cache(maxsize=None)
+def _without_words(lang: str) -> Matcher:
+    """The words of ``lang`` that are an attribute missing in one word (``without_words``: "unnamed",
+    "безымянные", "unlit")."""
+    by_id = attributes()
+    return Matcher([(w, by_id[a]) for w, a in _data().get("without_words", {}).get(base_language(lang), {}).items()])
 
 
 def _stripped(t, lang: str, matcher: Matcher) -> Attribute | None:

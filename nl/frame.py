@@ -921,6 +921,14 @@ class _Reader:
                 for k in range(s, e):
                     if cue_at[k] is None:
                         cue_at[k] = (prefix + kind if prefix else (kind if matcher is lex.types else "user"), s, e)
+        for k in range(self.n - 1):
+            # OSM's one-letter types before an id, opening the request or a list item: "w 155117890",
+            # "n 5143882207 and w 23908731" (not "w 2024", Polish "in 2024": an id has many digits)
+            nxt = toks[k + 1]
+            if cue_at[k] is None and toks[k].fold in TYPE_LETTERS and nxt.number and nxt.text.isdigit() \
+                    and len(nxt.text) >= _TYPE_LETTER_DIGITS and (k == 0 or toks[k - 1].fold in _LIST_WORDS
+                                                                  or "," in self.gap(k)):
+                cue_at[k] = (TYPE_LETTERS[toks[k].fold], k, k + 1)
         last_kind, last_end = None, -1
         for i, t in enumerate(toks):
             if not t.number or self.taken[i] or not t.text.isdigit() \
@@ -1748,6 +1756,8 @@ _OR_WORDS = frozenset({"or", "oder", "ou", "o", "или"})  # a comparison after
 _LIST_WORDS = frozenset({"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "и", "или", "和", "或", "與", "埋", "者",
                          "与", "及", "同", "、", "と", "및", "또는", "과", "와",
                          "ve", "veya", "ile", "i", "lub", "oraz", "en", "ed", "oppure"})
+# OSM's one-letter element types ("w 155117890"), read before ids of this many digits or more
+TYPE_LETTERS, _TYPE_LETTER_DIGITS = {"n": "node", "w": "way", "r": "relation"}, 5
 # "within 20 m of the coordinates 49.79, 5.52": the centre is Frame.coords, not a thing
 _COORD_STEMS = ("coordinat", "coordonn", "coordenad", "koordinat", "координат", "坐标", "座標", "좌표")
 

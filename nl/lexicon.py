@@ -346,13 +346,17 @@ class Lexicon:
         key = " ".join(t.fold for t in tokens(text)) if brands is not None and text.strip() else ""
         if key and is_spaceless_text(key):
             key = "".join(fold(text).split())  # keyed as written, without spaces: "다이소"
-        row = brands.keys.get(key) if key else None
-        if row is not None and len(row[0]) <= SHORT_BRAND:
-            return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]),
-                                COMMON_BRAND_SCORE if row[3] else BRAND_SCORE, "brand", row[2], "")
-        row = brands.words.get(key) if key else None
-        if row is not None:
-            return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]), COMMON_BRAND_SCORE, "brand", row[2], "")
+        # (in the plural too where a chain's shops take an "s": "oxxos", "continentes")
+        keys = [key] + ([key[:-1]] if key and lang in PLURAL_S_LANGUAGES and key.endswith("s")
+                        and len(key) - 1 >= INFLECTED_BRAND_LETTERS else [])
+        for k in keys:
+            row = brands.keys.get(k) if k else None
+            if row is not None and len(row[0]) <= SHORT_BRAND:
+                return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]),
+                                    COMMON_BRAND_SCORE if row[3] else BRAND_SCORE, "brand", row[2], "")
+            row = brands.words.get(k) if k else None
+            if row is not None:
+                return FeatureMatch((0, len(text)), text, row[0], tuple(row[1]), COMMON_BRAND_SCORE, "brand", row[2], "")
         row = None
         if short and key:
             # a short form NSI lists, with a case ending where names inflect ("отделения сбера"), or one of a
