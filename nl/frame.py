@@ -178,7 +178,7 @@ def guess_language(text: str, toks: list[Token] | None = None) -> str:
     if not counts:
         return "und"
     toks = toks if toks is not None else tokens(text)
-    latin = _latin_scores(toks) if counts.get("Latin") else {}
+    latin = _latin_scores(toks, text) if counts.get("Latin") else {}
     main = next(iter(counts))
     spaceless_letters = sum(n for sc, n in counts.items() if sc in SPACELESS_SCRIPTS)
     if latin and max(latin.values()) >= 0.3 and main != "Latin" and spaceless_letters <= 6:
@@ -219,10 +219,20 @@ _ACCENTS = (("ß", "de"), ("ä", "de"), ("ö", "de"), ("ü", "de"), ("ñ", "es")
             ("ş", "tr"), ("ğ", "tr"), ("ı", "tr"), ("ö", "tr"), ("ü", "tr"))
 
 
-def _latin_scores(toks: list[Token]) -> dict[str, float]:
+# Turkish case and plural endings written after an apostrophe on a name ("mardin'deki", "bim'ler")
+_TR_APOSTROPHE_ENDINGS = frozenset({"de", "da", "te", "ta", "deki", "daki", "teki", "taki", "den", "dan", "ten",
+                                    "tan", "ler", "lar", "nin", "nın", "nun", "nün", "in", "ın", "un", "ün",
+                                    "ye", "ya", "yi", "yı", "yu", "yü", "e", "a", "i", "ı", "u", "ü"})
+
+
+def _latin_scores(toks: list[Token], text: str = "") -> dict[str, float]:
     markers, endings = _latin_markers()
     score: dict[str, float] = {}
     for i, t in enumerate(toks):
+        if i and text and t.start == toks[i - 1].end + 1 and text[t.start - 1] in "'’" \
+                and t.text.casefold() in _TR_APOSTROPHE_ENDINGS:
+            score["tr"] = score.get("tr", 0) + 1.0  # (a Turkish ending on a name: "ankara'da", "bim'ler")
+            continue
         if t.number or t.spaceless or (t.upper and i > 0):
             continue  # a name ("Münster", "Forlì") says nothing of the sentence's language
         hits = markers.get(t.fold, {})
@@ -251,8 +261,10 @@ def latin_scores(text: str) -> dict[str, float]:
 
     >>> latin_scores("place in Bochum")["en"] > 0, latin_scores("otogar ankara")
     (True, {})
+    >>> max(latin_scores("mardin'deki bim'ler").items(), key=lambda kv: kv[1])[0]
+    'tr'
     """
-    return _latin_scores(tokens(text))
+    return _latin_scores(tokens(text), text)
 
 
 def latin_rivals(score: dict[str, float], language: str, margin: float) -> list[str]:
