@@ -51,6 +51,7 @@ class Attribute:
     no: tuple[str, ...] = ()
     for_tags: tuple[tuple[str, str], ...] = ()
     digits: tuple[int, int] | None = None
+    of: tuple[str, ...] = ()  # the tags of the thing it belongs to (a bench's backrest): see Lexicon.lookup's prefer
 
     def key_for(self, feature_tags) -> str:
         """The key this attribute tests on a feature with ``feature_tags`` ("higher than 4000 m" of a peak: ``ele``)."""
@@ -87,7 +88,7 @@ def attributes() -> dict[str, Attribute]:
     for a in _data()["attributes"]:
         out[a["id"]] = Attribute(a["id"], a["key"], tuple(a.get("yes", ())), tuple(a.get("no", ())),
                                  tuple(sorted(a.get("for", {}).items())),
-                                 tuple(a["digits"]) if a.get("digits") else None)
+                                 tuple(a["digits"]) if a.get("digits") else None, tuple(a.get("of", ())))
     return out
 
 

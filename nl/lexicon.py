@@ -276,7 +276,8 @@ class Lexicon:
                                "scripts/build_nl_lexicon.py") from e
 
     def lookup(self, text: str, lang: str, *, skip: Iterable[tuple[int, int]] = (),
-               min_score: float = MIN_SCORE, opening: bool = True) -> list[FeatureMatch]:
+               min_score: float = MIN_SCORE, opening: bool = True,
+               prefer: frozenset[str] = frozenset()) -> list[FeatureMatch]:
         """The features ``text`` names, left to right, each span once (the longest match wins).
 
         ``lang`` is the request's language (``geoql.nl.frame.guess_language``; a regional tag
@@ -286,7 +287,9 @@ class Lexicon:
         and aliases only). ``skip``: character spans (of the NFKC text) not to read, such as what
         the frame took for places, names and cue words. Matches under ``min_score`` are left out.
         ``opening``: whether ``text`` opens the request (a phrase from inside it does not: there a
-        capital tells a brand spelled like a word, "Supermärkte außer Aldi").
+        capital tells a brand spelled like a word, "Supermärkte außer Aldi"). ``prefer``: tags a surface
+        that names several things means where it names one of them (the things an attribute of the
+        request belongs to: "bancos sin respaldo" are benches, not banks).
         """
         if not isinstance(text, str) or not text.strip():
             return []
@@ -297,9 +300,9 @@ class Lexicon:
         blocked = sorted(skip)
         found: list[FeatureMatch] = []
         if table is not None and not table.stemmed:
-            found += self._substring_matches(text, table, brands, blocked)
+            found += self._substring_matches(text, table, brands, blocked, prefer)
         found += self._token_matches(text, table if table is not None and table.stemmed else None, brands,
-                                     blocked + [m.span for m in found], opening=opening)
+                                     blocked + [m.span for m in found], opening=opening, prefer=prefer)
         if table is not None and not table.stemmed:
             # a word in Latin letters in a request written without spaces is read in English ("大阪の駅から
             # 100m以内のATM", "서울 ATM")
@@ -459,7 +462,8 @@ class Lexicon:
 
     # -- spaced scripts: token sequences by stem ---------------------------------------------
     def _token_matches(self, text: str, table: _Table | None, brands: _Table | None, blocked, *,
-                       foreign: bool = False, opening: bool = True) -> list[FeatureMatch]:
+                       foreign: bool = False, opening: bool = True,
+                       prefer: frozenset[str] = frozenset()) -> list[FeatureMatch]:
         toks = [t for t in tokens(text) if not t.spaceless]
         free = [not _overlaps((t.start, t.end), blocked) for t in toks]
         keys = [table.key(t) if table is not None and not t.number else t.fold for t in toks]
@@ -494,7 +498,8 @@ class Lexicon:
                 if cands:
                     # a surface the request spells exactly is preferred to one it only shares stems with
                     # ("parking": amenity=parking, not "park")
-                    best = max(cands, key=lambda c: c[0] * (1.0 if c[6] else STEM_PREFERENCE))[:6]
+                    best = max(cands, key=lambda c: (bool(prefer.intersection(c[2])),
+                                                     c[0] * (1.0 if c[6] else STEM_PREFERENCE)))[:6]
                     break
             if best is None:
                 i += 1
@@ -545,7 +550,8 @@ class Lexicon:
         return out
 
     # -- CJK and Korean: substrings of the folded text ----------------------------------------
-    def _substring_matches(self, text: str, table: _Table, brands: _Table | None, blocked) -> list[FeatureMatch]:
+    def _substring_matches(self, text: str, table: _Table, brands: _Table | None, blocked,
+                           prefer: frozenset[str] = frozenset()) -> list[FeatureMatch]:
         # letters only, each with its offset: a surface may run across a space ("이슬람교 모스크")
         letters = [(i, c) for i, ch in enumerate(text) if not ch.isspace() for c in fold(ch)]
         chars = "".join(c for _, c in letters)
@@ -574,7 +580,7 @@ class Lexicon:
                     cands.append((COMMON_BRAND_SCORE if row[3] else BRAND_SCORE, row[0], tuple(row[1]), "brand",
                                   row[2], ""))
                 if cands:
-                    score, surface, tags, source, ref, lang = max(cands, key=lambda c: c[0])
+                    score, surface, tags, source, ref, lang = max(cands, key=lambda c: (bool(prefer.intersection(c[2])), c[0]))
                     hit = FeatureMatch((start, end), text[start:end], surface, tags, score, source, ref, lang)
                     break
             if hit is None:

@@ -98,8 +98,11 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     places = tuple(Place(name, frame.spans.get(name), opening=name == frame.opening_place)
                    for name in frame.places if name != thing)
     what = [thing, *frame.what] if thing else list(frame.what)
-    features = tuple(_feature(phrase, frame, lexicon, negated=False) for phrase in what) + \
-        tuple(_feature(phrase, frame, lexicon, negated=True) for phrase in frame.negated)
+    found = find_attributes(text, frame.language)
+    # the things the request's attributes belong to: a word naming several is the one they fit
+    prefer = frozenset(t for m in found if m.attribute is not None for t in m.attribute.of)
+    features = tuple(_feature(phrase, frame, lexicon, negated=False, prefer=prefer) for phrase in what) + \
+        tuple(_feature(phrase, frame, lexicon, negated=True, prefer=prefer) for phrase in frame.negated)
     if lexicon is not None and knowledge.world_places and not any(
             not f.negated and any(m.score >= SURE_THING_SCORE for m in f.tags) for f in features):
         # (no thing read elsewhere: a with-phrase alone is no thing, "in Bonn Cafés mit WLAN")
@@ -145,7 +148,6 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None:
         features = _negated_brands(features, lexicon, frame.language)
         features = _brand_before_thing(features, lexicon, frame.language, placed=bool(places))
-    found = find_attributes(text, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     filters = _filters_before_places(text, filters, places, frame.language)
@@ -443,10 +445,11 @@ def _as_brand(f: Feature, found: FeatureMatch) -> Feature:
     return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
 
 
-def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool) -> Feature:
+def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool,
+             prefer: frozenset[str] = frozenset()) -> Feature:
     span = frame.spans.get(phrase)
     opening = span is None or span[0] == 0
-    tags = tuple(lexicon.lookup(phrase, frame.language, opening=opening)) if lexicon is not None else ()
+    tags = tuple(lexicon.lookup(phrase, frame.language, opening=opening, prefer=prefer)) if lexicon is not None else ()
     if not tags and lexicon is not None:
         # a word misspelt by a letter: "restaraunts with outdoor seating"
         fixed = lexicon.corrected(phrase, frame.language)
