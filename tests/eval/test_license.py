@@ -157,7 +157,7 @@ def test_the_lexicon_of_the_reading_licenses_its_tags():
     """A feature's tags (``Knowledge.lexicon``) license them, the negated ones too ("without a name")."""
 
     class Lexicon:
-        def lookup(self, text, lang, *, opening=True):
+        def lookup(self, text, lang, *, opening=True, prefer=frozenset()):
             table = {"Tankstellen": ("amenity=fuel",), "Namen": ("name",)}
             return [FeatureMatch((0, len(text)), table[text], 0.9)] if text in table else []
 

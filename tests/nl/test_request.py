@@ -107,7 +107,7 @@ def test_the_copy_edits_get_the_dictionary_form_of_an_inflected_place(nl, place)
 class _Cafes:
     """A lexicon that knows the tag of cafés, and a brand."""
 
-    def lookup(self, text: str, lang: str, *, opening: bool = True) -> list[FeatureMatch]:
+    def lookup(self, text: str, lang: str, *, opening: bool = True, prefer: frozenset = frozenset()) -> list[FeatureMatch]:
         if "starbucks" in text.lower():
             return [FeatureMatch((0, len(text)), ("amenity=cafe", "brand=Starbucks"), 0.95, "Starbucks")]
         return [FeatureMatch((0, len(text)), ("amenity=cafe",), 0.9, "Café")] if "caf" in text.lower() else []
