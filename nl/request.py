@@ -97,7 +97,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         thing = None
     places = tuple(Place(name, frame.spans.get(name), opening=name == frame.opening_place)
                    for name in frame.places if name != thing)
-    what = [thing, *frame.what] if thing else list(frame.what)
+    what = _listed([thing, *frame.what] if thing else list(frame.what), frame, text)
     found = find_attributes(text, frame.language)
     # the things the request's attributes belong to: a word naming several is the one they fit
     prefer = frozenset(t for m in found if m.attribute is not None for t in m.attribute.of)
@@ -443,6 +443,37 @@ def _spells_brand(found: FeatureMatch, text: str, *, ending: int = 0, short: boo
 def _as_brand(f: Feature, found: FeatureMatch) -> Feature:
     """The phrase ``f`` with the brand ``found`` as its one match, over the whole phrase."""
     return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
+
+
+# Two things written with a slash or a middle dot between them: "bares/restaurantes", "郵便局・銀行・ATM"
+# (not a katakana name's middle dot: "セブン・イレブン")
+_LISTED = re.compile(r"(?<=[^\W\d_])/(?=[^\W\d_])|(?<![\u30a1-\u30fc])・(?![\u30a1-\u30fc])")
+
+
+def _listed(what: list[str], frame: Frame, text: str) -> list[str]:
+    """``what`` with each phrase that lists things by a slash or a middle dot split into them, their
+    spans added to ``frame.spans``.
+
+    >>> from geoql.nl.frame import read_frame
+    >>> f = read_frame("bares/restaurantes en bilbao", "es")
+    >>> _listed(list(f.what), f, "bares/restaurantes en bilbao"), f.spans["restaurantes"]
+    (['bares', 'restaurantes'], (6, 18))
+    """
+    out = []
+    for phrase in what:
+        span = frame.spans.get(phrase)
+        parts = _LISTED.split(phrase) if phrase and span is not None else [phrase]
+        if len(parts) < 2 or any(not p.strip() for p in parts):
+            out.append(phrase)
+            continue
+        at = span[0]
+        for part in parts:
+            start = text.find(part, at)
+            start = start if start >= 0 else at
+            frame.spans.setdefault(part, (start, start + len(part)))
+            at = start + len(part) + 1
+            out.append(part)
+    return out
 
 
 def _feature(phrase: str, frame: Frame, lexicon: Lexicon | None, *, negated: bool,
