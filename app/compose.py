@@ -795,6 +795,8 @@ def query_facts(query: str) -> tuple | None:
 
     >>> query_facts("(node(1);way(2););out;")[0] == query_facts("way(id:1,2);out;")[0]
     False
+    >>> query_facts("(node(1);node(2););out;")[0] == query_facts("node(id:1,2);out;")[0]
+    True
     """
     try:
         script = overpassql.parse(query)
@@ -802,7 +804,7 @@ def query_facts(query: str) -> tuple | None:
         return None
     if script.errors:
         return None
-    selects, areas, radii, outs = set(), set(), set(), set()
+    selects, areas, radii, outs, ids = set(), set(), set(), set(), set()
     for node in A.walk(script):
         # a box typed in and the map view are places too ("bus stops in 52.5,13.35,52.54,13.42" is no view)
         if isinstance(node, A.BBox):
@@ -815,8 +817,9 @@ def query_facts(query: str) -> tuple | None:
         elif isinstance(node, A.Query):
             tags = frozenset(overpassql.ql.Dumper().dump(f) for f in node.filters
                              if isinstance(f, (A.Tag, A.IfFilter, A.Newer, A.Changed, A.User, A.Uid)))
-            # elements by id are of their type: "way(id:1,2)" is not "node(1);way(2)"
-            tags |= {(node.type, i) for f in node.filters if isinstance(f, A.Ids) for i in f.ids}
+            # elements by id, each of its type, however the statements group them: "node(id:1,2)" is
+            # "node(1);node(2)", not "way(1);way(2)"
+            ids.update((node.type, i) for f in node.filters if isinstance(f, A.Ids) for i in f.ids)
             if node.type == "area":
                 areas.update(fold(f.value) for f in node.filters if isinstance(f, A.Tag) and f.key.startswith("name"))
             else:
@@ -831,6 +834,8 @@ def query_facts(query: str) -> tuple | None:
         elif isinstance(node, A.Out):
             # a number is a limit ("out 2"): a pick that prints two of them is not what was asked
             outs.update(o for o in node.options if o in ("count", "geom", "center", "meta", "tags") or o.isdigit())
+    if ids:
+        selects.add(("ids", frozenset(ids)))
     return frozenset(selects), frozenset(areas), frozenset(radii), frozenset(outs)
 
 
