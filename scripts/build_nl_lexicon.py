@@ -580,8 +580,9 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
                            "max_letters": max(len(k) for k in keys),
                            "keys": keys, "forms": lang_forms}
 
+    nicknames = edits.get("nicknames", {})
     brand_rows, shorts, reach, brand_stats = brand_surfaces(nsi, LANGUAGES, prior, descriptions,
-                                                               trade_phrases(schema, edits), edits.get("nicknames"))
+                                                               trade_phrases(schema, edits), nicknames)
     common = _common_words(dictionaries, _words_not_brands(raw, brand_rows))
     brands: dict[str, list] = {}
     local_words = _local_brand_blocklist(common)
@@ -616,7 +617,8 @@ def build(cache_dir: Path) -> tuple[dict, dict[str, dict]]:
         if match_name and prev is not None:
             continue
         if prev is None or (surface == brand and prev[1][1] != f"brand={surface}"):
-            brands[key] = [surface, [main, f"brand={brand}"], q, int(_is_common(key, common))]
+            # (a nickname is hand-kept to be read as the brand, whatever word shares it: "mcdo")
+            brands[key] = [surface, [main, f"brand={brand}"], q, int(_is_common(key, common) and surface not in nicknames)]
         bare = _SPACELESS_MARKS.sub("", key) if is_spaceless_text(key) else key
         if bare != key and len(bare) >= 2:
             # "セブン-イレブン" as people type it: "セブンイレブン"
