@@ -253,8 +253,7 @@ def trade_phrases(schema, edits: dict) -> dict[str, frozenset[str]]:
         texts = [parts[1].replace("_", " "), entry.get("name"), *_split(entry.get("aliases")), *_split(entry.get("terms"))]
         out[f"{parts[0]}={parts[1]}"].update(t.strip().lower() for t in texts if isinstance(t, str) and t.strip())
     for main, words in edits.get("trades", {}).items():
-        if main != "about":
-            out[main].update(words)
+        out[main].update(words)
     return {m: frozenset(w for w in words if w not in _TRADE_STOP_WORDS and len(w) >= 3) for m, words in out.items()}
 
 
