@@ -212,6 +212,18 @@ class _Table:
             words = self.__dict__["_words"] = frozenset(w for k in self.keys for w in k.split())
         return words
 
+    def spaceless_by_initial(self) -> dict[str, tuple[tuple[str, list], ...]]:
+        """The keys in a script without spaces with their rows, by their first letter, in the file's
+        order (built on first use): what :func:`shortens` can match, which begins at a name's first letter."""
+        index = self.__dict__.get("_by_initial")
+        if index is None:
+            grouped: dict[str, list[tuple[str, list]]] = {}
+            for name, row in self.keys.items():
+                if is_spaceless_text(name):
+                    grouped.setdefault(name[0], []).append((name, row))
+            index = self.__dict__["_by_initial"] = {k: tuple(v) for k, v in grouped.items()}
+        return index
+
 
 class Lexicon:
     """The feature lexicon of one data folder (``nl/data/lexicon/``: ``<lang>.json.gz`` per language,
@@ -382,8 +394,8 @@ class Lexicon:
         if len(key) < ABBREVIATION_LETTERS:
             return None
         found: dict[str, list] = {}
-        for name, row in brands.keys.items():
-            if is_spaceless_text(name) and shortens(key, name):
+        for name, row in brands.spaceless_by_initial().get(key[0], ()):
+            if shortens(key, name):
                 found.setdefault(row[2], row)
         return next(iter(found.values())) if len(found) == 1 else None
 

@@ -32,6 +32,7 @@ import dataclasses
 import re
 import unicodedata
 from collections import ChainMap
+from functools import lru_cache
 
 from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import table, tokens
@@ -318,6 +319,7 @@ def _edits_user(text: str, features: tuple[Feature, ...], lexicon: Lexicon, lang
     return tuple(f for f in features if f is not named[0]), (named[0].text,)
 
 
+@lru_cache(maxsize=None)
 def _not_names(language: str) -> frozenset[str]:
     """Words the cue tables say are no place, and so no user either ("osm", "openstreetmap", "wikidata")."""
     return frozenset(fold(w) for lang in dict.fromkeys((cue_language(language), "en")) for w in table(lang)["place"]["not_places"])
