@@ -109,11 +109,11 @@ def _field_matcher(lang: str) -> Matcher:
 def find_field(text: str, lang: str) -> AttributeMatch | None:
     """The iD yes/no field (``nl/data/field_attributes.json``) whose label or term is all of ``text``,
     else None. Form labels are not always the words people type, so the reader asks this only of a
-    filter the cue tables read ("without a changing table") that no attribute of the hand-kept table names.
+    filter the cue tables read ("without armrests") that no attribute of the hand-kept table names.
 
-    >>> m = find_field("Wickeltisch", "de")
+    >>> m = find_field("Armlehnen", "de")
     >>> m.attribute.key, m.attribute.no
-    ('changing_table', ('changing_table=no',))
+    ('armrest', ('armrest=no',))
     >>> find_field("air conditioning", "en").attribute.yes, find_field("air", "en")
     (('air_conditioning=yes',), None)
     """
@@ -204,7 +204,9 @@ def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]
         without = not generic and end == start + 1 and _stripped(toks[start], lang, matcher) is not None
         out.append(AttributeMatch((a, b), text[a:b], payload, without=without))
     if not generic:
-        out += _without(text, toks, lang, matcher, {k for m in out for k in range(*m.span)})
+        missing = _without(text, toks, lang, matcher, {k for m in out for k in range(*m.span)})
+        # (a without-word of several words takes the words inside it: "smoke free" is no "free" of a fee)
+        out = [m for m in out if not any(w.span[0] <= m.span[0] and m.span[1] <= w.span[1] for w in missing)] + missing
         out.sort(key=lambda m: m.span)
     return out
 
@@ -218,19 +220,26 @@ def _without(text: str, toks, lang: str, matcher: Matcher, taken: set[int]) -> l
     [('isimsiz', 'name', True)]
     >>> [(m.text, m.attribute.key, m.without) for m in find("unnamed parks in oslo", "en")]
     [('unnamed', 'name', True)]
+    >>> [(m.text, m.attribute.key, m.without) for m in find("smoke free bars", "en")]
+    [('smoke free', 'smoking', True)]
     """
     out = []
     whole = _without_words(lang)
-    for i, t in enumerate(toks):
+    i = 0
+    while i < len(toks):
+        t, end = toks[i], i + 1
         if t.start in taken:
+            i += 1
             continue
         attribute = _stripped(t, lang, matcher)
         if attribute is None and not (i and toks[i - 1].fold in _negations(lang)):
-            # (not after a negation: "nicht unbenannt" is named)
+            # (not after a negation: "nicht unbenannt" is named; a cue may be words: "non smoking")
             hit = whole.match_at(toks, i)
-            attribute = hit[1] if hit and hit[0] == i + 1 else None
+            attribute, end = (hit[1], hit[0]) if hit else (None, end)
         if attribute is not None:
-            out.append(AttributeMatch((t.start, t.end), text[t.start:t.end], attribute, without=True))
+            b = toks[end - 1].end
+            out.append(AttributeMatch((t.start, b), text[t.start:b], attribute, without=True))
+        i = end
     return out
 
 

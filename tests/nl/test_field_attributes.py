@@ -18,11 +18,12 @@ DATA = json.loads(resources.files("geoql.nl").joinpath("data", "field_attributes
 KNOWLEDGE = Knowledge(lexicon=Lexicon.default())
 
 # (language, a filter's words as people write them, the field's key); the labels are iD's own:
-# en "Diaper Changing Table", de "Wickeltisch", fr "Table à langer", it "Aria condizionata", pl "Toalety", ru "Душ", zh "空调", ja "シャワー"
+# en "Armrests", de "Armlehnen", fr "Accoudoirs", it "Aria condizionata", pl "Toalety", ru "Душ", zh "空调", ja "シャワー"
+# (changing tables, delivery and covered are in the hand-kept table now, so the field table leaves them out)
 FOUND = [
-    ("en", "diaper changing table", "changing_table"), ("en", "air conditioning", "air_conditioning"), ("en", "showers", "shower"),
-    ("en", "toilets", "toilets"), ("en", "delivery", "delivery"), ("en", "bench", "bench"),
-    ("de", "Wickeltisch", "changing_table"), ("de", "Klimaanlage", "air_conditioning"), ("fr", "table à langer", "changing_table"),
+    ("en", "armrests", "armrest"), ("en", "air conditioning", "air_conditioning"), ("en", "showers", "shower"),
+    ("en", "toilets", "toilets"), ("en", "tactile paving", "tactile_paving"), ("en", "bench", "bench"),
+    ("de", "Armlehnen", "armrest"), ("de", "Klimaanlage", "air_conditioning"), ("fr", "accoudoirs", "armrest"),
     ("fr", "climatisation", "air_conditioning"), ("es", "aire acondicionado", "air_conditioning"),
     ("it", "aria condizionata", "air_conditioning"), ("es", "aria condizionata", "air_conditioning"),
     ("pl", "toaletami", "toilets"), ("pl", "klimatyzacją", "air_conditioning"), ("ru", "душем", "shower"),
