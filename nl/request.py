@@ -243,7 +243,8 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     """A language to read a Latin-script request in instead of the guess: one whose cue words score
     within ``RIVAL_MARGIN`` of the guess's and whose feature lexicon knows strictly more of the
     request's words ("hospitales en madrid y barcelona" is Spanish, not French; "otogar ankara",
-    with no cue word at all, is Turkish). None: keep the guess."""
+    with no cue word at all, is Turkish; "supermarkten of drogisterijen in delft", guessed English on
+    "of" and "in", is Dutch: English's lexicon knows none of its words). None: keep the guess."""
     if lexicon is None or frame.script != "Latin":
         return None
     # English read by its own small words stays English unless a language as likely by its small words
@@ -252,10 +253,12 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     score = latin_scores(text)
     english = frame.language == "en" and score.get("en", 0.0) > 0
     margin, least = (ENGLISH_RIVAL_MARGIN, 2) if english else (RIVAL_MARGIN, 1)
-    rivals = latin_rivals(score, frame.language, margin)
+    best, known = None, lexicon.known_words(text, frame.language)
+    # English that knows none of the words reads as any language within the wider margin that knows two
+    # ("supermarkten of drogisterijen in delft": English's "of" and "in")
+    rivals = latin_rivals(score, frame.language, RIVAL_MARGIN if english and not known else margin)
     if not rivals:
         return None
-    best, known = None, lexicon.known_words(text, frame.language)
     own = _own_words(text, frame.language)
     before_city = _prepositions_before_cities(text)
     for lang in rivals:
