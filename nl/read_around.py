@@ -186,6 +186,47 @@ def _place_and_things(of: str, of_request: "Request") -> bool:
     return joined or (not rest and of_request.script == "Han")
 
 
+def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
+    """Whether a centre phrase read with the gazetteer is things the lexicon names sure and one known
+    place at its start or end, apart from them by a space or a place preposition, and nothing else:
+    "수원 학교", "广州 学校" (a city before its things, in a script without spaces), "schools in galway"
+    (a place preposition between); not "stephansplatz wien" (no thing named: a landmark and its city),
+    "the village Ipeúna", "wembley stadium" (a kind and a name), "苏州公园" (one word: a park's name).
+
+    >>> from geoql.nl.model import FeatureMatch
+    >>> class R:
+    ...     script, place_names, place = "Hangul", ("수원",), "수원"
+    ...     features = (Feature("학교", (3, 5), tags=(FeatureMatch((0, 2), ("amenity=school",), 1.0),)),)
+    >>> _things_in_place("수원 학교", R(), "ko"), _things_in_place("학교 수원", R(), "ko")
+    (True, False)
+    >>> R.place_names, R.place = ("苏州",), "苏州"
+    >>> R.script, R.features = "Han", (Feature("公园", (2, 4), tags=(FeatureMatch((0, 2), ("leisure=park",), 0.83),)),)
+    >>> _things_in_place("苏州公园", R(), "zh")
+    False
+    """
+    if len(of_request.place_names) != 1 or not of_request.place:
+        return False
+    things = [f for f in of_request.features if not f.negated]
+    if not things or not all(any(m.score >= SURE_THING_SCORE for m in f.tags) for f in things):
+        return False
+    place = of_request.place
+    if not (of.startswith(place) or of.endswith(place)):
+        return False
+    rest = of[len(place):] if of.startswith(place) else of[:len(of) - len(place)]
+    if not rest[:1].isspace() and not rest[-1:].isspace():
+        return False  # (written as one word with its thing: a name)
+    for f in things:
+        rest = rest.replace(f.text, " ", 1)
+    words = [fold(w) for w in rest.split()]
+    if not words:
+        # side by side with no word between, only a city before its things in a script without spaces
+        # ("수원 학교"): in a spaced one the pair is as often a kind and a name ("the village Ipeúna",
+        # "wembley stadium")
+        return of_request.script in SPACELESS_SCRIPTS and of.startswith(place)
+    skip = _place_prepositions(language) | _articles(language)
+    return any(w in _place_prepositions(language) for w in words) and all(w in skip for w in words)
+
+
 # The longest phrase without spaces read as a landmark's name when nothing else tells.
 MAX_LANDMARK_CHARS = 10
 

@@ -182,7 +182,7 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
                 and not any(t.score >= SURE_THING_SCORE for t in o.tags)]
         # (one phrase: only inside words of the attribute's own around it, "dla niepełnosprawnych")
         if len(held) > 1 or len(held) == 1 and features[held[0]].span != m.span:
-            out += [Filter("yes", m.text, m.span, feature=g) for g in held]
+            out += [Filter("absent" if m.without else "yes", m.text, m.span, feature=g) for g in held]
     return tuple(out)
 
 
@@ -212,7 +212,8 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
         m = next((m for m in words if f.span and m.span[0] <= f.span[0] and f.span[1] <= m.span[1]
                   and m.span != f.span and f.kind != "compare"), None)
         if m is not None:
-            kind = "yes" if f.kind in ("no", "absent") and m.span[0] < f.span[0] else f.kind
+            # (a without-word that opens with the negation says the attribute is missing: "no fumadores")
+            kind = ("absent" if m.without else "yes") if f.kind in ("no", "absent") and m.span[0] < f.span[0] else f.kind
             f = dataclasses.replace(f, kind=kind, text=m.text, span=m.span)
             if any(o.span == f.span for o in out):
                 continue

@@ -253,7 +253,8 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     ends it ("аптеки екатеринбурга"). A city spelled like a word (``words``: "Bristol", from
     :func:`~geoql.nl.places.word_cities_in`) counts only where it ends the request after its thing, or
     after a place preposition in any language ("bibliotecas de granada con metadatos"); a negated
-    phrase may end on a known place too ("briefkästen ohne leerungszeiten dresden").
+    phrase may end on a known place too ("briefkästen ohne leerungszeiten dresden", "hotels without
+    stars coimbra").
 
     >>> ps, fs = _known_places("dentist toronto", (Feature("dentist toronto", (0, 15)),), {"toronto": "Toronto"})
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
@@ -292,7 +293,7 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 if head and f.negated and not inflected:
                     continue  # (a negated phrase opens on a place only with its case ending: "konyada kebapçı olmayan")
                 if key not in known and not inflected \
-                        and not (at_end and not f.negated and words and key in words) \
+                        and not (at_end and words and key in words) \
                         and not (after_prep and words is not None and key in word_cities_in(None)):
                     continue
                 # (the preposition before the place goes with it: "hospitais de lisboa" -> "hospitais")

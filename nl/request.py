@@ -61,7 +61,7 @@ from geoql.nl.read_filters import (
 )
 from geoql.nl.read_around import (
     _after_contraction, _centre, _centre_after_near, _centre_before_number, _centre_with_word_before,
-    _less_distance_cue, _measure_not_distance, _not_within,
+    _less_distance_cue, _measure_not_distance, _not_within, _things_in_place,
 )
 
 __all__ = [
@@ -204,6 +204,11 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                                   language=frame.language) if of else None
         centre, centre_place = _centre(of, of_request, frame, things, lexicon is not None,
                                        after_article=bool(of) and _after_contraction(text, of))
+        if of and centre != "features" and lexicon is not None and knowledge.world_places:
+            # things of a city the gazetteer knows: "수원 학교에서", "广州 学校周围"
+            in_city = read_request(of, dataclasses.replace(knowledge, places={}), language=frame.language)
+            if _things_in_place(of, in_city, frame.language):
+                centre, centre_place, of_request = "features", None, in_city
         around = Around(frame.around.radius_m, of, centre="coords" if of is None and frame.coords else centre,
                         place=centre_place, of_request=of_request,
                         beyond=frame.around.beyond or _not_within(text, frame, of, numbers))

@@ -462,13 +462,16 @@ _SPACELESS_MARKS = re.compile(r"[-‐‑–・･·.]")
 
 def _local_brand_blocklist(common) -> set[str]:
     """Words a local brand may not be spelled as: the lower-case forms of the dictionaries
-    ``build_places.lowercase_words`` reads (the gazetteer's rule), and the gazetteer's places
-    (``nl/data/places.json.gz``, when built)."""
+    ``build_places.lowercase_words`` reads (the gazetteer's rule), and the gazetteer's cities
+    (``nl/data/places.json.gz``, when built; not its towns: a chain is asked for more often than a
+    town under its ``min_population`` spelled like it, "Hoogvliet", "Pão de Açúcar", "Spoleto")."""
     dictionaries, _words = common
     out = lowercase_words(dictionaries)
     places = ROOT / "nl" / "data" / "places.json.gz"
     if places.is_file():
-        out.update(json.loads(gzip.decompress(places.read_bytes()))["names"])
+        data = json.loads(gzip.decompress(places.read_bytes()))
+        least = data["source"]["min_population"]
+        out.update(name for name, (_english, population) in data["names"].items() if population >= least)
     return out
 
 
