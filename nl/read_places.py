@@ -414,11 +414,13 @@ MAX_EDGE_PLACE_CHARS = 6
 
 
 def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexicon, language: str, *,
-                        named: bool = False) -> tuple[tuple, tuple]:
+                        named: bool = False, attributes: tuple[tuple[int, int], ...] = ()) -> tuple[tuple, tuple]:
     """A word no table knows that opens or ends the request, written apart from a thing the lexicon
     reads, in a language of ``EDGE_PLACE_LANGUAGES``: the place of the request ("경주 박물관", "종로 카페",
     "kadıköyde eczane"; Turkish only in the locative where it opens the request, "binalar çankaya" where
-    it ends it), also where it opens a brand's negated phrase ("강남 스타벅스 말고 다른 카페"), or is a phrase
+    it ends it), also where it opens a brand's negated phrase ("강남 스타벅스 말고 다른 카페") or one that holds
+    an attribute's words after it (``attributes``, their spans: "해운대 등받이 없는 벤치", "강남 와이파이 있는
+    카페"), or is a phrase
     of its own beside a name the request ``named`` ("'학림다방' 종로"). Nothing changes where the word is
     part of what the lexicon or brands read.
 
@@ -440,6 +442,20 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
             name = _edge_place_name(f.text, language, f.span[0] == 0)
             return (Place(name, f.span),), features[:k] + features[k + 1:]
         if f.negated and not (f.span is not None and f.span[0] == 0 and spaceless(f.text[:1])):
+            continue
+        if not f.tags and f.span is not None and f.span[0] == 0 and " " in f.text.strip():
+            # an attribute after the place, had or missing: "강남 와이파이 있는 카페", "해운대 등받이 없는 벤치"
+            word = f.text.split()[0]
+            b = f.span[0] + f.text.index(word) + len(word)
+            name = _edge_place_name(word, language, True)
+            if name is not None and any(b < a < f.span[1] for a, e in attributes) \
+                    and not any(a < b and f.span[0] < e for a, e in attributes) \
+                    and not lexicon.lookup(word, language) and lexicon.brand(word, language) is None:
+                rest = text[b:f.span[1]]
+                start = b + len(rest) - len(rest.lstrip())
+                rest = rest.strip()
+                return (Place(name, (f.span[0], b)),), features[:k] + (
+                    dataclasses.replace(f, text=rest, span=(start, start + len(rest))),) + features[k + 1:]
             continue
         if not f.tags or f.span is None or " " not in f.text.strip():
             continue

@@ -118,7 +118,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         if not places and lexicon is not None and knowledge.world_places \
                 and not (frame.in_view or frame.bbox or frame.coords or frame.around):
             places, features = _unknown_edge_place(text, features, lexicon, frame.language,
-                                                   named=bool(frame.quoted or frame.names))
+                                                   named=bool(frame.quoted or frame.names),
+                                                   attributes=tuple(m.span for m in found if m.attribute is not None))
         features = _looked_up_again(features, lexicon, frame.language)
     if lexicon is not None and knowledge.world_places and places:
         # (a city spelled like a word too: before "and" and a place, it is one, "bibliotheken zwolle en groningen")
