@@ -1344,11 +1344,14 @@ class _Reader:
             end = k
             while end < min(self.n, k + 40) and self._place_char(end) and not self.taken[end] \
                     and (end == k or not _BREAK.search(self.gap(end))) \
-                    and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧", "=")) \
+                    and (end == k or lex.spaced_words or self.gap(end).strip() in ("", "-", "·", "・", "‧", "=")
+                         and not (self.gap(end).isspace() and script_of(toks[end - 1].text[0]) == "Han"
+                                  and script_of(toks[end].text[0]) == "Han")) \
                     and not (end > k and self.gap(end) and end - 1 in stop_ends) \
                     and not (end > k and not lex.spaced_words and (neg := lex.neg_before.match_at(toks, end))
                              and neg[0] - end > 1):
-                end += 1  # (Korean: a word ending in a particle ends the name: "번호가 있는"; a negation of
+                end += 1  # (a space typed between two Han letters ends it: "京都 禁煙のカフェ";
+                #            Korean: a word ending in a particle ends the name: "번호가 있는"; a negation of
                 #            two characters or more ends one: "上海不是星巴克", not "那不勒斯")
             chosen = self._place_end(k, end, after_prep, strong_only=was_soft and k not in after_prep)
             if chosen is None:

@@ -135,7 +135,7 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
             # ("車椅子対応": wheelchair accessible, not a chair)
             whole = [m for m in words if m.span == f.span and m.attribute.yes]
             if len(whole) == 1 and len(features) > 1:
-                out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
+                out.append(Filter("absent" if whole[0].without else "yes", whole[0].text, whole[0].span, feature=k))
                 continue
             if not f.tags:
                 continue
