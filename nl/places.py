@@ -8,8 +8,8 @@ and the towns of 15,000 or more by their own Latin-script name ("Galway", "Zakop
 
 >>> gazetteer()[stem_fold("Toronto")], gazetteer()[stem_fold("苏州")], stem_fold("nice") in gazetteer()
 ('Toronto', 'Suzhou', False)
->>> dictionary_form("казани", "ru"), dictionary_form("Krakowie", "pl")
-('казань', 'Kraków')
+>>> dictionary_form("казани", "ru"), dictionary_form("Krakowie", "pl"), dictionary_form("питере", "ru")
+('казань', 'Kraków', 'Санкт-Петербург')
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from geoql.nl.words import stem_fold
 
 FORMAT = 1
 
-__all__ = ["dictionary_form", "gazetteer", "word_cities", "word_cities_in"]
+__all__ = ["dictionary_form", "gazetteer", "nicknames", "word_cities", "word_cities_in"]
 
 
 @lru_cache(maxsize=1)
@@ -43,8 +43,19 @@ def _data() -> dict:
 
 @lru_cache(maxsize=1)
 def gazetteer() -> dict[str, str]:
-    """``stem_fold`` of a place name -> the place's English name (read once, on first use)."""
-    return {key: value[0] for key, value in _data()["names"].items()}
+    """``stem_fold`` of a place name -> the place's English name (read once, on first use); nicknames too."""
+    return {**{key: value[0] for key, value in _data()["names"].items()},
+            **{key: value[1] for key, value in _data().get("nicknames", {}).items()}}
+
+
+@lru_cache(maxsize=1)
+def nicknames() -> dict[str, str]:
+    """``stem_fold`` of what people call a city -> the city's own name: what a query names it by.
+
+    >>> nicknames()[stem_fold("Питер")], nicknames()[stem_fold("NYC")]
+    ('Санкт-Петербург', 'New York')
+    """
+    return {key: value[0] for key, value in _data().get("nicknames", {}).items()}
 
 
 @lru_cache(maxsize=1)
@@ -91,6 +102,11 @@ def dictionary_form(name: str, lang: str) -> str:
     """
     if not isinstance(name, str):
         return name
+    form = _dictionary_form(name, lang)
+    return nicknames().get(stem_fold(form), form)  # ("в питере" -> "Санкт-Петербург")
+
+
+def _dictionary_form(name: str, lang: str) -> str:
     words = name.split()
     if len(words) > 1:
         lemmas = [place_lemmas(w, lang) or [w] for w in words]

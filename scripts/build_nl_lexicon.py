@@ -338,13 +338,32 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int], descriptions: dict[s
                     kept.append((tags[key], main, _brand_value(tags[key], tags["brand"], own), q, local, False))
     for nickname, q in sorted(nicknames.items()):  # "maccas", "マクド": read like the brand's own spellings
         if q in main_of:
-            kept.append((nickname, *main_of[q], q, False, False))
+            kept.append((nickname, *_nickname_value(nickname, main_of[q], by_q[q]), q, False, False))
     # where two brands share a spelling, the one whose shops carry its name comes first and keeps it
     # ("Edeka"'s supermarkets, not the "EDEKA Getränkemarkt" beverage stores, a brand of their own)
     kept.sort(key=lambda row: not named_main[row[3]])
     stats["brands_kept"] = len({q for _, _, _, q, local, _ in kept if not local})
     stats["short_forms"] = len(shorts)
     return kept, shorts, reach_by_q, stats
+
+
+def _nickname_value(nickname: str, main_own: tuple[str, str], items: list) -> tuple[str, str]:
+    """(category, brand value) a nickname stands for: the brand's main ones, unless the nickname is in
+    another script than that value and an entry's value is in the nickname's ("マツキヨ": Japan's
+    "マツモトキヨシ" drugstores, not "松本清 Matsumoto Kiyoshi"; "파바": "파리바게뜨").
+
+    >>> items = [("shop=bakery", {"brand": "Paris Baguette"}, {"us"}, ()), ("shop=bakery", {"brand": "파리바게뜨"}, {"kr"}, ())]
+    >>> _nickname_value("파바", ("shop=bakery", "Paris Baguette"), items), _nickname_value("pb", ("shop=bakery", "Paris Baguette"), items)
+    (('shop=bakery', '파리바게뜨'), ('shop=bakery', 'Paris Baguette'))
+    """
+    def script(text: str) -> str | None:
+        return next((script_of(c) for c in text if c.isalpha()), None)
+    main, own = main_own
+    if script(nickname) == script(own):
+        return main, own
+    same = sorted(((len(c), tags["brand"], m) for m, tags, c, _ in items if script(tags["brand"]) == script(nickname)),
+                  reverse=True)
+    return (same[0][2], same[0][1]) if same else (main, own)
 
 
 def _brand_value(spelling: str, entry_brand: str, widest: str) -> str:

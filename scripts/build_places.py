@@ -22,7 +22,8 @@ not "Bla" of Barcelona) goes to ``word_names`` with the languages whose dictiona
 request in another language ends on it after its thing ("cafes with wifi bristol", "hotels porto";
 not "cafes nice").
 The file maps each name's ``stem_fold`` to the city's English name and its population (the most
-populous city wins a shared name). Deterministic: the same package gives the same bytes.
+populous city wins a shared name), and a few hand-kept nicknames to the city's own and English names
+("питер", "nyc", "cdmx"). Deterministic: the same package gives the same bytes.
 """
 
 from __future__ import annotations
@@ -150,6 +151,18 @@ def _kin(name: str, english: str) -> bool:
     return len(a) >= 4 and a[:2] == b[:2]
 
 
+# What people call a city, hand-kept (GeoNames lists few of these): the nickname -> the city's own
+# name and its English name. Only forms that are no word of the request's language.
+NICKNAMES = {
+    "питер": ("Санкт-Петербург", "Saint Petersburg"), "спб": ("Санкт-Петербург", "Saint Petersburg"),
+    "мск": ("Москва", "Moscow"), "екб": ("Екатеринбург", "Yekaterinburg"), "ебург": ("Екатеринбург", "Yekaterinburg"),
+    "нск": ("Новосибирск", "Novosibirsk"), "nyc": ("New York", "New York"), "philly": ("Philadelphia", "Philadelphia"),
+    "nola": ("New Orleans", "New Orleans"), "cdmx": ("Ciudad de México", "Mexico City"),
+    "baires": ("Buenos Aires", "Buenos Aires"), "sampa": ("São Paulo", "São Paulo"),
+    "floripa": ("Florianópolis", "Florianópolis"),
+}
+
+
 def _town_name(name: str, english: str, words: set[str], dictionary: set[str]) -> bool:
     """Whether a town under ``MIN_POPULATION`` enters by ``name``: its own or ASCII name, in Latin
     letters, four or more of them, no word of a cue table, the lexicon or a dictionary."""
@@ -201,6 +214,7 @@ def build(min_population: int, town_population: int = TOWN_POPULATION) -> dict:
     return {"format": FORMAT, "source": {"package": PACKAGE, "version": VERSION, "data": "GeoNames (CC BY 4.0)",
                                          "min_population": min_population, "town_population": town_population},
             "names": {k: [v[1], v[0]] for k, v in sorted(best.items())},
+            "nicknames": {stem_fold(k): list(v) for k, v in sorted(NICKNAMES.items())},
             "word_names": {k: [v[1], v[0], languages.get(k, [])] for k, v in sorted(edge.items()) if k not in best}}
 
 

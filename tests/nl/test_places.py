@@ -60,6 +60,12 @@ def test_towns_enter_by_their_own_name(name, english):
     assert gazetteer()[stem_fold(name)] == english
 
 
+@pytest.mark.parametrize("written,lang,form", [("питере", "ru", "Санкт-Петербург"), ("екб", "ru", "Екатеринбург"),
+                                               ("NYC", "en", "New York"), ("cdmx", "es", "Ciudad de México")])
+def test_a_nickname_is_the_citys_own_name(written, lang, form):
+    assert dictionary_form(written, lang) == form
+
+
 @pytest.mark.parametrize("name", ["バー", "パブ", "バンカー"])
 def test_towns_alternate_names_stay_out(name):
     # GeoNames lists these for small towns; a town enters by its own Latin-script name only

@@ -40,6 +40,9 @@ BRANDS = [
     ("edeka", "de", "shop=supermarket", "Edeka"),              # not "EDEKA Getränkemarkt"
     ("maccas", "en", "amenity=fast_food", "McDonald's"),       # a hand-kept nickname
     ("mcdo", "fr", "amenity=fast_food", "McDonald's"),
+    ("マツキヨ", "ja", "shop=chemist", "マツモトキヨシ"),          # a nickname takes the value in its own script
+    ("파바", "ko", "shop=bakery", "파리바게뜨"),
+    ("スタバ", "ja", "amenity=cafe", "スターバックス"),
 ]
 
 
