@@ -361,9 +361,10 @@ def _nickname_value(nickname: str, main_own: tuple[str, str], items: list) -> tu
     main, own = main_own
     if script(nickname) == script(own):
         return main, own
-    same = sorted(((len(c), tags["brand"], m) for m, tags, c, _ in items if script(tags["brand"]) == script(nickname)),
-                  reverse=True)
-    return (same[0][2], same[0][1]) if same else (main, own)
+    # (the main category's entries first: "сбер" is Сбербанк's banks, not its payment terminals)
+    same = sorted(((m == main, len(c), tags["brand"], m) for m, tags, c, _ in items
+                   if script(tags["brand"]) == script(nickname)), reverse=True)
+    return (same[0][3], same[0][2]) if same else (main, own)
 
 
 def _brand_value(spelling: str, entry_brand: str, widest: str) -> str:
