@@ -421,7 +421,8 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
     it ends it), also where it opens a brand's negated phrase ("강남 스타벅스 말고 다른 카페") or one that holds
     an attribute's words after it (``attributes``, their spans: "해운대 등받이 없는 벤치", "강남 와이파이 있는
     카페"), or is a phrase
-    of its own beside a name the request ``named`` ("'학림다방' 종로"). Nothing changes where the word is
+    of its own beside a name the request ``named`` ("'학림다방' 종로"; in any language at the request's end:
+    '"Kale Cafe" amasra'). Nothing changes where the word is
     part of what the lexicon or brands read.
 
     >>> class L:
@@ -432,15 +433,17 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
     >>> [(p.name, p.span) for p in ps], [(g.text, g.span) for g in fs]
     ([('경주', (0, 2))], [('박물관', (3, 6))])
     """
-    if language not in EDGE_PLACE_LANGUAGES:
-        return (), features
     end = len(text.rstrip(" ?.!。？！"))
     for k, f in enumerate(features):
         if named and not f.negated and not f.tags and f.span is not None and (f.span[0] == 0 or f.span[1] == end) \
-                and len(f.text.split()) == 1 and _edge_place_name(f.text, language, f.span[0] == 0) is not None \
+                and len(f.text.split()) == 1 and _named_edge_place(f.text, language, f.span[0] == 0) is not None \
                 and not lexicon.lookup(f.text, language) and lexicon.brand(f.text, language) is None:
-            name = _edge_place_name(f.text, language, f.span[0] == 0)
+            # (beside a quoted name a lone word at the end is its place in any language: '"Kale Cafe" amasra')
+            name = _named_edge_place(f.text, language, f.span[0] == 0)
             return (Place(name, f.span),), features[:k] + features[k + 1:]
+    if language not in EDGE_PLACE_LANGUAGES:
+        return (), features
+    for k, f in enumerate(features):
         if f.negated and not (f.span is not None and f.span[0] == 0 and spaceless(f.text[:1])):
             continue
         if not f.tags and f.span is not None and f.span[0] == 0 and " " in f.text.strip():
@@ -481,6 +484,22 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
             return (place,), features[:k] + (dataclasses.replace(f, text=rest, span=(start, start + len(rest)),
                                                                    tags=tags),) + features[k + 1:]
     return (), features
+
+
+def _named_edge_place(word: str, language: str, head: bool) -> str | None:
+    """The place a word beside a quoted name names: :func:`_edge_place_name` in its languages, else a word
+    of letters (and hyphens) at the request's end: "quimper", "krynica-zdrój"."""
+    if language in EDGE_PLACE_LANGUAGES:
+        return _edge_place_name(word, language, head)
+    letters = word.replace("-", "")
+    # (a spaced script's letters, no word of the filters' cues: "die 'D…' enthalten" ends on a verb)
+    return word if not head and len(letters) >= MIN_NAMED_PLACE_LETTERS and letters.isalpha() \
+        and all(script_of(ch) in ("Latin", "Cyrillic") for ch in letters) \
+        and fold(word) not in _filter_cue_words(language) else None
+
+
+# The fewest letters of a word read as a place beside a quoted name in a spaced script.
+MIN_NAMED_PLACE_LETTERS = 4
 
 
 def _edge_place_name(word: str, language: str, head: bool) -> str | None:
