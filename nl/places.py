@@ -3,8 +3,9 @@
 The cue tables read a place after its preposition or particle ("in Toronto", "苏州的"); people also
 type the name alone ("dentist toronto", "苏州酒店", "서울 카페"). The gazetteer holds the names of the
 world's cities of 100,000 people or more and of the countries, in the scripts the cue tables read,
-and the towns of 15,000 or more by their own Latin-script name ("Galway", "Zakopane"), from GeoNames (``scripts/build_places.py``, which says what is left out and why). Keys are
-``stem_fold`` of a name; values the place's English name.
+and the towns of 15,000 or more by their own Latin-script name ("Galway", "Zakopane"), from GeoNames
+(``scripts/build_places.py``, which says what is left out and why). Keys are ``stem_fold`` of a name;
+values the place's English name.
 
 >>> gazetteer()[stem_fold("Toronto")], gazetteer()[stem_fold("苏州")], stem_fold("nice") in gazetteer()
 ('Toronto', 'Suzhou', False)

@@ -418,12 +418,11 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
     """A word no table knows that opens or ends the request, written apart from a thing the lexicon
     reads, in a language of ``EDGE_PLACE_LANGUAGES``: the place of the request ("경주 박물관", "종로 카페",
     "kadıköyde eczane"; Turkish only in the locative where it opens the request, "binalar çankaya" where
-    it ends it), also where it opens a brand's negated phrase ("강남 스타벅스 말고 다른 카페") or one that holds
-    an attribute's words after it (``attributes``, their spans: "해운대 등받이 없는 벤치", "강남 와이파이 있는
-    카페"), or is a phrase
-    of its own beside a name the request ``named`` ("'학림다방' 종로"; in any language at the request's end:
-    '"Kale Cafe" amasra'). Nothing changes where the word is
-    part of what the lexicon or brands read.
+    it ends it), also where it opens a brand's negated phrase ("강남 스타벅스 말고 다른 카페") or a phrase
+    that holds an attribute's words after it (``attributes``, their spans: "해운대 등받이 없는 벤치",
+    "강남 와이파이 있는 카페"), or is a phrase of its own beside a name the request ``named`` ("'학림다방'
+    종로"; in any language at the request's end: '"Kale Cafe" amasra'). Nothing changes where the word
+    is part of what the lexicon or brands read.
 
     >>> class L:
     ...     def lookup(self, text, lang, **kw): return []
@@ -451,7 +450,7 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
             word = f.text.split()[0]
             b = f.span[0] + f.text.index(word) + len(word)
             name = _edge_place_name(word, language, True)
-            if name is not None and any(b < a < f.span[1] for a, e in attributes) \
+            if name is not None and any(b < a < f.span[1] for a, _ in attributes) \
                     and not any(a < b and f.span[0] < e for a, e in attributes) \
                     and not lexicon.lookup(word, language) and lexicon.brand(word, language) is None:
                 rest = text[b:f.span[1]]
