@@ -446,11 +446,11 @@ def _unknown_edge_place(text: str, features: tuple[Feature, ...], lexicon: Lexic
         if f.negated and not (f.span is not None and f.span[0] == 0 and spaceless(f.text[:1])):
             continue
         if not f.tags and f.span is not None and f.span[0] == 0 and " " in f.text.strip():
-            # an attribute after the place, had or missing: "강남 와이파이 있는 카페", "해운대 등받이 없는 벤치"
+            # an attribute right after the place, had or missing: "강남 와이파이 있는 카페", "해운대 등받이 없는 벤치"
             word = f.text.split()[0]
             b = f.span[0] + f.text.index(word) + len(word)
             name = _edge_place_name(word, language, True)
-            if name is not None and any(b < a < f.span[1] for a, _ in attributes) \
+            if name is not None and any(b < a < f.span[1] and not text[b:a].strip() for a, _ in attributes) \
                     and not any(a < b and f.span[0] < e for a, e in attributes) \
                     and not lexicon.lookup(word, language) and lexicon.brand(word, language) is None:
                 rest = text[b:f.span[1]]

@@ -119,7 +119,10 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                 and not (frame.in_view or frame.bbox or frame.coords or frame.around):
             places, features = _unknown_edge_place(text, features, lexicon, frame.language,
                                                    named=bool(frame.quoted or frame.names),
-                                                   attributes=tuple(m.span for m in found if m.attribute is not None))
+                                                   # (an attribute a with- or without-cue reads)
+                                                   attributes=tuple(m.span for m in found if m.attribute is not None and any(
+                                                       span and span[0] < m.span[1] and m.span[0] < span[1]
+                                                       for _, _, span, *_ in frame.filters)))
         features = _looked_up_again(features, lexicon, frame.language)
     if lexicon is not None and knowledge.world_places and places:
         # (a city spelled like a word too: before "and" and a place, it is one, "bibliotheken zwolle en groningen")
