@@ -27,7 +27,7 @@ from geoql.nl.words import stem_fold
 
 FORMAT = 1
 
-__all__ = ["dictionary_form", "gazetteer", "nicknames", "word_cities", "word_cities_in"]
+__all__ = ["dictionary_form", "gazetteer", "is_town", "nicknames", "word_cities", "word_cities_in"]
 
 
 @lru_cache(maxsize=1)
@@ -47,6 +47,22 @@ def gazetteer() -> dict[str, str]:
     """``stem_fold`` of a place name -> the place's English name (read once, on first use); nicknames too."""
     return {**{key: value[0] for key, value in _data()["names"].items()},
             **{key: value[1] for key, value in _data().get("nicknames", {}).items()}}
+
+
+@lru_cache(maxsize=1)
+def _towns() -> frozenset[str]:
+    least = _data()["source"].get("min_population", 0)
+    return frozenset(key for key, value in _data()["names"].items() if value[1] < least)
+
+
+def is_town(name: str) -> bool:
+    """Whether the gazetteer holds ``name`` only as a town under its ``min_population`` (Galway, Amet), a
+    name that is read as a place only beside a thing the request names.
+
+    >>> is_town("Galway"), is_town("amet"), is_town("London")
+    (True, True, False)
+    """
+    return isinstance(name, str) and stem_fold(name) in _towns()
 
 
 @lru_cache(maxsize=1)

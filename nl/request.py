@@ -39,7 +39,7 @@ from geoql.nl.cues import table, tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import BRAND_SCORE, INFLECTED_BRAND_LANGUAGES, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
-from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
+from geoql.nl.places import dictionary_form, gazetteer, is_town, word_cities_in
 from geoql.nl.support import read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold
 from geoql.nl.text import scripts as script_counts
@@ -109,6 +109,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         # (no thing read elsewhere: a with-phrase alone is no thing, "in Bonn Cafés mit WLAN")
         places, features = _city_and_thing(places, features, _place_names(knowledge), lexicon, frame.language)
     if not places:
+        unread = features
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
                                          prepositions=_place_prepositions(frame.language), language=frame.language,
                                          # (English requests end on adjectives that are cities too, "restaurants nice";
@@ -124,6 +125,11 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                                                        span and span[0] < m.span[1] and m.span[0] < span[1]
                                                        for _, _, span, *_ in frame.filters)))
         features = _looked_up_again(features, lexicon, frame.language)
+        if places and all(is_town(p.name) for p in places) and not frame.quoted and not frame.names \
+                and not any(f.tags for f in features if not f.negated):
+            # a town only beside a thing the request names: "cafes galway", not "lorem ipsum dolor sit amet"
+            # (Amet, a town in India); a city the gazetteer held before the towns stands alone ("london")
+            places, features = (), unread
     if lexicon is not None and knowledge.world_places and places:
         # (a city spelled like a word too: before "and" and a place, it is one, "bibliotheken zwolle en groningen")
         before = places

@@ -66,6 +66,14 @@ def test_a_nickname_is_the_citys_own_name(written, lang, form):
     assert dictionary_form(written, lang) == form
 
 
+def test_a_town_is_a_place_only_beside_a_thing():
+    from geoql.nl.lexicon import Lexicon
+    from geoql.nl.request import Knowledge, read_request
+    knowledge = Knowledge(lexicon=Lexicon.default())
+    assert [p.name for p in read_request("cafes galway", knowledge).places] == ["galway"]
+    assert read_request("lorem ipsum dolor sit amet", knowledge).places == ()  # Amet, a town in India
+
+
 @pytest.mark.parametrize("name", ["バー", "パブ", "バンカー"])
 def test_towns_alternate_names_stay_out(name):
     # GeoNames lists these for small towns; a town enters by its own Latin-script name only
