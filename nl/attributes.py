@@ -151,7 +151,7 @@ def _matcher(lang: str, generic: bool) -> Matcher:
         # a Latin-script request reads the other Latin-script languages' generic words too: the guess
         # rests on a few small words ("dm filialen in graz" is guessed English)
         table = _data()["generic"]
-        others = [w for other, ws in table.items() if other != lang and _latin(lang) and _latin(other) for w in ws]
+        others = [w for other, ws in table.items() if other != lang and _latin(other) for w in ws] if _latin(lang) else []
         return Matcher([(w, None) for w in dict.fromkeys([*table.get(lang, ()), *others])])
     by_id = attributes()
     cues = []

@@ -347,6 +347,11 @@ def brand_surfaces(nsi: dict, langs, prior: dict[str, int], descriptions: dict[s
     return kept, shorts, reach_by_q, stats
 
 
+def _script(text: str) -> str | None:
+    """The script of ``text``'s first letter (None without one)."""
+    return next((script_of(c) for c in text if c.isalpha()), None)
+
+
 def _nickname_value(nickname: str, main_own: tuple[str, str], items: list) -> tuple[str, str]:
     """(category, brand value) a nickname stands for: the brand's main ones, unless the nickname is in
     another script than that value and an entry's value is in the nickname's ("マツキヨ": Japan's
@@ -356,14 +361,12 @@ def _nickname_value(nickname: str, main_own: tuple[str, str], items: list) -> tu
     >>> _nickname_value("파바", ("shop=bakery", "Paris Baguette"), items), _nickname_value("pb", ("shop=bakery", "Paris Baguette"), items)
     (('shop=bakery', '파리바게뜨'), ('shop=bakery', 'Paris Baguette'))
     """
-    def script(text: str) -> str | None:
-        return next((script_of(c) for c in text if c.isalpha()), None)
     main, own = main_own
-    if script(nickname) == script(own):
+    if _script(nickname) == _script(own):
         return main, own
     # (the main category's entries first: "сбер" is Сбербанк's banks, not its payment terminals)
     same = sorted(((m == main, len(c), tags["brand"], m) for m, tags, c, _ in items
-                   if script(tags["brand"]) == script(nickname)), reverse=True)
+                   if _script(tags["brand"]) == _script(nickname)), reverse=True)
     return (same[0][3], same[0][2]) if same else (main, own)
 
 
@@ -375,9 +378,7 @@ def _brand_value(spelling: str, entry_brand: str, widest: str) -> str:
     >>> _brand_value("Total", "طوطال", "TotalEnergies"), _brand_value("ローソン", "LAWSON", "Lawson")
     ('TotalEnergies', 'LAWSON')
     """
-    def script(text: str) -> str | None:
-        return next((script_of(c) for c in text if c.isalpha()), None)
-    if script(spelling) == script(widest) != script(entry_brand):
+    if _script(spelling) == _script(widest) != _script(entry_brand):
         return widest
     return entry_brand
 

@@ -163,7 +163,7 @@ NICKNAMES = {
 }
 
 
-def _town_name(name: str, english: str, words: set[str], dictionary: set[str]) -> bool:
+def _town_name(name: str, words: set[str], dictionary: set[str]) -> bool:
     """Whether a town under ``MIN_POPULATION`` enters by ``name``: its own or ASCII name, in Latin
     letters, four or more of them, no word of a cue table, the lexicon or a dictionary."""
     letters = [ch for ch in name if ch.isalpha()]
@@ -203,7 +203,7 @@ def build(min_population: int, town_population: int = TOWN_POPULATION) -> dict:
         if city["population"] < min_population:
             if city["population"] >= town_population:
                 for name in {city["name"], city.get("asciiname", "")}:
-                    if isinstance(name, str) and _town_name(name, city["name"], words, dictionary):
+                    if isinstance(name, str) and _town_name(name, words, dictionary):
                         add(name, city["name"], city["population"])
             continue
         for k, name in enumerate([city["name"], city.get("asciiname", ""), *city.get("alternatenames", [])]):
