@@ -590,3 +590,89 @@ def _without_feature(features: tuple[Feature, ...], filters: tuple[Filter, ...],
     moved = tuple(f if f.feature is None or f.feature < k else
                   dataclasses.replace(f, feature=None if f.feature == k else f.feature - 1) for f in filters)
     return features[:k] + features[k + 1:], moved
+
+
+def _negation_after(text: str, at: int, language: str) -> int | None:
+    """Where a negation cue of ``language`` written after what it negates ends, when one follows ``at``
+    (or a verb in its negative form, the next word or the one after: "배달 안 되는", "tuvaleti olmayan",
+    "電話番号未登録", "sandalye ile girilemeyen"); None when none does.
+
+    >>> _negation_after("배달 안 되는 식당", 2, "ko"), _negation_after("배달 되는 식당", 2, "ko")
+    (7, None)
+    """
+    if language not in CUE_LANGUAGES:
+        return None
+    negation = table(language)["negation"]
+    start = at + len(text[at:]) - len(text[at:].lstrip())
+    tail = fold(text[start:])
+    for cue in negation["after"]:
+        cue = fold(cue)
+        if cue and tail.startswith(cue) and (spaceless(cue[-1]) or len(tail) == len(cue) or not tail[len(cue)].isalnum()):
+            return start + len(cue)
+    endings = tuple(fold(e) for e in negation.get("after_endings", ()))
+    for m in list(re.finditer(r"\S+", tail))[:2] if endings else ():
+        if m.group().endswith(endings):
+            return start + m.end()
+    return None
+
+
+# Languages whose verbs follow the attribute they say something of ("배달 안 되는", "sandalye ile girilemeyen").
+VERB_FINAL = frozenset({"ko", "ja", "tr"})
+
+
+def _unused_attributes(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                       words: Sequence[AttributeMatch], language: str,
+                       avoid: Sequence[tuple[int, int]] = ()) -> tuple[tuple, tuple]:
+    """An attribute with yes tags that the reading found but no filter took ("playas donde se admiten
+    perros", "配達できる", "배달 안 되는 식당", "電話番号未登録のレストラン"): a filter of every thing,
+    ``absent`` when it is said missing (a without-word, or a negation cue right before or after it),
+    else ``yes``; a phrase that holds nothing but the attribute's words and its verb (no tag of its
+    own outside them) is the filter's, no thing. Not an attribute that is itself the request's one thing
+    ("biergärten münchen"), nor one whose words a thing's sure tags name, nor one inside ``avoid`` (the
+    places' words).
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("restaurants qui font la livraison toulouse", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text, f.feature) for f in r.filters], [f.text for f in r.features]
+    ([('yes', 'livraison', None)], ['restaurants'])
+    """
+    taken = [f.span for f in filters if f.span is not None]
+    for m in words:
+        if not m.attribute.yes or any(a < m.span[1] and m.span[0] < b for a, b in taken):
+            continue
+        own = [k for k, f in enumerate(features) if f.span is not None and f.span[0] <= m.span[0] and m.span[1] <= f.span[1]]
+        if not own or any(t.score >= SURE_THING_SCORE and t.span[0] + features[k].span[0] <= m.span[0] < t.span[1] + features[k].span[0]
+                          for k in own for t in features[k].tags):
+            continue
+        things = [k for k, f in enumerate(features) if k not in own and not f.negated and f.tags]
+        if not things or any(a <= m.span[0] and m.span[1] <= b for a, b in avoid):
+            continue
+        if not spaceless(m.text[0]) or script_of(m.text[0]) == "Hangul":  # (Korean is spaced)
+            # in a spaced script only a phrase that opens with the attribute's words, and after them
+            # only its negation or a one-letter verb where verbs follow ("배달 안 되", "드라이브스루 되"):
+            # a word before is another sense ("publicly accessible", "areas covered"), a noun after its
+            # own ("wheelchair users", "장애인 보행자");
+            # a capital inside the request is a name ("Greece Center Drive")
+            phrase = features[max(own, key=lambda k: features[k].span[0])]
+            rest = text[m.span[1]:phrase.span[1]].strip()
+            ending = _negation_after(text, m.span[1], language)
+            if phrase.span[0] < m.span[0] or m.span[0] > 0 and m.text[:1].isupper() \
+                    or rest and not (language in VERB_FINAL and (len(rest) <= 1 or ending is not None and ending >= phrase.span[1])):
+                continue
+        after = _negation_after(text, m.span[1], language)
+        negated = m.without or _negated_at(text, m.span, language) or _negation_before(text, m.span[0], language) \
+            or after is not None
+        span = m.span
+        for k in sorted(own, reverse=True):
+            f = features[k]
+            outside = [t for t in f.tags if not (m.span[0] <= t.span[0] + f.span[0] and t.span[1] + f.span[0] <= m.span[1])]
+            if not outside:
+                # the phrase is the filter's: its other words ("带走" of "打包带走") are the attribute's too
+                span = (min(span[0], f.span[0]), max(span[1], f.span[1]))
+                features, filters = _without_feature(features, filters, k)
+        if after is not None:
+            span = (span[0], max(span[1], after))  # the negation is the filter's words too
+        filters += (Filter("absent" if negated else "yes", m.text, span),)
+        taken.append(span)
+    return features, filters

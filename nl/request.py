@@ -57,7 +57,7 @@ from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
     _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
     _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
-    _without_feature,
+    _unused_attributes, _without_feature,
 )
 from geoql.nl.read_around import (
     _after_contraction, _centre, _centre_after_near, _centre_before_number, _centre_with_word_before,
@@ -175,6 +175,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     numbers = tuple(sorted(numbers + spelled, key=lambda n: n.span or (0, 0)))
     features, filters = _filter_leftovers(features, filters, cues)
     filters += _spaceless_with(text, frame, features, filters, attribute_words)
+    if frame.around is None:  # (with an around, a word left over may be its centre: "距离避难所25米以内")
+        features, filters = _unused_attributes(text, features, filters, attribute_words, frame.language,
+                                               avoid=tuple(p.span for p in places if p.span))
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
