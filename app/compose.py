@@ -79,6 +79,8 @@ EDITOR_TYPE_WORDS = ("линия", "路径", "vía", "via", "relação", "knoten
 _PERIOD = re.compile(r"\d+ (minute|hour|day|week|month|year)s?")
 # Comparison units composition converts to the tag's own (OSM heights and elevations are metres).
 METRES = {None: 1.0, "m": 1.0, "km": 1000.0}
+# Keys whose numbers are speeds (km/h): a "km" said of them is no length to convert.
+SPEED_KEYS = frozenset({"maxspeed", "minspeed", "maxspeed:advisory"})
 
 
 @dataclass(frozen=True)
@@ -503,7 +505,8 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
         return None
     key = attribute.key_for(tags)
     try:
-        value = float(flt.value.replace(",", ".")) * METRES[flt.unit]
+        # a speed's kilometres are per hour, as its tag writes them ("制限速度60キロ超": over 60 km/h)
+        value = float(flt.value.replace(",", ".")) * (1.0 if key in SPEED_KEYS else METRES[flt.unit])
     except ValueError:
         return None
     if attribute.digits is not None:
@@ -518,7 +521,7 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
         digits = str(first) if first == last else f"[{first}-{last}]"
         return [A.Tag(key, f"^{digits}", op="~")]
     number = f"{value:g}"
-    if flt.op == "=" and (flt.unit is None or METRES[flt.unit] == 1):
+    if flt.op == "=" and (flt.unit is None or METRES[flt.unit] == 1 or key in SPEED_KEYS):
         # that much, as mappers write it: ["maxspeed"="30"] ("a speed limit of 30", "Tempolimit 30")
         return [A.Tag(key, number, op="=")]
     script = overpassql.parse(f"nwr(if:number(t[{_quoted(key)}]){'==' if flt.op == '=' else flt.op}{number});")
@@ -839,12 +842,24 @@ def query_facts(query: str) -> tuple | None:
     return frozenset(selects), frozenset(areas), frozenset(radii), frozenset(outs)
 
 
+def _repeats(query: str) -> bool:
+    """Whether a union of ``query`` holds the same statement twice (a copy-edit that wrote the ids
+    asked into each of its neighbour's statements: "(node(id:1,2);node(id:1,2);…)").
+
+    >>> _repeats("(node(id:1,2);node(id:1,2););out;"), _repeats("(node(id:1);way(id:1););out;")
+    (True, False)
+    """
+    script = overpassql.parse(query)
+    unions = [s for s in script.statements if isinstance(s, A.Union_)]
+    return any(len({overpassql.dump(A.Script([], [b])) for b in u.body}) < len(u.body) for u in unions)
+
+
 def same_facts(composed: str, pick: str) -> bool:
     """Whether ``pick`` selects what ``composed`` selects, in the same places and radii, and prints
     it as asked (:func:`query_facts`): the outputs of ``composed``, a count only where it counts and
     tags without geometry only where asked (an unasked centre, geometry or metadata is harmless)."""
     a, b = query_facts(composed), query_facts(pick)
-    if a is None or b is None or a[:3] != b[:3]:
+    if a is None or b is None or a[:3] != b[:3] or _repeats(pick):
         return False
     # (an "out tags" the composed query lacks prints no geometry: nothing to show on a map)
     # (a limit prints fewer elements: the same limit only)
