@@ -1189,9 +1189,10 @@ class _Reader:
             while j < self.n and j - k < 3 and not self.taken[j] and not toks[j].number \
                     and toks[j].fold not in lex.stop_words and toks[j].fold not in lex.not_places \
                     and not lex.stop.match_at(toks, j) and not lex.preps.match_at(toks, j) \
-                    and not lex.neg_before.match_at(toks, j) \
+                    and not lex.neg_before.match_at(toks, j) and not lex.more_less.match_at(toks, j) \
                     and (j == k or not _BREAK.search(self.gap(j))):
-                j += 1  # (a negation ends the name: "w poznaniu oprócz orlenu")
+                j += 1  # (a negation ends the name: "w poznaniu oprócz orlenu"; a comparison too:
+                #            "w warszawie powyżej 40 pięter", "in berlin over 10 floors")
         return j
 
     def _place_spaced(self) -> None:

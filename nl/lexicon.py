@@ -234,6 +234,7 @@ class Lexicon:
         self._tables: dict[str, _Table | None] = {}
         self._inflected: dict[str, dict[str, list]] = {}  # language -> its brands by stem (_inflected_brands)
         self._typo_words: dict[str, tuple] = {}  # language -> its surfaces' words (_surface_words)
+        self._letters: dict[str, frozenset[str]] = {}  # language -> its spaceless surfaces' letters (letters)
         self._lock = threading.Lock()
 
     @staticmethod
@@ -447,6 +448,22 @@ class Lexicon:
                 if len(w) >= TYPO_LETTERS - 2:
                     index.setdefault((w[0], len(w)), set()).add(w)
             got = self._typo_words.setdefault(table.lang, (words, index))
+        return got
+
+    def letters(self, lang: str) -> frozenset[str]:
+        """The letters of the surfaces of ``lang`` written without spaces (its Han, kana, Hangul...): which
+        letters a language's own names use, to tell Japanese kanji from Chinese characters (built on first use).
+
+        >>> lex = Lexicon.default()
+        >>> "図" in lex.letters("ja"), "図" in lex.letters("zh"), "图" in lex.letters("zh")
+        (True, False, True)
+        """
+        name = base_language(lang) if isinstance(lang, str) else ""
+        got = self._letters.get(name)
+        if got is None:
+            table = self._table(name) if name in LANGUAGES else None
+            got = frozenset(ch for key in (table.keys if table is not None else ()) for ch in key if is_spaceless_text(ch))
+            got = self._letters.setdefault(name, got)
         return got
 
     def known_words(self, text: str, lang: str) -> int:

@@ -676,3 +676,31 @@ def _unused_attributes(text: str, features: tuple[Feature, ...], filters: tuple[
         filters += (Filter("absent" if negated else "yes", m.text, span),)
         taken.append(span)
     return features, filters
+
+
+def _negated_things(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                    words: Sequence[AttributeMatch]) -> tuple[Filter, ...]:
+    """An absence read on the words of a thing said not to be, which no attribute names ("restaurants
+    in Leiden maar geen pizzeria's": Dutch "geen" is both "no" and "without"): the thing's negation
+    (``no``) is what the request says, not a missing tag.
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("restaurants in Leiden maar geen pizzeria", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text, f.feature) for f in r.filters]
+    [('no', 'pizzeria', 1)]
+    """
+    def keys(g: Feature) -> set[str]:
+        return {tag.split("=")[0] for t in g.tags if t.score >= SURE_THING_SCORE for tag in t.tags}
+
+    asked = set().union(*(keys(g) for g in features if not g.negated))
+    out = []
+    for f in filters:
+        # (a kind of a thing asked for: "restaurants ... geen pizzeria's"; "without permanent residents"
+        # stays an absence whatever the lexicon makes of its words)
+        k = next((k for k, g in enumerate(features) if g.negated and g.span is not None and f.span is not None
+                  and g.span[0] <= f.span[0] and f.span[1] <= g.span[1] and keys(g) & asked), None)
+        if f.kind == "absent" and k is not None and not any(m.span[0] < f.span[1] and f.span[0] < m.span[1] for m in words):
+            f = dataclasses.replace(f, kind="no", feature=k)
+        out.append(f)
+    return tuple(out)

@@ -513,6 +513,32 @@ def _edge_place_name(word: str, language: str, head: bool) -> str | None:
     return None
 
 
+def _joined_places(places: tuple[Place, ...], known: Mapping[str, str], language: str) -> tuple[Place, ...]:
+    """A place read as "A <and> B", where the language's place "and" joined two names the cue tables took
+    for one (a capital after "y" continues a name: "Trinidad y Tobago"), and A and B are each a known
+    place and the whole is none: two places ("cines en Sevilla y Málaga").
+
+    >>> [(p.name, p.span) for p in _joined_places((Place("Sevilla y Málaga", (9, 25)),), {"sevilla": "Seville", "malaga": "Málaga"}, "es")]
+    [('Sevilla', (9, 16)), ('Málaga', (19, 25))]
+    """
+    if language not in CUE_LANGUAGES:
+        return places
+    ands = {fold(w) for w in table(cue_language(language))["place"]["and"]}
+    out = []
+    for p in places:
+        words = p.name.split(" ")
+        cut = next((k for k in range(1, len(words) - 1) if fold(words[k]) in ands
+                    and stem_fold(" ".join(words[:k])) in known and stem_fold(" ".join(words[k + 1:])) in known), None)
+        if cut is None or p.span is None or stem_fold(p.name) in known:
+            out.append(p)
+            continue
+        first, second = " ".join(words[:cut]), " ".join(words[cut + 1:])
+        start, end = p.span
+        out += [dataclasses.replace(p, name=first, span=(start, start + len(first))),
+                dataclasses.replace(p, name=second, span=(end - len(second), end), opening=False)]
+    return tuple(out)
+
+
 def _place_before_and(text: str, places: tuple[Place, ...], features: tuple[Feature, ...], known: Mapping[str, str],
                       language: str) -> tuple[tuple, tuple]:
     """A known place that ends a phrase right before a place word of the language's "and" and a place

@@ -41,7 +41,7 @@ from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_s
 from geoql.nl.lexicon import BRAND_SCORE, INFLECTED_BRAND_LANGUAGES, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
 from geoql.nl.places import dictionary_form, gazetteer, is_town, word_cities_in
 from geoql.nl.support import read_support
-from geoql.nl.text import SPACELESS_SCRIPTS, fold
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, spaceless
 from geoql.nl.text import scripts as script_counts
 from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 from geoql.nl.model import (
@@ -50,14 +50,14 @@ from geoql.nl.model import (
 )
 from geoql.nl.read_places import (
     _article_places, _city_and_thing, _feature_places, _filter_cue_words, _known_places, _more_cities,
-    _opening_cities, _place_before_and, _place_names, _place_phrases, _place_prepositions, _thing_before_place,
+    _joined_places, _opening_cities, _place_before_and, _place_names, _place_phrases, _place_prepositions, _thing_before_place,
     _unknown_edge_place,
 )
 from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
     _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
     _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
-    _unused_attributes, _without_feature,
+    _negated_things, _unused_attributes, _without_feature,
 )
 from geoql.nl.read_around import (
     _after_contraction, _centre, _centre_after_near, _centre_before_number, _centre_with_word_before,
@@ -98,6 +98,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         thing = None
     places = tuple(Place(name, frame.spans.get(name), opening=name == frame.opening_place)
                    for name in frame.places if name != thing)
+    if lexicon is not None:
+        places = _joined_places(places, _place_names(knowledge), frame.language)
     what = _listed([thing, *frame.what] if thing else list(frame.what), frame, text)
     found = find_attributes(text, frame.language)
     # the things the request's attributes belong to: a word naming several is the one they fit
@@ -179,6 +181,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features, filters = _unused_attributes(text, features, filters, attribute_words, frame.language,
                                                avoid=tuple(p.span for p in places if p.span))
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
+    filters = _negated_things(features, filters, attribute_words)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -263,7 +266,11 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     request's words ("hospitales en madrid y barcelona" is Spanish, not French; "otogar ankara",
     with no cue word at all, is Turkish; "supermarkten of drogisterijen in delft", guessed English on
     "of" and "in", is Dutch: English's lexicon knows none of its words). None: keep the guess."""
-    if lexicon is None or frame.script != "Latin":
+    if lexicon is None:
+        return None
+    if frame.script == "Han" and frame.language in ("zh", "yue"):
+        return _kanji_rival(text, frame.language, lexicon)
+    if frame.script != "Latin":
         return None
     # English read by its own small words stays English unless a language as likely by its small words
     # knows two of the words or more: English's lexicon leaves out words it reads wrong more often than
@@ -294,6 +301,22 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
             # words the request uses ("hoteles de cinco estrellas": Spanish, not French)
             best = lang
     return best
+
+
+def _kanji_rival(text: str, guess: str, lexicon: Lexicon) -> str | None:
+    """Japanese for a request in Chinese characters alone, guessed Chinese, that uses a letter only
+    Japanese names write (its own simplified kanji: 図, 駅, 薬, 銭, 沢) and none only Chinese ones do
+    ("金沢 図書館", "大阪 薬局"); None: keep the guess. The letters are the feature lexicon's."""
+    ja = lexicon.letters("ja")
+    chinese = lexicon.letters("zh") | lexicon.letters("yue")
+    if {ch for ch in text if spaceless(ch)} & (chinese - ja):
+        return None
+    # the letter inside a thing Japanese names: the letters are only those of the lexicon's names, so a
+    # place's letter may be missing from Chinese's by chance ("隆" of "科隆有哪些社区", Cologne)
+    own = ja - chinese
+    if any(own & set(text[m.span[0]:m.span[1]]) for m in lexicon.lookup(text, "ja")):
+        return "ja"
+    return None
 
 
 def _looked_up_again(features: tuple[Feature, ...], lexicon: Lexicon | None, language: str) -> tuple[Feature, ...]:
@@ -432,7 +455,8 @@ def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = 
     unchanged otherwise."""
     generic = find_attributes(f.text, language, generic=True)
     if not generic:
-        long_enough = len(f.text) > SHORT_BRAND or is_spaceless_text(f.text)  # "瑞幸", "스벅": a word each
+        # ("瑞幸", "스벅": a word each; three letters only as the request's one phrase: "konyada bim var mı")
+        long_enough = len(f.text) > SHORT_BRAND or is_spaceless_text(f.text) or only and len(f.text) == SHORT_BRAND
         found = lexicon.brand(f.text, language, short=only) if alone and len(f.text.split()) <= 2 and long_enough else None
         if found is not None and language == "en" and found.score < BRAND_SCORE:
             return f  # English words are brands' names too: "power in Zambia", "warehouse in current view"
