@@ -72,7 +72,8 @@ def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tupl
 def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], known: Mapping[str, str],
                     lexicon: Lexicon, language: str) -> tuple[tuple, tuple]:
     """A request of one place phrase and no thing whose first words are a city and whose last words
-    name a thing, sure: the city and the thing ("제주 약국": pharmacies in Jeju).
+    name a thing, sure, before small words at most: the city and the thing ("제주 약국": pharmacies in
+    Jeju; "부산 식당 중에": restaurants in Busan).
 
     >>> from geoql.nl.request import read_request
     >>> from geoql.nl.lexicon import Lexicon
@@ -84,6 +85,10 @@ def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], kn
         return places, features
     place = places[0]
     words = place.name.split()
+    # the cue tables' small words the run took after the thing are no part of it ("부산 식당 중": among)
+    stop = {fold(w) for w in table(cue_language(language))["stop"]} if language in CUE_LANGUAGES else set()
+    while len(words) > 2 and fold(words[-1]) in stop:
+        words = words[:-1]
     for n in range(len(words) - 1, 0, -1):
         city, rest = " ".join(words[:n]), " ".join(words[n:])
         # a city the gazetteer lacks counts in Korean, where a place and a thing are written so
