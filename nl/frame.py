@@ -527,6 +527,7 @@ class _Reader:
         self.phrases: list[tuple[int, int, str, bool]] = []  # (first token, end, text, negated) of what and negated
         self.not_numbers: set[int] = set()  # number tokens of coordinates, dates and ids
         self.output_tokens: set[int] = set()  # the tokens of output cues ("as points")
+        self.named_tokens: set[int] = set()  # the tokens of quoted names (a name is no cue: "Gran Vía")
         self.speed_units: dict[int, int] = {}  # each speed's unit: its first token -> its end ("km/h" of "30 km/h")
         language = language or guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
@@ -621,6 +622,7 @@ class _Reader:
             if cue_start is not None or cue_after is not None or not _TAGLIKE.fullmatch(inner):
                 f.names.append(inner)
                 self.take(i, j)
+                self.named_tokens.update(range(i, j))
                 if cue_start is not None:
                     self.take(cue_start, lex.names.match_at(self.toks, cue_start)[0])
                 elif cue_after is not None:
@@ -1105,8 +1107,8 @@ class _Reader:
         # read past other steps: "ways with the IDs 1, 2" names ways as ids do; not an output's words
         # ("jako punkty": as points, a centre, not nodes)
         for s, e, kind in self.find(self.lex.types, False):
-            if self.output_tokens.issuperset(range(s, e)):
-                continue
+            if self.output_tokens.issuperset(range(s, e)) or self.named_tokens.issuperset(range(s, e)):
+                continue  # (nor a quoted name's words: 'la calle "Gran Vía"')
             self.frame.types.add(kind)
             self.take(s, e)
 
@@ -1199,10 +1201,18 @@ class _Reader:
         lex, toks, f = self.lex, self.toks, self.frame
         # a request written all in lower case ("cafes in heidelberg") names places in lower case too
         # (a quoted name, read and taken before, keeps its own case: 'biergarten "Augustiner-Keller" in münchen')
-        lowercase = not any(t.upper for k, t in enumerate(toks) if not self.taken[k])
-        found: list[tuple[int, int]] = []
         # a preposition that ends a name operation is none: "whose name ends in station"
-        in_ops = {q: op for a, b, op in self.find(lex.name_ops, True) for q in range(a, b)}
+        ops = self.find(lex.name_ops, True)
+        in_ops = {q: op for a, b, op in ops for q in range(a, b)}
+        # the capitals right after one are the name's value, no place ("whose name ends with Academy",
+        # "dont le nom commence par Grande Pharmacie"): a request in lower case but for them is in lower case
+        valued = set()
+        for _, b, _ in ops:
+            while b < self.n and toks[b].upper and not self.taken[b]:
+                valued.add(b)
+                b += 1
+        lowercase = not any(t.upper for k, t in enumerate(toks) if not self.taken[k] and k not in valued)
+        found: list[tuple[int, int]] = []
         preps = self.find(lex.preps, True)
         for s, e, _ in preps:
             if self.gap(s).endswith("-") or (e < self.n and self.gap(e).startswith("-")):
@@ -1237,7 +1247,7 @@ class _Reader:
             # "florist Forlì-Cesena": a name-cased run that is not the request's first word
             for k in range(1, self.n):
                 if self._is_name_token(k) and not toks[k].spaceless and not self._is_name_token(k - 1) \
-                        and toks[k].fold not in lex.not_places and toks[k].fold not in lex.stop_words:
+                        and toks[k].fold not in lex.not_places and toks[k].fold not in lex.stop_words and k not in valued:
                     j = self._name_run(k, False)
                     # only a name that ends the request ("florist Forlì-Cesena"): inside
                     # a sentence a capitalised word is more often a term ("ISCED level")

@@ -599,21 +599,33 @@ def _negation_after(text: str, at: int, language: str) -> int | None:
 
     >>> _negation_after("배달 안 되는 식당", 2, "ko"), _negation_after("배달 되는 식당", 2, "ko")
     (7, None)
+    >>> _negation_after("車椅子で入れないホテル", 3, "ja")
+    8
     """
     if language not in CUE_LANGUAGES:
         return None
     negation = table(language)["negation"]
     start = at + len(text[at:]) - len(text[at:].lstrip())
     tail = fold(text[start:])
-    for cue in negation["after"]:
-        cue = fold(cue)
-        if cue and tail.startswith(cue) and (spaceless(cue[-1]) or len(tail) == len(cue) or not tail[len(cue)].isalnum()):
-            return start + len(cue)
+    # past a one-letter particle in a script without spaces: "車椅子で入れない" (can't get in by wheelchair)
+    skip = (0, 1) if tail[:1] and spaceless(tail[0]) and tail[0] in _particles(language) else (0,)
+    for k in skip:
+        for cue in negation["after"]:
+            cue = fold(cue)
+            rest = tail[k:]
+            if cue and rest.startswith(cue) and (spaceless(cue[-1]) or len(rest) == len(cue) or not rest[len(cue)].isalnum()):
+                return start + k + len(cue)
     endings = tuple(fold(e) for e in negation.get("after_endings", ()))
     for m in list(re.finditer(r"\S+", tail))[:2] if endings else ():
         if m.group().endswith(endings):
             return start + m.end()
     return None
+
+
+@lru_cache(maxsize=None)
+def _particles(language: str) -> frozenset[str]:
+    """The one-letter stop words of ``language`` written without spaces (Japanese で, が, は, の)."""
+    return frozenset(w for w in table(language)["stop"] if len(w) == 1 and spaceless(w))
 
 
 # Languages whose verbs follow the attribute they say something of ("배달 안 되는", "sandalye ile girilemeyen").
@@ -704,3 +716,34 @@ def _negated_things(features: tuple[Feature, ...], filters: tuple[Filter, ...],
             f = dataclasses.replace(f, kind="no", feature=k)
         out.append(f)
     return tuple(out)
+
+
+def _negated_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                        words: Sequence[AttributeMatch]) -> tuple[tuple, tuple]:
+    """A thing said not to be whose only match lies inside an attribute's words is that attribute said
+    missing ("大阪で車椅子だと使えないトイレ": 椅子, a chair, is part of 車椅子, a wheelchair): an ``absent``
+    filter of every thing, the phrase no thing.
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("大阪で車椅子だと使えないトイレ", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text) for f in r.filters], [f.text for f in r.features]
+    ([('absent', '車椅子')], ['トイレ'])
+    """
+    changed = True
+    while changed:  # one at a time: each takes a phrase out and moves the others' indices
+        changed = False
+        for flt in filters:
+            k = flt.feature
+            if flt.kind != "no" or k is None or not features[k].negated or features[k].span is None:
+                continue
+            g = features[k]
+            inside = [m for m in words if m.attribute.yes and g.span[0] <= m.span[0] and m.span[1] <= g.span[1]]
+            if len(inside) != 1 or not g.tags or not all(
+                    inside[0].span[0] <= g.span[0] + t.span[0] and g.span[0] + t.span[1] <= inside[0].span[1] for t in g.tags):
+                continue
+            features, filters = _without_feature(features, tuple(x for x in filters if x is not flt), k)
+            filters += (Filter("absent", inside[0].text, g.span),)
+            changed = True
+            break
+    return features, filters

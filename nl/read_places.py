@@ -13,6 +13,7 @@ from collections import ChainMap
 from functools import lru_cache
 from typing import Mapping
 
+from geoql.nl.attributes import find as find_attributes
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.frame import Frame, cue_language
 from geoql.nl.places import dictionary_form, gazetteer, word_cities_in
@@ -64,7 +65,14 @@ def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tupl
             break
         at = found[1] + len(joiner)
     # nothing to add where the frame read each of them as a place already ("东京和大阪的医院")
-    if all(text[a:b] in frame.places for a, b in out) or opened and len(out) < 2:
+    if all(text[a:b] in frame.places for a, b in out):
+        return ()
+    # ... nor where it read a phrase at the start, unless that phrase is the city and an attribute's words
+    # ("杭州免费的停车场": Hangzhou, then free; "卡纳塔克邦" stays one name)
+    longer = bool(out) and any(text.startswith(p) and len(p) > out[0][1] and stem_fold(p) not in known
+                               and any(m.attribute is not None and m.span == (0, len(p) - out[0][1])
+                                       for m in find_attributes(p[out[0][1]:], frame.language)) for p in frame.places)
+    if opened and len(out) < 2 and not longer:
         return ()
     return tuple(out)
 
@@ -518,6 +526,11 @@ def _edge_place_name(word: str, language: str, head: bool) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _every_and() -> frozenset[str]:
+    return frozenset(fold(w) for lang in CUE_LANGUAGES for w in table(lang)["place"]["and"])
+
+
 def _joined_places(places: tuple[Place, ...], known: Mapping[str, str], language: str) -> tuple[Place, ...]:
     """A place read as "A <and> B", where the language's place "and" joined two names the cue tables took
     for one (a capital after "y" continues a name: "Trinidad y Tobago"), and A and B are each a known
@@ -526,9 +539,8 @@ def _joined_places(places: tuple[Place, ...], known: Mapping[str, str], language
     >>> [(p.name, p.span) for p in _joined_places((Place("Sevilla y Málaga", (9, 25)),), {"sevilla": "Seville", "malaga": "Málaga"}, "es")]
     [('Sevilla', (9, 16)), ('Málaga', (19, 25))]
     """
-    if language not in CUE_LANGUAGES:
-        return places
-    ands = {fold(w) for w in table(cue_language(language))["place"]["and"]}
+    # (every table's "and": the guess may be another language, "ijssalons in delft en leiden" reads as English)
+    ands = _every_and()
     out = []
     for p in places:
         words = p.name.split(" ")

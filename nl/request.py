@@ -57,7 +57,7 @@ from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
     _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
     _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
-    _negated_things, _unused_attributes, _without_feature,
+    _negated_attributes, _negated_things, _unused_attributes, _without_feature,
 )
 from geoql.nl.read_around import (
     _after_contraction, _centre, _centre_after_near, _centre_before_number, _centre_with_word_before,
@@ -99,7 +99,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     places = tuple(Place(name, frame.spans.get(name), opening=name == frame.opening_place)
                    for name in frame.places if name != thing)
     if lexicon is not None:
-        places = _joined_places(places, _place_names(knowledge), frame.language)
+        # (the whole was read as a place: a city spelled like a word counts as one of the two, "in delft en leiden")
+        places = _joined_places(places, ChainMap(_place_names(knowledge), word_cities_in(None)), frame.language)
     what = _listed([thing, *frame.what] if thing else list(frame.what), frame, text)
     found = find_attributes(text, frame.language)
     # the things the request's attributes belong to: a word naming several is the one they fit
@@ -182,6 +183,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
                                                avoid=tuple(p.span for p in places if p.span))
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     filters = _negated_things(features, filters, attribute_words)
+    features, filters = _negated_attributes(features, filters, attribute_words)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
