@@ -636,7 +636,7 @@ def _unused_attributes(text: str, features: tuple[Feature, ...], filters: tuple[
                        words: Sequence[AttributeMatch], language: str,
                        avoid: Sequence[tuple[int, int]] = ()) -> tuple[tuple, tuple]:
     """An attribute with yes tags that the reading found but no filter took ("playas donde se admiten
-    perros", "配達できる", "배달 안 되는 식당", "電話番号未登録のレストラン"): a filter of every thing,
+    perros", "배달 안 되는 식당", "電話番号未登録のレストラン"): a filter of every thing,
     ``absent`` when it is said missing (a without-word, or a negation cue right before or after it),
     else ``yes``; a phrase that holds nothing but the attribute's words and its verb (no tag of its
     own outside them) is the filter's, no thing. Not an attribute that is itself the request's one thing
@@ -660,6 +660,7 @@ def _unused_attributes(text: str, features: tuple[Feature, ...], filters: tuple[
         things = [k for k, f in enumerate(features) if k not in own and not f.negated and f.tags]
         if not things or any(a <= m.span[0] and m.span[1] <= b for a, b in avoid):
             continue
+        after = _negation_after(text, m.span[1], language)
         if not spaceless(m.text[0]) or script_of(m.text[0]) == "Hangul":  # (Korean is spaced)
             # in a spaced script only a phrase that opens with the attribute's words, and after them
             # only its negation or a one-letter verb where verbs follow ("배달 안 되", "드라이브스루 되"):
@@ -668,11 +669,9 @@ def _unused_attributes(text: str, features: tuple[Feature, ...], filters: tuple[
             # a capital inside the request is a name ("Greece Center Drive")
             phrase = features[max(own, key=lambda k: features[k].span[0])]
             rest = text[m.span[1]:phrase.span[1]].strip()
-            ending = _negation_after(text, m.span[1], language)
             if phrase.span[0] < m.span[0] or m.span[0] > 0 and m.text[:1].isupper() \
-                    or rest and not (language in VERB_FINAL and (len(rest) <= 1 or ending is not None and ending >= phrase.span[1])):
+                    or rest and not (language in VERB_FINAL and (len(rest) <= 1 or after is not None and after >= phrase.span[1])):
                 continue
-        after = _negation_after(text, m.span[1], language)
         negated = m.without or _negated_at(text, m.span, language) or _negation_before(text, m.span[0], language) \
             or after is not None
         span = m.span

@@ -49,9 +49,9 @@ from geoql.nl.model import (
     Place, Request, SURE_THING_SCORE, Things,
 )
 from geoql.nl.read_places import (
-    _article_places, _city_and_thing, _feature_places, _filter_cue_words, _known_places, _more_cities,
-    _joined_places, _opening_cities, _place_before_and, _place_names, _place_phrases, _place_prepositions, _thing_before_place,
-    _unknown_edge_place,
+    _article_places, _city_and_thing, _feature_places, _filter_cue_words, _joined_places, _known_places,
+    _more_cities, _opening_cities, _place_before_and, _place_names, _place_phrases, _place_prepositions,
+    _thing_before_place, _unknown_edge_place,
 )
 from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
@@ -263,7 +263,8 @@ ENGLISH_RIVAL_MARGIN = 0.1
 
 
 def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | None:
-    """A language to read a Latin-script request in instead of the guess: one whose cue words score
+    """A language to read a request in instead of the guess. In Chinese characters alone: Japanese, where
+    it writes a kanji only Japanese uses (:func:`_kanji_rival`). In the Latin script: one whose cue words score
     within ``RIVAL_MARGIN`` of the guess's and whose feature lexicon knows strictly more of the
     request's words ("hospitales en madrid y barcelona" is Spanish, not French; "otogar ankara",
     with no cue word at all, is Turkish; "supermarkten of drogisterijen in delft", guessed English on
@@ -271,7 +272,7 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     if lexicon is None:
         return None
     if frame.script == "Han" and frame.language in ("zh", "yue"):
-        return _kanji_rival(text, frame.language, lexicon)
+        return _kanji_rival(text, lexicon)
     if frame.script != "Latin":
         return None
     # English read by its own small words stays English unless a language as likely by its small words
@@ -305,7 +306,7 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     return best
 
 
-def _kanji_rival(text: str, guess: str, lexicon: Lexicon) -> str | None:
+def _kanji_rival(text: str, lexicon: Lexicon) -> str | None:
     """Japanese for a request in Chinese characters alone, guessed Chinese, that uses a letter only
     Japanese names write (its own simplified kanji: 図, 駅, 薬, 銭, 沢) and none only Chinese ones do
     ("金沢 図書館", "大阪 薬局"); None: keep the guess. The letters are the feature lexicon's."""
