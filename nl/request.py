@@ -312,11 +312,13 @@ def _kanji_rival(text: str, lexicon: Lexicon) -> str | None:
     ("金沢 図書館", "大阪 薬局"); None: keep the guess. The letters are the feature lexicon's."""
     ja = lexicon.letters("ja")
     chinese = lexicon.letters("zh") | lexicon.letters("yue")
-    if {ch for ch in text if spaceless(ch)} & (chinese - ja):
+    letters = {ch for ch in text if spaceless(ch)}
+    own = ja - chinese
+    # (most Chinese requests hold no Japanese-only letter: no Japanese lookup for them)
+    if not letters & own or letters & (chinese - ja):
         return None
     # the letter inside a thing Japanese names: the letters are only those of the lexicon's names, so a
     # place's letter may be missing from Chinese's by chance ("隆" of "科隆有哪些社区", Cologne)
-    own = ja - chinese
     if any(own & set(text[m.span[0]:m.span[1]]) for m in lexicon.lookup(text, "ja")):
         return "ja"
     return None

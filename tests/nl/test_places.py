@@ -8,7 +8,9 @@ from importlib import resources
 
 import pytest
 
+from geoql.nl.lexicon import Lexicon
 from geoql.nl.places import dictionary_form, gazetteer, word_cities, word_cities_in
+from geoql.nl.request import Knowledge, read_request
 from geoql.nl.words import stem_fold
 
 # A name people type alone, in the script they type it in -> the place's English name.
@@ -67,8 +69,6 @@ def test_a_nickname_is_the_citys_own_name(written, lang, form):
 
 
 def test_a_town_is_a_place_only_beside_a_thing():
-    from geoql.nl.lexicon import Lexicon
-    from geoql.nl.request import Knowledge, read_request
     knowledge = Knowledge(lexicon=Lexicon.default())
     assert [p.name for p in read_request("cafes galway", knowledge).places] == ["galway"]
     assert read_request("lorem ipsum dolor sit amet", knowledge).places == ()  # Amet, a town in India
