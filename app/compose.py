@@ -313,13 +313,19 @@ def _in_cue(text: str, span: tuple[int, int], phrases: frozenset[str]) -> bool:
     phrase = text[span[0]:span[1]]
     if "".join(t.fold for t in tokens(phrase)) in phrases:
         return True
-    around = text[max(0, span[0] - MAX_CUE_LETTERS):span[1] + MAX_CUE_LETTERS]
-    at = span[0] - max(0, span[0] - MAX_CUE_LETTERS)
+    # (cue phrases are kept without spaces; the request may space them: "'행복'으로 시작하는")
+    start = max(0, span[0] - MAX_CUE_LETTERS)
+    around = _SPACES.sub("", text[start:span[1] + MAX_CUE_LETTERS])
+    at = len(_SPACES.sub("", text[start:span[0]]))
+    phrase = _SPACES.sub("", phrase)
     for p in phrases:
         k = p.find(phrase)
         if len(p) > len(phrase) and k >= 0 and around[at - k:at - k + len(p)] == p:
             return True
     return False
+
+
+_SPACES = re.compile(r"\s+")
 
 
 # The longest cue phrase of a script without spaces looked for after a phrase (letters).
@@ -458,8 +464,9 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
         return [_tag(t) for t in attribute.yes] if len(attribute.yes) == 1 else (
             [A.Tag(attribute.key)] if not attribute.yes else None)
     # "without wheelchair access", "ohne WLAN": a property with a tag for not having it says so; a key
-    # without one ("without a name", "sans adresse") is missing
-    if flt.kind == "absent" and not attribute.no or (flt.kind == "no" and not attribute.no and not attribute.yes):
+    # without one ("without a name", "sans adresse") is missing; a value of a key ("sin comida china",
+    # "que no sean chinos") is the key holding another value
+    if flt.kind in ("absent", "no") and not attribute.no and not attribute.yes or flt.op == "unrecorded":
         return [A.Tag(attribute.key, op="not_exists")]
     if attribute.no:
         return [_tag(t) for t in attribute.no] if len(attribute.no) == 1 else None

@@ -1360,10 +1360,13 @@ class _Reader:
                                   and script_of(toks[end].text[0]) == "Han")) \
                     and not (end > k and self.gap(end) and end - 1 in stop_ends) \
                     and not (end > k and not lex.spaced_words and (neg := lex.neg_before.match_at(toks, end))
+                             and neg[0] - end > 1) \
+                    and not (end > k and not lex.spaced_words and (neg := lex.neg_after.match_at(toks, end))
                              and neg[0] - end > 1):
                 end += 1  # (a space typed between two Han letters ends it: "京都 禁煙のカフェ";
                 #            Korean: a word ending in a particle ends the name: "번호가 있는"; a negation of
-                #            two characters or more ends one: "上海不是星巴克", not "那不勒斯")
+                #            two characters or more ends one: "上海不是星巴克", not "那不勒斯"; one after a
+                #            name too: "スタバ以外で", but Starbucks)
             chosen = self._place_end(k, end, after_prep, strong_only=was_soft and k not in after_prep)
             if chosen is None:
                 continue
@@ -1639,7 +1642,8 @@ class _Reader:
             if at < 0 or name in values:
                 continue
             i, j = self.tokens_in(at, at + len(name))
-            ops = [hit[1] for s in range(max(0, i - 6), min(self.n, j + 3)) if not i <= s < j
+            # (in Japanese and Korean the operation closes the clause, past a name cue: "「喫茶」って名前に入ってる")
+            ops = [hit[1] for s in range(max(0, i - 6), min(self.n, j + (7 if lex.with_after else 3))) if not i <= s < j
                    for hit in [lex.name_ops.match_at(toks, s)] if hit]
             # "'venue' in their name", "„venue“ im Namen": the name holds it
             inside = j < self.n and lex.name_in.match_at(toks, j + (1 if j + 1 < self.n and not toks[j].fold.isalnum() else 0))
@@ -1661,7 +1665,12 @@ class _Reader:
                     for s in range(max(0, i - 8), i) for hit in [lex.name_in.match_at(toks, s)]):
             # (a name cue opening the value is no part of it: "со словом море в названии")
             cue = lex.names.match_at(toks, i)
-            return "contains", self.span(cue[0] if cue and cue[0] < j else i, j)
+            start = cue[0] if cue and cue[0] < j else i
+            # a name operation inside the phrase ends the value: "名前に珈琲ってつく", "이름에 한강 들어가는"
+            # (the verb glued to the value, with no stop word between)
+            end = next((s for s in range(start, j) if lex.name_ops.match_at(toks, s)), j)
+            # (one opening the phrase has its value before the cue, a quoted name: "「喫茶」って名前に入ってる")
+            return ("contains", self.span(start, end).strip()) if end > start else None
         for s in range(max(0, i - 3), j):
             hit = lex.name_ops.match_at(toks, s)
             if not hit or hit[0] < i - 1:
@@ -1678,7 +1687,10 @@ class _Reader:
                         or toks[s].spaceless:
                     continue
             if hit[0] < j and not lex.with_after:  # the value follows the operation
-                return hit[1], self.span(max(hit[0], i), j)
+                # (past a name cue: "cuyo nombre lleve la palabra playa")
+                v = max(hit[0], i)
+                cue = lex.names.match_at(toks, v)
+                return hit[1], self.span(cue[0] if cue and cue[0] < j else v, j)
             if s == i and lex.with_after:
                 continue  # Korean, Turkish: the value is before the operation ("한강이 들어간"), read there
             if s > i:  # the operation closes the phrase: the value is before it, after a name cue inside

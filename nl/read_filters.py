@@ -746,3 +746,32 @@ def _negated_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ..
             changed = True
             break
     return features, filters
+
+
+def _unrecorded(text: str, filters: tuple[Filter, ...], language: str) -> tuple[Filter, ...]:
+    """A missing attribute whose word is followed by a word for its record ("ohne Rollstuhl-Angabe",
+    "no wheelchair info", "sin información de accesibilidad" before it): the key missing, not its
+    ``no`` value. It stays an ``absent`` filter, with ``op`` "unrecorded".
+
+    >>> _unrecorded("arztpraxen ohne rollstuhl-angabe", (Filter("absent", "rollstuhl", (16, 25)),), "de")[0].op
+    'unrecorded'
+    >>> _unrecorded("cafes without wifi in bonn", (Filter("absent", "wifi", (14, 18)),), "en")[0].op is None
+    True
+    """
+    if language not in CUE_LANGUAGES:
+        return filters
+    t = table(language)
+    words = {fold(w) for w in t["filters"].get("unrecorded", ())}
+    joiners = {fold(w) for w in t["joiners"]}
+    out = []
+    for f in filters:
+        if f.kind in ("no", "absent") and f.span is not None and words:
+            # the record's word in the filter's own words or right after them ("wheelchair info"), or
+            # before them with a joiner ("información de accesibilidad")
+            inside = tokens(text[f.span[0]:f.span[1]])[1:] + tokens(re.split(r"[,;.]", text[f.span[1]:])[0])[:1]
+            before = tokens(text[:f.span[0]])[-2:]
+            if any(w.fold in words for w in inside) \
+                    or len(before) == 2 and before[0].fold in words and before[1].fold in joiners:
+                f = dataclasses.replace(f, kind="absent", op="unrecorded")
+        out.append(f)
+    return tuple(out)

@@ -57,7 +57,7 @@ from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
     _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
     _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
-    _negated_attributes, _negated_things, _unused_attributes, _without_feature,
+    _negated_attributes, _negated_things, _unrecorded, _unused_attributes, _without_feature,
 )
 from geoql.nl.read_around import (
     _after_contraction, _centre, _centre_after_near, _centre_before_number, _centre_with_word_before,
@@ -161,6 +161,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features = tuple(f for f in features if not (f.tags and all(m.tags == MAP_BOARD for m in f.tags)))
     if lexicon is not None:
         features = _negated_brands(features, lexicon, frame.language)
+        features = _thing_then_negated_brand(features)
         features = _brand_before_thing(features, lexicon, frame.language, placed=bool(places))
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
@@ -184,6 +185,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     filters = _negated_things(features, filters, attribute_words)
     features, filters = _negated_attributes(features, filters, attribute_words)
+    filters = _unrecorded(text, filters, frame.language)
     # a name asked for is no place: "кафе в названии которых есть кофе в москве"
     values = {fold(f.value) for f in filters if f.kind == "name" and f.value}
     places = tuple(p for p in places if fold(p.name) not in values)
@@ -414,6 +416,32 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
             if found is not None and (len(f.text) > SHORT_BRAND and not f.tags or found.tags[0] in things) \
                     and _spells_brand(found, f.text, ending=ending):
                 f = dataclasses.replace(f, tags=(found,))
+        out.append(f)
+    return tuple(out)
+
+
+def _thing_then_negated_brand(features: tuple[Feature, ...]) -> tuple[Feature, ...]:
+    """A negated phrase of a thing and then a brand, where nothing else is asked for: the thing, without
+    the brand ("강남 카페 스타벅스 빼고", cafés in Gangnam but Starbucks: the negation after the phrase
+    is the brand's).
+
+    >>> cafe = FeatureMatch((0, 2), ("amenity=cafe",), 1.0)
+    >>> brand = FeatureMatch((3, 7), ("amenity=cafe", "brand=스타벅스"), 0.9)
+    >>> [(f.text, f.span, f.negated) for f in _thing_then_negated_brand((Feature("카페 스타벅스", (3, 10), True, (cafe, brand)),))]
+    [('카페', (3, 5), False), ('스타벅스', (6, 10), True)]
+    """
+    if any(not f.negated and f.tags for f in features):
+        return features
+    out: list[Feature] = []
+    for f in features:
+        m = f.tags
+        if f.negated and f.span is not None and len(m) == 2 and m[0].span[0] == 0 and m[0].span[1] < m[1].span[0] \
+                and m[1].span[1] == len(f.text) and not any(t.startswith("brand") for t in m[0].tags) \
+                and any(t.startswith("brand=") for t in m[1].tags) and f.text[m[0].span[1]:m[1].span[0]].isspace():
+            a, b = f.span[0], f.span[0] + m[1].span[0]
+            out += [Feature(f.text[:m[0].span[1]], (a, a + m[0].span[1]), False, (m[0],), f.place),
+                    Feature(f.text[m[1].span[0]:], (b, f.span[1]), True, (dataclasses.replace(m[1], span=(0, f.span[1] - b)),), f.place)]
+            continue
         out.append(f)
     return tuple(out)
 
