@@ -29,6 +29,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from geoql.nl.attributes import number_words
 from geoql.nl.cues import LANGUAGES, REQUIRED, Matcher, Token, all_tables, table, tokens
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, main_script, plain_number, script_of, scripts
 
@@ -837,16 +838,22 @@ class _Reader:
         first distance with an around cue next to it."""
         lex, toks, f = self.lex, self.toks, self.frame
         for i, t in enumerate(toks):
-            if not t.number or self.taken[i] or i + 1 >= self.n:
+            if self.taken[i] or i + 1 >= self.n:
                 continue
-            hit = lex.units.match_at(toks, i + 1, self.taken)
+            spelled = None if t.number else _spelled_number(toks, i, lex.lang)
+            if not t.number and spelled is None:
+                continue
+            value, u = (_number(t.text), i + 1) if t.number else spelled
+            hit = lex.units.match_at(toks, u, self.taken) if u < self.n else None
             if not hit:
                 continue
             end, unit = hit
-            radius = _number(t.text) * _UNIT_METRES[unit]
+            radius = value * _UNIT_METRES[unit]
             if not plain_number(radius):
                 continue  # a number past float's range is no distance
             before = self._cue_before(lex.around_before, i, 2)
+            if spelled is not None and before is None:
+                continue  # a number in words is a distance only after its cue: "within half a mile of"
             after = lex.around_after.match_at(toks, end, self.taken) if end < self.n else None
             marker = next((s for s in range(max(0, i - 3), i)
                            if (h := lex.of_before.match_at(toks, s, self.taken)) and h[0] == i), None)
@@ -1697,6 +1704,12 @@ class _Reader:
                 first = max((e for q in range(i, s) for e in [lex.names.match_at(toks, q)] if e and e[0] <= s),
                             key=lambda e: e[0], default=(i, None))[0]
                 return (hit[1], self.span(first, s)) if first < s else None
+        if lex.with_after and toks[i].spaceless and j < self.n \
+                and self._cue_near(lex.names, i, i, before=True, after=False, reach=2):
+            # Japanese: the operation right after the value, a name cue right before it ("名前が通りで終わる")
+            hit = lex.name_ops.match_at(toks, j)
+            if hit:
+                return hit[1], self.span(i, j)
         return None
 
     def _comparison(self, k: int) -> tuple[str, range, str | None, int] | None:
@@ -1761,6 +1774,21 @@ class _Reader:
             if not is_stop[k]:
                 return False
         return False
+
+
+def _spelled_number(toks: list[Token], i: int, lang: str) -> tuple[float, int] | None:
+    """(value, the token after it) of a number written in words at token ``i`` ("half a", "two", "un"): the
+    number words of ``nl/data/number_words.json`` and the cue table's words for one and a half before a
+    unit of distance ("within a mile of", "à un kilomètre de", "within half a mile of")."""
+    around = table(lang)["around"] if lang in LANGUAGES else {}
+    for phrase in around.get("half", ()):
+        words = phrase.split()
+        if [t.fold for t in toks[i:i + len(words)]] == words:
+            return 0.5, i + len(words)
+    if toks[i].fold in around.get("one", ()):
+        return 1.0, i + 1
+    value = number_words(lang).get(toks[i].fold) if not toks[i].spaceless else None
+    return (float(value), i + 1) if value else None
 
 
 def _number(text: str) -> float:

@@ -224,6 +224,9 @@ def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
         # "wembley stadium")
         return of_request.script in SPACELESS_SCRIPTS and of.startswith(place)
     skip = _place_prepositions(language) | _articles(language)
+    if language in CUE_LANGUAGES and all(w in {fold(j) for j in table(language)["joiners"]} | _articles(language)
+                                         for w in words):
+        return False  # a kind of thing "of" a place is a landmark's name: "torre de belém", "castello di Milano"
     return any(w in _place_prepositions(language) for w in words) and all(w in skip for w in words)
 
 

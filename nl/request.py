@@ -281,6 +281,13 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     # knows two of the words or more: English's lexicon leaves out words it reads wrong more often than
     # right ("place", "route", "tunnel"), which another language may know ("place in Bochum" is English)
     score = latin_scores(text)
+    if frame.language == "es":
+        words = [t.fold for t in tokens(text)]
+        if any(w == "e" and k + 1 < len(words) and not words[k + 1].startswith(("i", "hi"))
+               for k, w in enumerate(words)):
+            # Spanish writes "y" ("e" only before an i sound: "padres e hijos"): "multibancos e bancos no
+            # porto" is Portuguese, whose "no" (in the) Spanish reads as a negation
+            return max(("pt", "it"), key=lambda lang: score.get(lang, 0.0))
     english = frame.language == "en" and score.get("en", 0.0) > 0
     margin, least = (ENGLISH_RIVAL_MARGIN, 2) if english else (RIVAL_MARGIN, 1)
     best, known = None, lexicon.known_words(text, frame.language)
