@@ -280,9 +280,15 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
         if sum(f.kind == "name" for f in r.filters) == 1 or r.filters and all(f.kind == "yes" for f in r.filters) \
         else frozenset()
     columns = _csv_columns(r)[1]
+    covered += columns  # each column's words are the table's header ("약국 이름이랑 전화번호 csv로")
+    table_words = cues["csv"] | cues["stop"] | stopwords(r.language) if columns or "csv" in r.output else frozenset()
     for f in r.things:
-        if f.span is not None and f.span in columns:
-            covered.append(f.span)  # "as CSV with name and website": a column
+        if f.span is not None and (f.span in columns or table_words and not f.tags and all(
+                t.fold in table_words or any(a <= f.span[0] + t.start and f.span[0] + t.end <= b for a, b in columns)
+                for t in tokens(f.text))):
+            # "as CSV with name and website": a column; "CSV로 이름, 위도, 경도": a column after a particle,
+            # the coordinates every table has
+            covered.append(f.span)
             continue
         if edits and f.span is not None and all(t.fold in edits for t in tokens(f.text)) \
                 and not any(m.score >= MIN_TAG_SCORE for m in f.tags):
