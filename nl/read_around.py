@@ -186,6 +186,11 @@ def _place_and_things(of: str, of_request: "Request") -> bool:
     return joined or (not rest and of_request.script == "Han")
 
 
+# The endings of a plural noun, where one tells a landmark ("torre de belém") from a place's things
+# ("des gares de strasbourg", "dagli ospedali di firenze").
+_PLURAL_ENDINGS = {"en": ("s",), "fr": ("s", "x"), "es": ("s",), "pt": ("s",), "it": ("i",), "nl": ("en",)}
+
+
 def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
     """Whether a centre phrase read with the gazetteer is things the lexicon names sure and one known
     place at its start or end, apart from them by a space or a place preposition, and nothing else:
@@ -225,8 +230,11 @@ def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
         return of_request.script in SPACELESS_SCRIPTS and of.startswith(place)
     skip = _place_prepositions(language) | _articles(language)
     if language in CUE_LANGUAGES and all(w in {fold(j) for j in table(language)["joiners"]} | _articles(language)
-                                         for w in words):
-        return False  # a kind of thing "of" a place is a landmark's name: "torre de belém", "castello di Milano"
+                                         for w in words) \
+            and not any(fold(f.text).endswith(_PLURAL_ENDINGS.get(language, ())) for f in things):
+        # one thing (as the lexicon spells it, not a plural) "of" a place is a landmark's name: "torre de
+        # belém", "castello di Milano"; things "of" a place are its things: "des gares de strasbourg"
+        return False
     return any(w in _place_prepositions(language) for w in words) and all(w in skip for w in words)
 
 
