@@ -231,7 +231,7 @@ def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
     skip = _place_prepositions(language) | _articles(language)
     if language in CUE_LANGUAGES and all(w in {fold(j) for j in table(language)["joiners"]} | _articles(language)
                                          for w in words) \
-            and not any(fold(f.text).endswith(_PLURAL_ENDINGS.get(language, ())) for f in things):
+            and not any(fold(f.text).split()[0].endswith(_PLURAL_ENDINGS.get(language, ())) for f in things if f.text.split()):
         # one thing (as the lexicon spells it, not a plural) "of" a place is a landmark's name: "torre de
         # belém", "castello di Milano"; things "of" a place are its things: "des gares de strasbourg"
         return False
