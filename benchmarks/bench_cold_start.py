@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", default="HEAD", help="revision for 'after' (default HEAD)")
     parser.add_argument("--request", default="pubs in Dublin")
     parser.add_argument("--runs", type=int, default=5, help="measured cold runs per side (default 5)")
-    parser.add_argument("--index-dir", required=True, help="a built tag index both sides can read")
+    parser.add_argument("--index-dir", required=True, help="a built tag index both sides can read: the folder "
+                        "holding its manifest.json (~/.local/share/geoql/index/v1), not its parent")
     parser.add_argument("--model-dir", required=True, help="a trained CPU model both sides can read")
     parser.add_argument("--before-cache-dir", help="the 'before' side's user cache (default: the same as 'after'). Give it "
                         "its own when the two sides cache something under one name in different forms: each would "
@@ -155,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=os.environ.get("GEOQL_DATA_DIR"), help="OverpassNL (default $GEOQL_DATA_DIR)")
     parser.add_argument("--skip-fresh", action="store_true", help="skip the fresh-clone first answer (minutes per side)")
     args = parser.parse_args(argv)
+    for flag, folder in (("--index-dir", args.index_dir), ("--before-index-dir", args.before_index_dir)):
+        # a folder without a built index would be built into by the timed side, which replaces the
+        # folder whole: given the parent of the user's index (~/.local/share/geoql/index), it removed v1
+        path = Path(folder).expanduser() if folder else None
+        if path is not None and (not (path / "manifest.json").is_file()
+                                 or any((sub / "manifest.json").is_file() for sub in path.iterdir() if sub.is_dir())):
+            parser.error(f"{flag} {folder}: no built tag index there, or one with another index inside; give the "
+                         "index folder itself, e.g. ~/.local/share/geoql/index/v1")
 
     root = Path(tempfile.mkdtemp(prefix="geoql-bench-cold-"))
     trees: list[Tree] = []
