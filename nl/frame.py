@@ -328,6 +328,7 @@ class _Lexicon:
     of_start: Matcher
     compare: Matcher
     units: Matcher
+    spelled: Matcher  # a number in words before a unit, with its value ("half a", "un", "two"): read after an around cue
     speed: Matcher
     output: Matcher
     neg_before: Matcher
@@ -426,6 +427,9 @@ def _lexicon(lang: str) -> _Lexicon:
         of_start=Matcher(own["around"]["of_start"]),
         compare=Matcher(own["around"].get("compare", [])),
         units=Matcher(payload(lambda t: t["units"])),
+        # (half first: "einem halben" before "einem"; the Matcher takes the longest at a token)
+        spelled=Matcher([(w, 0.5) for w in own["around"].get("half", [])] + [(w, 1.0) for w in own["around"].get("one", [])]
+                        + [(w, float(v)) for w, v in number_words(lang).items()]),
         speed=Matcher(cues(lambda t: t["filters"]["speed"])),
         output=Matcher(payload(lambda t: t["output"])),
         neg_before=Matcher(own["negation"]["before"]),
@@ -840,10 +844,12 @@ class _Reader:
         for i, t in enumerate(toks):
             if self.taken[i] or i + 1 >= self.n:
                 continue
-            spelled = None if t.number else _spelled_number(toks, i, lex.lang)
+            # a number in words: the cue table's one and half ("within half a mile of", "à un kilomètre
+            # de") and the number words of nl/data/number_words.json, not a letter of a script without spaces
+            spelled = None if t.number or t.spaceless else lex.spelled.match_at(toks, i)
             if not t.number and spelled is None:
                 continue
-            value, u = (_number(t.text), i + 1) if t.number else spelled
+            value, u = (_number(t.text), i + 1) if t.number else (spelled[1], spelled[0])
             hit = lex.units.match_at(toks, u, self.taken) if u < self.n else None
             if not hit:
                 continue
@@ -1774,21 +1780,6 @@ class _Reader:
             if not is_stop[k]:
                 return False
         return False
-
-
-def _spelled_number(toks: list[Token], i: int, lang: str) -> tuple[float, int] | None:
-    """(value, the token after it) of a number written in words at token ``i`` ("half a", "two", "un"): the
-    number words of ``nl/data/number_words.json`` and the cue table's words for one and a half before a
-    unit of distance ("within a mile of", "à un kilomètre de", "within half a mile of")."""
-    around = table(lang)["around"] if lang in LANGUAGES else {}
-    for phrase in around.get("half", ()):
-        words = phrase.split()
-        if [t.fold for t in toks[i:i + len(words)]] == words:
-            return 0.5, i + len(words)
-    if toks[i].fold in around.get("one", ()):
-        return 1.0, i + 1
-    value = number_words(lang).get(toks[i].fold) if not toks[i].spaceless else None
-    return (float(value), i + 1) if value else None
 
 
 def _number(text: str) -> float:
