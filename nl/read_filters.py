@@ -758,14 +758,12 @@ def _unrecorded(text: str, filters: tuple[Filter, ...], language: str) -> tuple[
     >>> _unrecorded("cafes without wifi in bonn", (Filter("absent", "wifi", (14, 18)),), "en")[0].op is None
     True
     """
-    if language not in CUE_LANGUAGES:
+    words, joiners = _record_words(language)
+    if not words:
         return filters
-    t = table(language)
-    words = {fold(w) for w in t["filters"].get("unrecorded", ())}
-    joiners = {fold(w) for w in t["joiners"]}
     out = []
     for f in filters:
-        if f.kind in ("no", "absent") and f.span is not None and words:
+        if f.kind in ("no", "absent") and f.span is not None:
             # the record's word in the filter's own words or right after them ("wheelchair info"), or
             # before them with a joiner ("información de accesibilidad")
             inside = tokens(text[f.span[0]:f.span[1]])[1:] + tokens(re.split(r"[,;.]", text[f.span[1]:])[0])[:1]
@@ -775,3 +773,13 @@ def _unrecorded(text: str, filters: tuple[Filter, ...], language: str) -> tuple[
                 f = dataclasses.replace(f, kind="absent", op="unrecorded")
         out.append(f)
     return tuple(out)
+
+
+@lru_cache(maxsize=32)
+def _record_words(language: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``language``'s words for an attribute's record ("info", "Angabe") and its joiners ("de"), folded
+    (none without a table)."""
+    if language not in CUE_LANGUAGES:
+        return frozenset(), frozenset()
+    t = table(language)
+    return frozenset(fold(w) for w in t["filters"].get("unrecorded", ())), frozenset(fold(w) for w in t["joiners"])
