@@ -111,8 +111,8 @@ def _words_of(value) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [w for k, v in value.items() if k not in ("code", "name", "scripts", "endings", "name_chars",
-                                                         "apostrophe_suffixes")
+        return [w for k, v in value.items() if k not in ("code", "name", "scripts", "endings", "plural_endings",
+                                                         "not_words", "name_chars", "apostrophe_suffixes")
                 for w in ([k] if k.isalpha() and k not in _SECTION_KEYS else []) + _words_of(v)]
     if isinstance(value, list):
         return [w for v in value for w in _words_of(v)]

@@ -35,7 +35,7 @@ from collections import ChainMap
 from functools import lru_cache
 
 from geoql.nl.attributes import find as find_attributes, number_words, words_of
-from geoql.nl.cues import table, tokens
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import BRAND_SCORE, INFLECTED_BRAND_LANGUAGES, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
@@ -281,13 +281,11 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
     # knows two of the words or more: English's lexicon leaves out words it reads wrong more often than
     # right ("place", "route", "tunnel"), which another language may know ("place in Bochum" is English)
     score = latin_scores(text)
-    if frame.language == "es":
-        words = [t.fold for t in tokens(text)]
-        if any(w == "e" and k + 1 < len(words) and not words[k + 1].startswith(("i", "hi"))
-               for k, w in enumerate(words)):
-            # Spanish writes "y" ("e" only before an i sound: "padres e hijos"): "multibancos e bancos no
-            # porto" is Portuguese, whose "no" (in the) Spanish reads as a negation
-            return max(("pt", "it"), key=lambda lang: score.get(lang, 0.0))
+    writers = _writers_of_not_word(text, frame.language)
+    if writers:
+        # a word the guess never writes there is another language's: "multibancos e bancos no porto" is
+        # Portuguese (Spanish writes "y"), whose "no" (in the) Spanish reads as a negation
+        return max(writers, key=lambda lang: score.get(lang, 0.0))
     english = frame.language == "en" and score.get("en", 0.0) > 0
     margin, least = (ENGLISH_RIVAL_MARGIN, 2) if english else (RIVAL_MARGIN, 1)
     best, known = None, lexicon.known_words(text, frame.language)
@@ -313,6 +311,27 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
             # words the request uses ("hoteles de cinco estrellas": Spanish, not French)
             best = lang
     return best
+
+
+def _writers_of_not_word(text: str, language: str) -> tuple[str, ...]:
+    """The Latin-script languages whose markers hold a word of ``text`` that ``language`` does not write
+    where it stands (its cue table's ``language.not_words``: word -> the starts of a next word that allow
+    it, Spanish "e" before an i sound, "padres e hijos"); () when the request has none.
+
+    >>> _writers_of_not_word("multibancos e bancos no porto", "es"), _writers_of_not_word("padres e hijos", "es")
+    (('it', 'pt'), ())
+    """
+    if language not in CUE_LANGUAGES:
+        return ()
+    never = table(language)["language"].get("not_words", {})
+    if not never:
+        return ()
+    words = [t.fold for t in tokens(text)]
+    for k, w in enumerate(words):
+        if w in never and k + 1 < len(words) and not words[k + 1].startswith(tuple(never[w])):
+            return tuple(lang for lang in CUE_LANGUAGES if lang != language
+                         and "Latin" in table(lang)["language"]["scripts"] and w in table(lang)["markers"])
+    return ()
 
 
 def _kanji_rival(text: str, lexicon: Lexicon) -> str | None:
