@@ -303,7 +303,10 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
             # ("no": Portuguese "in the", Spanish "not"); "a torino" tells French from Italian nothing
             return lang
         n = lexicon.known_words(text, lang)
-        if n > known and n >= least:
+        # English that knows none of the words, guessed on words another language shares as much ("in"),
+        # is that language where its lexicon knows one ("Schulen in Founex", "museen in dresden")
+        need = 1 if english and not known and score.get(lang, 0.0) >= score.get(frame.language, 0.0) else least
+        if n > known and n >= need:
             best, known = lang, n
         elif best is None and n == known and n >= least and not english \
                 and score.get(lang, 0.0) >= score.get(frame.language, 0.0) and _own_words(text, lang) > own:
