@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from geoql.nl.attributes import AttributeMatch, find_field, number_words
-from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, Matcher, table, tokens
 from geoql.nl.frame import Frame
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
 from geoql.nl.model import Feature, Filter, Lexicon, Number, Place, SURE_THING_SCORE
@@ -748,7 +748,8 @@ def _negated_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ..
     return features, filters
 
 
-def _unrecorded(text: str, filters: tuple[Filter, ...], language: str) -> tuple[Filter, ...]:
+def _unrecorded(text: str, filters: tuple[Filter, ...], language: str,
+                attribute_words: Sequence[AttributeMatch] = ()) -> tuple[Filter, ...]:
     """A missing attribute whose word is followed by a word for its record ("ohne Rollstuhl-Angabe",
     "no wheelchair info", "sin información de accesibilidad" before it): the key missing, not its
     ``no`` value. It stays an ``absent`` filter, with ``op`` "unrecorded".
@@ -771,8 +772,130 @@ def _unrecorded(text: str, filters: tuple[Filter, ...], language: str) -> tuple[
             if any(w.fold in words for w in inside) \
                     or len(before) == 2 and before[0].fold in words and before[1].fold in joiners:
                 f = dataclasses.replace(f, kind="absent", op="unrecorded")
+                named = [m for m in attribute_words if f.span[0] <= m.span[0] and m.span[1] <= f.span[1]]
+                if len(named) == 1 and fold(named[0].text) != fold(f.text.strip()):
+                    # the attribute's own words, less the record's: "zonder overdekt-tag"
+                    f = dataclasses.replace(f, text=named[0].text, span=named[0].span)
         out.append(f)
     return tuple(out)
+
+
+def _unrecorded_phrase(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                       attribute_words: Sequence[AttributeMatch], language: str) -> tuple[tuple, tuple, tuple]:
+    """A phrase that says an attribute is not recorded ("nicht eingetragen", "sans info sur", "не указана",
+    "未登録", "정보 없는", "girilmemiş": the cue table's ``filters.unrecorded_phrases``) beside an attribute's
+    words: the attribute's key missing (``absent``, ``op`` "unrecorded"), in place of whatever the words
+    between them were read as ("bares donde no pone si se puede fumar": not a negated "pone" and a smoking
+    bar). The attribute is the one nearest the phrase; a request with no thing left outside the two is
+    left as read. Also returns the attribute's words where the reading had not named them (an iD field).
+
+    >>> from geoql.nl.attributes import find
+    >>> from geoql.nl.model import FeatureMatch
+    >>> text, cafe = "京都 テラス席の有無が未登録のカフェ", FeatureMatch((0, 3), ("amenity=cafe",), 1.0)
+    >>> feats = (Feature("テラス席", (3, 7)), Feature("カフェ", (15, 18), tags=(cafe,)), Feature("有無", (8, 10), negated=True))
+    >>> flts = (Filter("no", "有無", (8, 10), feature=2), Filter("yes", "テラス席", (3, 7), feature=0))
+    >>> f, r, _ = _unrecorded_phrase(text, feats, flts, [m for m in find(text, "ja") if m.attribute], "ja")
+    >>> [(x.text, x.negated) for x in f], [(x.kind, x.text, x.op) for x in r]
+    ([('カフェ', False), ('テラス席の有無が未登録', True)], [('absent', 'テラス席', 'unrecorded')])
+    """
+    phrases = _unrecorded_phrases(language)
+    if phrases is None:
+        return features, filters, ()
+    toks = tokens(text)
+    found = phrases.find(toks)
+    if len(found) != 1:
+        return features, filters, ()
+    i, j, _ = found[0]
+    start, end = toks[i].start, toks[j - 1].end
+    clause = (text.rfind(",", 0, start) + 1, len(text) if text.find(",", end) < 0 else text.find(",", end))
+    def beside(span) -> bool:
+        return clause[0] <= span[0] and span[1] <= clause[1] and (span[1] <= start or span[0] >= end)
+
+    near = [m for m in attribute_words if m.attribute.key and beside(m.span)]
+    # a phrase the lexicon read as a thing whose words an iD yes/no field names whole: "ベンチの情報が入ってない
+    # バス停" (a bench's record, at a bus stop)
+    for f in features:
+        if f.span is not None and beside(f.span) and not any(m.span[0] < f.span[1] and f.span[0] < m.span[1] for m in near):
+            m = find_field(f.text, language)
+            if m is not None:
+                near.append(dataclasses.replace(m, span=(f.span[0] + m.span[0], f.span[0] + m.span[1])))
+    if not near:
+        return features, filters, ()
+    word = min(near, key=lambda m: start - m.span[1] if m.span[1] <= start else m.span[0] - end)
+    # the attributes listed with it, away from the phrase ("ohne Informationen zu Unterstand und Sitzbank",
+    # "屋根やベンチの情報がない"); two side by side or joined by "of" are one thing whose head is unclear
+    # ("адрес оператора", "nombre de voies"): left as read
+    words, ands = [word], _list_words(language)
+    after = word.span[0] >= end
+    for m in sorted((m for m in near if m is not word and (m.span[0] >= end) == after),
+                    key=lambda m: m.span[0] if after else -m.span[0]):
+        last = words[-1]
+        raw = text[last.span[1]:m.span[0]] if after else text[m.span[1]:last.span[0]]
+        gap = fold(raw).strip()
+        if gap in ands or gap.strip(",、，") in ands and gap != "":
+            words.append(m)
+        elif not gap or gap in _joiners(language):
+            return features, filters, ()
+        else:
+            break
+    lo, hi = min(start, *(m.span[0] for m in words)), max(end, *(m.span[1] for m in words))
+
+    def inside(span) -> bool:
+        return span is not None and span[0] < hi and lo < span[1]
+
+    # a thing read with the two in one phrase keeps its own words: "ismi girilmemiş camiler" (mosques)
+    features = tuple(_trimmed(f, lo, hi) if inside(f.span) and not f.negated else f for f in features)
+    if not any(f.tags and not f.negated and not inside(f.span) for f in features):
+        return features, filters, ()
+    filters = tuple(f for f in filters if not inside(f.span)
+                    and not (f.feature is not None and inside(features[f.feature].span)))
+    for k in reversed(range(len(features))):
+        if inside(features[k].span):
+            features, filters = _without_feature(features, filters, k)
+    # the words from the phrase to the attribute are the filter's phrase: a negated feature, as a "without" reads
+    k = len(features)
+    features += (Feature(text[lo:hi], (lo, hi), negated=True),)
+    added = tuple(m for m in words if m not in attribute_words)
+    return features, filters + tuple(Filter("absent", m.text, m.span, op="unrecorded", feature=k) for m in words), added
+
+
+def _trimmed(feature: Feature, lo: int, hi: int) -> Feature:
+    """``feature`` less the characters ``lo``–``hi`` at its start or end, where what the lexicon read in it
+    lies outside them; unchanged otherwise."""
+    a, b = feature.span
+    if not feature.tags or not (a >= lo or b <= hi):
+        return feature
+    cut = (max(hi, a), b) if a >= lo else (a, min(lo, b))
+    # (a match inside the two is the attribute's word: "telefonu belirtilmemiş eczaneler", a telephone's)
+    kept = tuple(m for m in feature.tags if cut[0] <= a + m.span[0] and a + m.span[1] <= cut[1])
+    if not kept or not all(lo <= a + m.span[0] and a + m.span[1] <= hi for m in feature.tags if m not in kept):
+        return feature
+    text = feature.text[cut[0] - a:cut[1] - a]
+    lead = len(text) - len(text.lstrip())
+    text = text.strip()
+    if not text:
+        return feature
+    start = cut[0] + lead
+    tags = tuple(dataclasses.replace(m, span=(m.span[0] - (start - a), m.span[1] - (start - a))) for m in kept)
+    return dataclasses.replace(feature, text=text, span=(start, start + len(text)), tags=tags)
+
+
+@lru_cache(maxsize=32)
+def _list_words(language: str) -> frozenset[str]:
+    """The words that list things in ``language`` ("and", "or", "や"), folded."""
+    words = table(language)["place"].get("and", ()) if language in CUE_LANGUAGES else ()
+    return frozenset(fold(w).strip() for w in words) - {""}
+
+
+@lru_cache(maxsize=32)
+def _joiners(language: str) -> frozenset[str]:
+    return frozenset(fold(w) for w in table(language)["joiners"]) if language in CUE_LANGUAGES else frozenset()
+
+
+@lru_cache(maxsize=32)
+def _unrecorded_phrases(language: str) -> Matcher | None:
+    phrases = table(language)["filters"].get("unrecorded_phrases") if language in CUE_LANGUAGES else None
+    return Matcher(phrases) if phrases else None
 
 
 @lru_cache(maxsize=32)
