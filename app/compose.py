@@ -412,7 +412,8 @@ def _filters(r: Request, things: list[_Thing], covered: list) -> tuple | None:
         made = _filter(r, flt, things, covered)
         if made is None:
             return None
-        out += made
+        # (a range tests its key twice: "between 50 and 100 m tall" has it once, with both bounds)
+        out += [x for x in made if x not in out]
         if flt.span is not None:
             covered.append(flt.span)
         if flt.feature is not None and r.features[flt.feature].span is not None:
@@ -479,16 +480,30 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
     return [_tag(t, "!=") for t in attribute.yes]
 
 
+def _number(text: str) -> float:
+    """A number as written: groups of three digits after a point or comma are thousands ("100.000",
+    "1,000"); one point or comma otherwise is a decimal one ("1,5").
+
+    >>> _number("100.000"), _number("1,000,000"), _number("1,5"), _number("2500")
+    (100000.0, 1000000.0, 1.5, 2500.0)
+    """
+    if re.fullmatch(r"\d{1,3}(?:([.,])\d{3})(?:\1\d{3})*", text):
+        return float(re.sub(r"[.,]", "", text))
+    return float(text.replace(",", "."))
+
+
 def _name_filter(flt: Filter) -> list | None:
     value = (flt.value or "").strip()
     if not value:
         return None
-    if flt.op == "equals":
-        return [A.Tag("name", value, op="=")]
-    pattern = {"contains": "{}", "starts": "^{}", "ends": "{}$"}.get(flt.op or "")
+    # "not_contains": a name that lacks the value ("whose name does not contain Coffee")
+    negated, op = (flt.op or "").startswith("not_"), (flt.op or "").removeprefix("not_")
+    if op == "equals":
+        return [A.Tag("name", value, op="!=" if negated else "=")]
+    pattern = {"contains": "{}", "starts": "^{}", "ends": "{}$"}.get(op)
     if pattern is None:
         return None
-    return [A.Tag("name", pattern.format(re.escape(value)), op="~", case_insensitive=True)]
+    return [A.Tag("name", pattern.format(re.escape(value)), op="!~" if negated else "~", case_insensitive=True)]
 
 
 def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> list | None:
@@ -519,7 +534,7 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
     key = attribute.key_for(tags)
     try:
         # a speed's kilometres are per hour, as its tag writes them ("制限速度60キロ超": over 60 km/h)
-        value = float(flt.value.replace(",", ".")) * (1.0 if key in SPEED_KEYS else METRES[flt.unit])
+        value = _number(flt.value) * (1.0 if key in SPEED_KEYS else METRES[flt.unit])
     except ValueError:
         return None
     if attribute.digits is not None:

@@ -380,6 +380,8 @@ class _Lexicon:
     with_after: bool
     absent_cues: Matcher
     more_less: Matcher
+    range_start: Matcher  # "between" of "between 50 and 100 m": at least the first, at most the second
+    range_and: frozenset
     name_ops: Matcher
     name_in: Matcher  # "in the name" ("after"), "名字里有" ("before" the value): the value is in the name
 
@@ -486,6 +488,8 @@ def _lexicon(lang: str) -> _Lexicon:
         with_after=bool(own["filters"].get("with_after")),
         absent_cues=Matcher(cues(lambda t: t["filters"]["absent"])),
         more_less=Matcher(payload(lambda t: t["filters"]["compare"])),
+        range_start=Matcher(own["filters"].get("range", {}).get("between", [])),
+        range_and=frozenset(fold(w) for w in own["filters"].get("range", {}).get("and", [])),
         name_ops=Matcher(payload(lambda t: t["filters"]["name"])),
         name_in=Matcher([(w, "after") for w in own["filters"].get("name_in", [])]
                         + [(w, "before") for w in own["filters"].get("name_in_before", [])]),
@@ -1528,7 +1532,7 @@ class _Reader:
                 if hit:
                     for j in range(k + 1, hit[0]):
                         is_stop[j] = True
-        neg = [False] * self.n
+        neg = self.neg = [False] * self.n
         # a negation word inside a comparison or a distance is none: "al menos 4" (at least), "a menos de 500 m"
         # ("no less than 4": the negation opens the comparison)
         wider = [(a, b) for a, b, _ in (*self.find(lex.more_less, False), *self.find(lex.around_before, False))]
@@ -1548,7 +1552,7 @@ class _Reader:
                     break
                 neg[k] = True
                 k += 1
-        after_neg = [False] * self.n
+        after_neg = self.after_neg = [False] * self.n
         before = {(s, e) for s, e, _ in negations}
         for s, e, _ in self.find(lex.neg_after, True):
             # a word that negates either way ("missing") negates what follows when a word of it follows:
@@ -1636,7 +1640,9 @@ class _Reader:
                 continue
             named = self._name_pattern(i, j)
             if named is not None:
-                f.filters.append(("name", named[1], f.spans.get(text), named[0], named[1], None))
+                # "whose name does not contain Coffee", "without pizza in the name": the name lacks it
+                op = "not_" + named[0] if negated else named[0]
+                f.filters.append(("name", named[1], f.spans.get(text), op, named[1], None))
             elif negated:
                 absent = self._cue_near(lex.absent_cues, i, j, before=True, after=bool(lex.neg_after))
                 f.filters.append(("absent" if absent else "no", text, f.spans.get(text), None, None, None))
@@ -1662,7 +1668,11 @@ class _Reader:
             inside = j < self.n and lex.name_in.match_at(toks, j + (1 if j + 1 < self.n and not toks[j].fold.isalnum() else 0))
             if not ops and inside and inside[1] == "after":
                 ops = ["contains"]
-            f.filters.append(("name", name, (at, at + len(name)), ops[0] if ops else "equals", name, None))
+            op = ops[0] if ops else "equals"
+            # a negation before the name or closing its clause: "in dem nicht 'Coffee' vorkommt", "「駅」を含まない"
+            if ops and (any(self.neg[max(0, i - 1):i + 1]) or any(self.after_neg[j:min(self.n, j + 4)])):
+                op = "not_" + op
+            f.filters.append(("name", name, (at, at + len(name)), op, name, None))
         f.filters = list(dict.fromkeys(f.filters))
 
     def _name_pattern(self, i: int, j: int) -> tuple[str, str] | None:
@@ -1733,6 +1743,22 @@ class _Reader:
             cue = lex.more_less.match_at(toks, s)
             if cue and cue[0] == k:
                 return cue[1], range(s, k), unit, end
+        if self.text[toks[k].end:toks[k].end + 1] == "+" and (end == self.n or toks[end].start > toks[k].end + 1):
+            # "4+ star hotels": at least 4 (not a sum glued to its next number, "4+5")
+            return ">=", range(k + 1, k + 1), unit, end
+        # a range, "between 50 and 100 m", "zwischen 50 und 100 Meter": at least the first number (in the
+        # second's unit when it has none of its own), at most the second
+        if k > 0 and (cue := lex.range_start.match_at(toks, k - 1)) and cue[0] == k:
+            if end + 1 < self.n and toks[end].fold in lex.range_and and toks[end + 1].number:
+                if self.taken[end + 1]:
+                    return None  # a distance's range: "between 100 and 300 km away from Moscow"
+                hit2 = lex.units.match_at(toks, end + 2) if end + 2 < self.n else None
+                unit = unit or (hit2[1] if hit2 else None)
+            return ">=", range(k - 1, k), unit, end
+        first = k - 2 if k >= 2 and toks[k - 2].number else (k - 3 if k >= 3 and toks[k - 3].number else None)
+        if first is not None and toks[k - 1].fold in lex.range_and and first > 0 \
+                and (cue := lex.range_start.match_at(toks, first - 1)) and cue[0] == first:
+            return "<=", range(k - 1, k), unit, end
         # after it: "10 or more" right after the number (or its unit); in a script without spaces one
         # more word may stand between ("10层以上": 10 floors or more)
         for s in range(end, min(self.n, end + (2 if not lex.spaced or lex.with_after else 1))):

@@ -143,7 +143,8 @@ class Filter:
     "with wifi" (``yes``), "not private" (``no``), "without a name" (``absent``), "more than 10
     floors" (``compare``: ``op`` one of ``>``, ``>=``, ``<``, ``<=``, ``=`` ("with 5 stars"), ``value`` "10", ``unit`` when one
     follows), "whose name contains Pizza" (``name``: ``op`` ``contains`` / ``starts`` / ``ends`` /
-    ``equals``, ``value`` the name); "no wheelchair info" is ``absent`` with ``op`` ``unrecorded`` (the key
+    ``equals``, each with ``not_`` before it where the name must not: "whose name does not contain
+    Coffee", ``value`` the name); "no wheelchair info" is ``absent`` with ``op`` ``unrecorded`` (the key
     missing, whatever value stands for not having it). ``text`` is the attribute's words ("wifi", "floors"), ``span``
     where they stand, ``feature`` the index in ``Request.features`` of the phrase they were read
     from (None: no phrase, "longer than 5 km")."""

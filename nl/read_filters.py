@@ -546,9 +546,10 @@ def _compare_tokens(language: str) -> frozenset[str]:
 
 
 def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...],
-                          language: str) -> tuple[tuple, tuple]:
+                          language: str, measures: Sequence[AttributeMatch] = (), text: str = "") -> tuple[tuple, tuple]:
     """Phrases that are only a comparison's words, read apart from it: "高さ200" and "以上" of "東京の高さ200m
-    以上の建物" (the comparison "高さ" >= 200 holds them). A phrase the lexicon names a thing in stays."""
+    以上の建物" (the comparison "高さ" >= 200 holds them), or the measure right after it, "tall" of "over
+    200 m tall" (``measures``: the attribute words of ``text``). A phrase the lexicon names a thing in stays."""
     compared = [f for f in filters if f.kind == "compare" and f.span is not None and f.value]
     if not compared or language not in CUE_LANGUAGES:
         return features, filters
@@ -560,7 +561,9 @@ def _comparison_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, 
         words = [tok for tok in tokens(f.text) if tok.fold not in cues and not tok.number]
         inside = all(any(c.span[0] <= f.span[0] + tok.start and f.span[0] + tok.end <= c.span[1] for c in compared)
                      for tok in words)
-        if inside and not any(g.feature == k for g in filters):
+        measure = any(m.span == f.span and not m.attribute.yes for m in measures) and any(
+            c.span[1] <= f.span[0] and all(t.fold in cues for t in tokens(text[c.span[1]:f.span[0]])) for c in compared)
+        if (inside or measure) and not any(g.feature == k for g in filters):
             features, filters = _without_feature(features, filters, k)
     return features, filters
 

@@ -171,7 +171,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     features, filters = _attribute_in_phrase(text, features, filters, attribute_words, frame.language)
     numbers = tuple(Number(*n) for n in frame.numbers)
     filters = _measure_then_comparison(text, filters, attribute_words, numbers)
-    features, filters = _comparison_leftovers(features, filters, frame.language)
+    features, filters = _comparison_leftovers(features, filters, frame.language, attribute_words, text)
     if lexicon is not None:
         features, filters = _negation_opening_attribute(text, features, filters, attribute_words, lexicon, frame.language)
     filters = _listed_attributes(features, filters, attribute_words)
