@@ -138,8 +138,11 @@ def compose_script(request: Request) -> A.Script | None:
     scope += when + ([A.User([u]) for u in request.users[:1]] if len(request.users) == 1 else [])
     if request.around is None and request.coords is not None:
         return None
-    if not areas and not scope:
-        return None  # where? the whole planet is no answer nobody asked for
+    if not areas and not scope and not (_one_name(request) and all(not t.tags for t in things)
+                                        and request.filters[0].op == "equals"):
+        # where? the whole planet is no answer nobody asked for; but a name alone is a search for it,
+        # wherever it is ('"Kurfürstendamm"', "「哲学の道」を地図に出して"): the name's index answers it
+        return None
     if _overlaps_attribute(request):
         return None
     if not _accounted(request, covered):

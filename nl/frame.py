@@ -325,6 +325,7 @@ class _Lexicon:
     around_after: Matcher
     of_after: Matcher
     of_before: Matcher
+    near_words: frozenset  # "근처" (near) between a centre and its distance: "강남역 근처 500m"
     of_start: Matcher
     compare: Matcher
     units: Matcher
@@ -426,6 +427,7 @@ def _lexicon(lang: str) -> _Lexicon:
         around_after=Matcher(cues(lambda t: t["around"]["after"])),
         of_after=Matcher(cues(lambda t: t["around"]["of_after"])),
         of_before=Matcher(own["around"]["of_before"]),
+        near_words=frozenset(fold(w) for w in own["around"].get("near", [])),
         of_start=Matcher(own["around"]["of_start"]),
         compare=Matcher(own["around"].get("compare", [])),
         units=Matcher(payload(lambda t: t["units"])),
@@ -907,7 +909,17 @@ class _Reader:
                 while k > 0 and toks[k].spaceless and toks[k - 1].spaceless and not self.gap(k) \
                         and not self.taken[k - 1] and i - k < 10:
                     k -= 1  # Korean: the word's letters back to its space
-                of, s0 = self.span(k, i), k
+                if fold("".join(t.text for t in toks[k:i])) in lex.near_words and k > 0 and not self.taken[k - 1] \
+                        and not _BREAK.search(self.gap(k)):
+                    # a "near" word is no centre; the word before it is: "강남역 근처 500m 안에"
+                    near_at = k
+                    k -= 1
+                    while k > 0 and toks[k].spaceless and toks[k - 1].spaceless and not self.gap(k) \
+                            and not self.taken[k - 1] and near_at - k < 10:
+                        k -= 1
+                    of, s0 = self.span(k, near_at), k
+                else:
+                    of, s0 = self.span(k, i), k
             if after:
                 e0 = max(e0, after[0])
             if of is not None:
