@@ -550,6 +550,9 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
         if first > last:
             return None
         digits = str(first) if first == last else f"[{first}-{last}]"
+        if flt.op in (">", ">=") and first <= 9:
+            # at least: no cap at the scale's top, a value above it ("10") is more too
+            digits = f"([{first}-9]|[1-9][0-9])" if first < 9 else "(9|[1-9][0-9])"
         return [A.Tag(key, f"^{digits}", op="~")]
     number = f"{value:g}"
     if flt.op == "=" and (flt.unit is None or METRES[flt.unit] == 1 or key in SPEED_KEYS):
