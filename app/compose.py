@@ -45,7 +45,7 @@ from geoql.nl.attributes import Attribute, attributes
 from geoql.nl.cues import all_tables, output_words, own_table, tokens
 from geoql.nl.frame import ORDINAL_ENDINGS, TYPE_LETTERS
 from geoql.nl.places import dictionary_form, gazetteer
-from geoql.nl.request import SURE_THING_SCORE, Feature, FeatureMatch, Filter, Request
+from geoql.nl.request import LIST_SIGNS, SURE_THING_SCORE, Feature, FeatureMatch, Filter, Request
 from geoql.nl.text import fold
 from geoql.nl.words import cue_words, stem_fold, stopwords
 
@@ -753,6 +753,8 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["filters"]
     if any(f.negated for f in r.features):
         allowed |= cues["negation"]
+    if sum(not f.negated for f in r.features) > 1:
+        allowed |= {w for w in LIST_SIGNS if w.isalpha()}  # "pubs n bars": the list's sign
     if any(f.kind == "name" for f in r.filters):
         allowed |= cues["names"]  # "restaurante llamado \"Casa Lucio\"": the name's cue word
     prefixes: frozenset[str] = frozenset()
@@ -892,12 +894,62 @@ def _repeats(query: str) -> bool:
     return False
 
 
+def _drops_result(query: str) -> bool:
+    """Whether ``query`` selects elements into the default set and selects again before printing them,
+    with a statement that does not read them: the first result is never printed ("(node[bar]);
+    (node[restaurant]);out;" prints restaurants only).
+
+    >>> _drops_result('(node["amenity"="bar"];);(node["amenity"="pub"];);out;')
+    True
+    >>> _drops_result('(node["amenity"="bar"];);out;(node["amenity"="pub"];);out;')
+    False
+    >>> _drops_result('node["amenity"="bar"];(._;>;);out;'), _drops_result('area["name"="Bonn"];node(area);out;')
+    (False, False)
+    """
+    try:
+        script = overpassql.parse(query)
+    except Exception:  # an unparsable pick is judged elsewhere
+        return False
+    pending = False
+    for stmt in script.statements:
+        if isinstance(stmt, A.Out):
+            if stmt.set in (None, "_"):
+                pending = False
+            continue
+        if _reads_default(stmt):
+            pending = False  # (read on, whatever the statement writes: "map_to_area->.b", "node(w)->.a")
+        if getattr(stmt, "into", None) != "_":
+            continue
+        if pending:
+            return True
+        # (a union that also fills named sets is kept for them: "(way[…];node(w)->.a;…);node.a.b;")
+        pending = isinstance(stmt, (A.Query, A.Union_)) and not (isinstance(stmt, A.Query) and stmt.type == "area") \
+            and not any(getattr(n, "into", "_") != "_" for n in A.walk(stmt) if n is not stmt)
+    return False
+
+
+def _reads_default(stmt) -> bool:
+    """Whether a statement reads the default set ``_`` (``._``, ``>``, ``(area)``, ``(around:…)``…)."""
+    if isinstance(stmt, (A.Make, A.Block)) or isinstance(stmt, (A.MapToArea, A.Recurse)) \
+            and getattr(stmt, "set", None) in (None, "_"):
+        return True  # (a loop or a "make" reads the default set: "for (user())", "make stat …")
+    for node in A.walk(stmt):
+        if isinstance(node, A.Item) and node.set == "_" or isinstance(node, A.SetFilter) and node.name == "_":
+            return True
+        if isinstance(node, (A.Recurse, A.AreaFilter, A.Pivot, A.RecurseFilter)) and node.set in (None, "_") \
+                and not (isinstance(node, A.AreaFilter) and node.ref):
+            return True
+        if isinstance(node, A.Around) and node.set in (None, "_") and not node.coords:
+            return True
+    return False
+
+
 def same_facts(composed: str, pick: str) -> bool:
     """Whether ``pick`` selects what ``composed`` selects, in the same places and radii, and prints
     it as asked (:func:`query_facts`): the outputs of ``composed``, a count only where it counts and
     tags without geometry only where asked (an unasked centre, geometry or metadata is harmless)."""
     a, b = query_facts(composed), query_facts(pick)
-    if a is None or b is None or a[:3] != b[:3] or _repeats(pick):
+    if a is None or b is None or a[:3] != b[:3] or _repeats(pick) or _drops_result(pick):
         return False
     # (an "out tags" the composed query lacks prints no geometry: nothing to show on a map)
     # (a limit prints fewer elements: the same limit only)

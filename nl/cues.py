@@ -191,6 +191,19 @@ def table(lang: str) -> dict:
 
 
 @lru_cache(maxsize=None)
+def plural_endings(lang: str) -> tuple[str, ...]:
+    """The endings of a plural noun in ``lang`` (its table's ``language.plural_endings``), folded; none
+    for a language without a table or without the list.
+
+    >>> plural_endings("it"), plural_endings("ja"), plural_endings("sw")
+    (('i',), (), ())
+    """
+    if lang not in LANGUAGES:
+        return ()
+    return tuple(fold(e) for e in table(lang)["language"].get("plural_endings", ()))
+
+
+@lru_cache(maxsize=None)
 def _stop_matcher(lang: str) -> Matcher:
     return Matcher(table(lang)["stop"])
 

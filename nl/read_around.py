@@ -5,11 +5,10 @@ landmark), whether the request asks outside it. :func:`geoql.nl.request.read_req
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Sequence
 
 from geoql.nl.attributes import AttributeMatch
-from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, plural_endings, table, tokens
 from geoql.nl.frame import Frame
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
 from geoql.nl.model import Feature, Filter, Lexicon, Number, Place, Request, SURE_THING_SCORE, Things
@@ -188,20 +187,6 @@ def _place_and_things(of: str, of_request: "Request") -> bool:
 
 
 
-@lru_cache(maxsize=None)
-def _plural_endings(language: str) -> tuple[str, ...]:
-    """The endings of a plural noun in ``language`` (its cue table's ``language.plural_endings``), where
-    one tells a landmark ("torre de belém") from a place's things ("des gares de strasbourg", "dagli
-    ospedali di firenze"); none for a language without a table or without the list.
-
-    >>> _plural_endings("it"), _plural_endings("ja")
-    (('i',), ())
-    """
-    if language not in CUE_LANGUAGES:
-        return ()
-    return tuple(fold(e) for e in table(language)["language"].get("plural_endings", ()))
-
-
 def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
     """Whether a centre phrase read with the gazetteer is things the lexicon names sure and one known
     place at its start or end, apart from them by a space or a place preposition, and nothing else:
@@ -242,7 +227,7 @@ def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
     skip = _place_prepositions(language) | _articles(language)
     if language in CUE_LANGUAGES and all(w in {fold(j) for j in table(language)["joiners"]} | _articles(language)
                                          for w in words) \
-            and not any(fold(f.text).split()[0].endswith(_plural_endings(language)) for f in things if f.text.split()):
+            and not any(fold(f.text).split()[0].endswith(plural_endings(language)) for f in things if f.text.split()):
         # one thing (as the lexicon spells it, not a plural) "of" a place is a landmark's name: "torre de
         # belém", "castello di Milano"; things "of" a place are its things: "des gares de strasbourg"
         return False

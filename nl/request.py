@@ -35,7 +35,7 @@ from collections import ChainMap
 from functools import lru_cache
 
 from geoql.nl.attributes import find as find_attributes, number_words, words_of
-from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, table, tokens
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, plural_endings, table, tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import BRAND_SCORE, INFLECTED_BRAND_LANGUAGES, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
@@ -163,6 +163,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features = _negated_brands(features, lexicon, frame.language)
         features = _thing_then_negated_brand(features)
         features = _brand_before_thing(features, lexicon, frame.language, placed=bool(places))
+        features = _listed_things(text, features, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     filters = _filters_before_places(text, filters, places, frame.language)
@@ -448,6 +449,48 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
                     and _spells_brand(found, f.text, ending=ending):
                 f = dataclasses.replace(f, tags=(found,))
         out.append(f)
+    return tuple(out)
+
+
+# Signs that join two things in one phrase: "pubs n bars", "bares/restaurantes", "cafés + bakeries".
+LIST_SIGNS = frozenset({"/", "n", "&", "+", "'n'", "n'"})
+
+
+def _listed_things(text: str, features: tuple[Feature, ...], language: str) -> tuple[Feature, ...]:
+    """A phrase that is two things the lexicon names whole, side by side, with a sign of a list between
+    them ("pubs n bars", "bares/restaurantes") or both plural ("museos teatros y cines"): one feature
+    each. Not two words of one thing ("hotel bar", "pizza restaurants": the first is no plural), nor
+    letters glued together in a script without spaces, nor a brand.
+
+    >>> pub, bar = FeatureMatch((0, 4), ("amenity=pub",), 0.9), FeatureMatch((7, 11), ("amenity=bar",), 0.9)
+    >>> [(f.text, f.span) for f in _listed_things("pubs n bars in soho", (Feature("pubs n bars", (0, 11), tags=(pub, bar)),), "en")]
+    [('pubs', (0, 4)), ('bars', (7, 11))]
+    >>> hotel = FeatureMatch((0, 5), ("tourism=hotel",), 0.9)
+    >>> len(_listed_things("hotel bars", (Feature("hotel bars", (0, 10), tags=(hotel, FeatureMatch((6, 10), ("amenity=bar",), 0.9))),), "en"))
+    1
+    """
+    out: list[Feature] = []
+    for f in features:
+        matches = sorted(f.tags, key=lambda m: m.span[0])
+        if f.negated or f.span is None or len(matches) < 2 or any(
+                m.score < SURE_THING_SCORE or any(t.startswith("brand") for t in m.tags) for m in matches) \
+                or any(a.span[1] > b.span[0] for a, b in zip(matches, matches[1:])):
+            out.append(f)
+            continue
+        gaps = [f.text[:matches[0].span[0]], *(f.text[a.span[1]:b.span[0]] for a, b in zip(matches, matches[1:])),
+                f.text[matches[-1].span[1]:]]
+        inner = gaps[1:-1]
+        signed = all(g.strip().casefold() in LIST_SIGNS for g in inner)
+        plural = plural_endings(language)
+        plurals = bool(plural) and all(not g.strip() and g for g in inner) and all(
+            fold(f.text[m.span[0]:m.span[1]]).endswith(plural) for m in matches)
+        if gaps[0].strip() or gaps[-1].strip() or not (signed or plurals):
+            out.append(f)
+            continue
+        for m in matches:
+            a, b = m.span
+            out.append(dataclasses.replace(f, text=f.text[a:b], span=(f.span[0] + a, f.span[0] + b),
+                                           tags=(dataclasses.replace(m, span=(0, b - a)),)))
     return tuple(out)
 
 
