@@ -204,6 +204,19 @@ def plural_endings(lang: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
+def list_words(lang: str) -> frozenset[str]:
+    """The words that list things in ``lang`` (its table's ``place.and``: "and", "or", "や"), folded;
+    none without a table.
+
+    >>> sorted(list_words("de")), list_words("sw")
+    (['oder', 'sowie', 'und'], frozenset())
+    """
+    if lang not in LANGUAGES:
+        return frozenset()
+    return frozenset(fold(w).strip() for w in table(lang)["place"].get("and", ())) - {""}
+
+
+@lru_cache(maxsize=None)
 def _stop_matcher(lang: str) -> Matcher:
     return Matcher(table(lang)["stop"])
 

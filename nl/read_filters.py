@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from geoql.nl.attributes import AttributeMatch, find_field, number_words
-from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, Matcher, table, tokens
+from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, Matcher, list_words, table, tokens
 from geoql.nl.frame import Frame
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, script_of, spaceless
 from geoql.nl.model import Feature, Filter, Lexicon, Number, Place, SURE_THING_SCORE
@@ -811,6 +811,7 @@ def _unrecorded_phrase(text: str, features: tuple[Feature, ...], filters: tuple[
     i, j, _ = found[0]
     start, end = toks[i].start, toks[j - 1].end
     clause = (text.rfind(",", 0, start) + 1, len(text) if text.find(",", end) < 0 else text.find(",", end))
+
     def beside(span) -> bool:
         return clause[0] <= span[0] and span[1] <= clause[1] and (span[1] <= start or span[0] >= end)
 
@@ -828,16 +829,16 @@ def _unrecorded_phrase(text: str, features: tuple[Feature, ...], filters: tuple[
     # the attributes listed with it, away from the phrase ("ohne Informationen zu Unterstand und Sitzbank",
     # "屋根やベンチの情報がない"); two side by side or joined by "of" are one thing whose head is unclear
     # ("адрес оператора", "nombre de voies"): left as read
-    words, ands = [word], _list_words(language)
+    words, ands, joiners = [word], list_words(language), _record_words(language)[1]
     after = word.span[0] >= end
     for m in sorted((m for m in near if m is not word and (m.span[0] >= end) == after),
                     key=lambda m: m.span[0] if after else -m.span[0]):
         last = words[-1]
-        raw = text[last.span[1]:m.span[0]] if after else text[m.span[1]:last.span[0]]
-        gap = fold(raw).strip()
-        if gap in ands or gap.strip(",、，") in ands and gap != "":
+        gap = fold(text[last.span[1]:m.span[0]] if after else text[m.span[1]:last.span[0]]).strip()
+        listed = gap.strip(",、， ")
+        if gap and (listed in ands or not listed):  # a list word or a comma between
             words.append(m)
-        elif not gap or gap in _joiners(language):
+        elif not gap or gap in joiners:
             return features, filters, ()
         else:
             break
@@ -881,18 +882,6 @@ def _trimmed(feature: Feature, lo: int, hi: int) -> Feature:
     start = cut[0] + lead
     tags = tuple(dataclasses.replace(m, span=(m.span[0] - (start - a), m.span[1] - (start - a))) for m in kept)
     return dataclasses.replace(feature, text=text, span=(start, start + len(text)), tags=tags)
-
-
-@lru_cache(maxsize=32)
-def _list_words(language: str) -> frozenset[str]:
-    """The words that list things in ``language`` ("and", "or", "や"), folded."""
-    words = table(language)["place"].get("and", ()) if language in CUE_LANGUAGES else ()
-    return frozenset(fold(w).strip() for w in words) - {""}
-
-
-@lru_cache(maxsize=32)
-def _joiners(language: str) -> frozenset[str]:
-    return frozenset(fold(w) for w in table(language)["joiners"]) if language in CUE_LANGUAGES else frozenset()
 
 
 @lru_cache(maxsize=32)
