@@ -360,6 +360,10 @@ def _nickname_value(nickname: str, main_own: tuple[str, str], items: list) -> tu
     >>> items = [("shop=bakery", {"brand": "Paris Baguette"}, {"us"}, ()), ("shop=bakery", {"brand": "파리바게뜨"}, {"kr"}, ())]
     >>> _nickname_value("파바", ("shop=bakery", "Paris Baguette"), items), _nickname_value("pb", ("shop=bakery", "Paris Baguette"), items)
     (('shop=bakery', '파리바게뜨'), ('shop=bakery', 'Paris Baguette'))
+    >>> items = [("shop=convenience", {"brand": "7-Eleven"}, {"us"}, ()),
+    ...          ("shop=convenience", {"brand": "7-ELEVEN", "name": "セブン-イレブン"}, {"jp"}, ())]
+    >>> _nickname_value("セブン", ("shop=convenience", "7-Eleven"), items)
+    ('shop=convenience', '7-ELEVEN')
     """
     main, own = main_own
     if _script(nickname) == _script(own):
@@ -367,6 +371,9 @@ def _nickname_value(nickname: str, main_own: tuple[str, str], items: list) -> tu
     # (the main category's entries first: "сбер" is Сбербанк's banks, not its payment terminals)
     same = sorted(((m == main, len(c), tags["brand"], m) for m, tags, c, _ in items
                    if _script(tags["brand"]) == _script(nickname)), reverse=True)
+    # else the entry whose name is in the nickname's script: "セブン" is Japan's 7-ELEVEN ("セブン-イレブン")
+    same = same or sorted(((m == main, len(c), tags["brand"], m) for m, tags, c, _ in items
+                           if _script(tags.get("name", "")) == _script(nickname)), reverse=True)
     return (same[0][3], same[0][2]) if same else (main, own)
 
 

@@ -43,6 +43,8 @@ BRANDS = [
     ("マツキヨ", "ja", "shop=chemist", "マツモトキヨシ"),          # a nickname takes the value in its own script
     ("파바", "ko", "shop=bakery", "파리바게뜨"),
     ("スタバ", "ja", "amenity=cafe", "スターバックス"),
+    ("セブン", "ja", "shop=convenience", "7-ELEVEN"),             # no value in its script: Japan's entry, by its name
+    ("세븐", "ko", "shop=convenience", "세븐일레븐"),
 ]
 
 
