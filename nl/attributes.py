@@ -163,6 +163,20 @@ def _matcher(lang: str, generic: bool) -> Matcher:
     return Matcher(cues)
 
 
+def _word_edge(text: str, at: int) -> bool:
+    """Whether position ``at`` of ``text`` is outside a word (before its start or after its end)."""
+    return at < 0 or at >= len(text) or not text[at].isalnum()
+
+
+@lru_cache(maxsize=None)
+def _spaced_cues(lang: str) -> frozenset[str]:
+    """The attribute words of ``lang`` (and English's) that hold a space, folded: in a script without
+    spaces only these match across one ("야외 좌석")."""
+    lang = base_language(lang)
+    return frozenset(" ".join(fold(w).split()) for a in _data()["attributes"]
+                     for w in (*a["words"].get(lang, ()), *a["words"].get("en", ())) if " " in w.strip())
+
+
 def _other_latin(words: dict[str, list[str]], lang: str) -> list[str]:
     """The words of the other Latin-script languages a request read in ``lang`` reads too: their stems
     and long words, when ``lang`` is written in Latin letters. The guess rests on a few small words: a
@@ -204,6 +218,12 @@ def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]
     matcher = _matcher(lang, generic)
     for start, end, payload in matcher.find(toks):
         a, b = toks[start].start, toks[end - 1].end
+        if not generic and toks[start].spaceless and any(ch.isspace() for ch in text[a:b]) \
+                and " ".join(fold(text[a:b]).split()) not in _spaced_cues(lang) \
+                and not (_word_edge(text, a - 1) and _word_edge(text, b)):
+            # a one-word cue across a space counts as whole words only ("영업 시간", spaced or not), not
+            # as a word's end and the next one's start: "한식" (Korean food) of "가능한 식당"
+            continue
         # "adressiz": the stem's prefix cue ("adres*") reads the suffix as an ending
         without = not generic and end == start + 1 and _stripped(toks[start], lang, matcher) is not None
         out.append(AttributeMatch((a, b), text[a:b], payload, without=without))

@@ -1512,7 +1512,9 @@ class _Reader:
         letters = [ch for ch in name if not ch.isspace()]
         if len(letters) < 2:
             return False
-        if any(name.endswith(sfx) for sfx in lex.suffixes) and len(letters) > 1:
+        # (in Korean a suffix marks its own word: "식당 대구" is a restaurant and Daegu, not one place)
+        if any(name.endswith(sfx) for sfx in lex.suffixes) and len(letters) > 1 \
+                and not (self.frame.script == "Hangul" and len(name.split()) > 1):
             return True
         if len(letters) >= min_len and lex.name_chars \
                 and sum(ch in lex.name_chars for ch in letters) >= share * len(letters):
