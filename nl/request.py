@@ -522,8 +522,9 @@ def _thing_then_negated_brand(features: tuple[Feature, ...]) -> tuple[Feature, .
 
 def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, language: str, *,
                         placed: bool = False) -> tuple[Feature, ...]:
-    """A phrase that is a brand written in lower case and then a thing of the brand's kind: the brand
-    ("subway restaurants": Subway sells fast food, an amenity as restaurants are; "spar supermarkets").
+    """A phrase that is a brand written in lower case and a thing of the brand's kind, before or after it:
+    the brand ("subway restaurants": Subway sells fast food, an amenity as restaurants are; "spar
+    supermarkets"; "distributori eni").
     The lexicon reads a brand spelled like a word only with its capital; a thing of another kind after it
     keeps the word a word ("next bus stops"), and so does a brand whose tag spells it otherwise."""
     # a phrase of only a brand beside the others ("大阪のファミマとセブンイレブン", "pingo doce ou continente em braga")
@@ -543,6 +544,14 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
             # not "spa hotels")
             if found is not None and (len(head) > SHORT_BRAND or found.tags[0] in best.tags) \
                     and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] and _spells_brand(found, head):
+                f = _as_brand(f, found)
+        elif not f.negated and best is not None and not best.tags[0].startswith("brand") and f.span is not None \
+                and best.span[0] == 0 and best.span[1] < len(f.text) and len(f.tags) == 1:
+            # ... or after the thing: "distributori eni", "agências itaú" (the same rules)
+            tail = f.text[best.span[1]:].strip()
+            found = lexicon.brand(tail, language) if 0 < len(tail.split()) <= 2 and len(tail) >= 2 else None
+            if found is not None and (len(tail) > SHORT_BRAND or found.tags[0] in best.tags) \
+                    and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] and _spells_brand(found, tail):
                 f = _as_brand(f, found)
         elif not f.negated and not f.tags and f.span is not None:
             # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"; a brand spelled
