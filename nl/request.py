@@ -163,7 +163,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features = _negated_brands(features, lexicon, frame.language)
         features = _thing_then_negated_brand(features)
         features = _brand_before_thing(features, lexicon, frame.language, placed=bool(places))
-        features = _listed_things(text, features, frame.language)
+        features = _listed_things(features, frame.language)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     filters = _filters_before_places(text, filters, places, frame.language)
@@ -456,17 +456,17 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
 LIST_SIGNS = frozenset({"/", "n", "&", "+", "'n'", "n'"})
 
 
-def _listed_things(text: str, features: tuple[Feature, ...], language: str) -> tuple[Feature, ...]:
+def _listed_things(features: tuple[Feature, ...], language: str) -> tuple[Feature, ...]:
     """A phrase that is two things the lexicon names whole, side by side, with a sign of a list between
     them ("pubs n bars", "bares/restaurantes") or both plural ("museos teatros y cines"): one feature
     each. Not two words of one thing ("hotel bar", "pizza restaurants": the first is no plural), nor
     letters glued together in a script without spaces, nor a brand.
 
     >>> pub, bar = FeatureMatch((0, 4), ("amenity=pub",), 0.9), FeatureMatch((7, 11), ("amenity=bar",), 0.9)
-    >>> [(f.text, f.span) for f in _listed_things("pubs n bars in soho", (Feature("pubs n bars", (0, 11), tags=(pub, bar)),), "en")]
+    >>> [(f.text, f.span) for f in _listed_things((Feature("pubs n bars", (0, 11), tags=(pub, bar)),), "en")]
     [('pubs', (0, 4)), ('bars', (7, 11))]
     >>> hotel = FeatureMatch((0, 5), ("tourism=hotel",), 0.9)
-    >>> len(_listed_things("hotel bars", (Feature("hotel bars", (0, 10), tags=(hotel, FeatureMatch((6, 10), ("amenity=bar",), 0.9))),), "en"))
+    >>> len(_listed_things((Feature("hotel bars", (0, 10), tags=(hotel, FeatureMatch((6, 10), ("amenity=bar",), 0.9))),), "en"))
     1
     """
     out: list[Feature] = []
