@@ -826,6 +826,16 @@ def prefer_composed(request: Request | None, candidates: list[Candidate], best: 
 _AREA_NAME = re.compile(r'\{\{geocodeArea:\s*"?([^"}]*)"?\s*\}\}')
 
 
+@lru_cache(maxsize=256)
+def _parsed(query: str) -> A.Script | None:
+    """``query`` parsed once for the gate's checks (:func:`query_facts`, :func:`_repeats`,
+    :func:`_drops_result` read the same pick); None where it does not parse. Read only: shared."""
+    try:
+        return overpassql.parse(query)
+    except Exception:  # an unparsable pick carries no facts
+        return None
+
+
 def query_facts(query: str) -> tuple | None:
     """What a query selects, without its style: the tag filters of each statement (as a set of sets,
     each with whether it is measured by an around), the folded names of its areas (with the boxes it
@@ -837,11 +847,8 @@ def query_facts(query: str) -> tuple | None:
     >>> query_facts("(node(1);node(2););out;")[0] == query_facts("node(id:1,2);out;")[0]
     True
     """
-    try:
-        script = overpassql.parse(query)
-    except Exception:  # an unparsable pick carries no facts
-        return None
-    if script.errors:
+    script = _parsed(query)
+    if script is None or script.errors:
         return None
     selects, areas, radii, outs, ids = set(), set(), set(), set(), set()
     for node in A.walk(script):
@@ -885,7 +892,9 @@ def _repeats(query: str) -> bool:
     >>> _repeats("(node(id:1,2);node(id:1,2););out;"), _repeats("(node(id:1);>;way(id:1);>;);out;")
     (True, False)
     """
-    script = overpassql.parse(query)
+    script = _parsed(query)
+    if script is None:
+        return False
     for union in (s for s in script.statements if isinstance(s, A.Union_)):
         # (queries only: a recursion after each, "(node…;>;way…;>;)", is the house style of some gold queries)
         queries = [overpassql.dump(A.Script([], [b])) for b in union.body if isinstance(b, A.Query)]
@@ -906,9 +915,8 @@ def _drops_result(query: str) -> bool:
     >>> _drops_result('node["amenity"="bar"];(._;>;);out;'), _drops_result('area["name"="Bonn"];node(area);out;')
     (False, False)
     """
-    try:
-        script = overpassql.parse(query)
-    except Exception:  # an unparsable pick is judged elsewhere
+    script = _parsed(query)
+    if script is None:  # (an unparsable pick is judged elsewhere)
         return False
     pending = False
     for stmt in script.statements:
