@@ -552,6 +552,16 @@ class _Reader:
         end = self.toks[i].start if i < self.n else len(self.text)
         return self.text[start:end]
 
+    def _word_start(self, k: int, end: int) -> int:
+        """Token ``k`` moved back over the letters of its word in a script without spaces written with
+        spaces between words (Korean), to the word's first, never past a taken token nor more than ten
+        letters before ``end``."""
+        toks = self.toks
+        while k > 0 and toks[k].spaceless and toks[k - 1].spaceless and not self.gap(k) \
+                and not self.taken[k - 1] and end - k < 10:
+            k -= 1
+        return k
+
     def span(self, i: int, j: int) -> str:
         return self.text[self.toks[i].start:self.toks[j - 1].end].strip()
 
@@ -905,21 +915,12 @@ class _Reader:
                 # the centre first without its particle, one word: "서울 지하철역 100m 이내", "plajlara
                 # 100 m mesafedeki" (an inflected word). Not in Chinese or Japanese: there the word
                 # before the number has no edge ("距离X", "X半径", "X方圆" are their own constructions)
-                k = i - 1
-                while k > 0 and toks[k].spaceless and toks[k - 1].spaceless and not self.gap(k) \
-                        and not self.taken[k - 1] and i - k < 10:
-                    k -= 1  # Korean: the word's letters back to its space
+                end, k = i, self._word_start(i - 1, i)
                 if fold("".join(t.text for t in toks[k:i])) in lex.near_words and k > 0 and not self.taken[k - 1] \
                         and not _BREAK.search(self.gap(k)):
                     # a "near" word is no centre; the word before it is: "강남역 근처 500m 안에"
-                    near_at = k
-                    k -= 1
-                    while k > 0 and toks[k].spaceless and toks[k - 1].spaceless and not self.gap(k) \
-                            and not self.taken[k - 1] and near_at - k < 10:
-                        k -= 1
-                    of, s0 = self.span(k, near_at), k
-                else:
-                    of, s0 = self.span(k, i), k
+                    end, k = k, self._word_start(k - 1, k)
+                of, s0 = self.span(k, end), k
             if after:
                 e0 = max(e0, after[0])
             if of is not None:

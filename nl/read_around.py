@@ -186,7 +186,6 @@ def _place_and_things(of: str, of_request: "Request") -> bool:
     return joined or (not rest and of_request.script == "Han")
 
 
-
 def _things_in_place(of: str, of_request: "Request", language: str) -> bool:
     """Whether a centre phrase read with the gazetteer is things the lexicon names sure and one known
     place at its start or end, apart from them by a space or a place preposition, and nothing else:

@@ -452,13 +452,14 @@ def _negated_brands(features: tuple[Feature, ...], lexicon: Lexicon, language: s
     return tuple(out)
 
 
-# Signs that join two things in one phrase: "pubs n bars", "bares/restaurantes", "cafés + bakeries".
+# Signs that join two things in one phrase: "pubs n bars", "pubs / bars", "cafés + bakeries" (a slash
+# between two letters, "bares/restaurantes", splits the phrase earlier: ``_listed``).
 LIST_SIGNS = frozenset({"/", "n", "&", "+", "'n'", "n'"})
 
 
 def _listed_things(features: tuple[Feature, ...], language: str) -> tuple[Feature, ...]:
     """A phrase that is two things the lexicon names whole, side by side, with a sign of a list between
-    them ("pubs n bars", "bares/restaurantes") or both plural ("museos teatros y cines"): one feature
+    them ("pubs n bars", "pubs / bars") or both plural ("museos teatros y cines"): one feature
     each. Not two words of one thing ("hotel bar", "pizza restaurants": the first is no plural), nor
     letters glued together in a script without spaces, nor a brand.
 
@@ -538,20 +539,14 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
         best = f.tags[0] if f.tags else None
         if not f.negated and best is not None and not best.tags[0].startswith("brand") and f.span is not None \
                 and 0 < best.span[0] and best.span[1] == len(f.text):
-            head = f.text[:best.span[0]].strip()
-            found = lexicon.brand(head, language) if 0 < len(head.split()) <= 2 and len(head) >= 2 else None
-            # (a brand of two or three letters only before a thing of its very tag: "bim marketleri", "cu 편의점";
-            # not "spa hotels")
-            if found is not None and (len(head) > SHORT_BRAND or found.tags[0] in best.tags) \
-                    and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] and _spells_brand(found, head):
+            found = _brand_beside(f.text[:best.span[0]].strip(), best, lexicon, language)
+            if found is not None:
                 f = _as_brand(f, found)
         elif not f.negated and best is not None and not best.tags[0].startswith("brand") and f.span is not None \
                 and best.span[0] == 0 and best.span[1] < len(f.text) and len(f.tags) == 1:
-            # ... or after the thing: "distributori eni", "agências itaú" (the same rules)
-            tail = f.text[best.span[1]:].strip()
-            found = lexicon.brand(tail, language) if 0 < len(tail.split()) <= 2 and len(tail) >= 2 else None
-            if found is not None and (len(tail) > SHORT_BRAND or found.tags[0] in best.tags) \
-                    and found.tags[0].split("=")[0] == best.tags[0].split("=")[0] and _spells_brand(found, tail):
+            # ... or after the thing: "distributori eni", "agências itaú"
+            found = _brand_beside(f.text[best.span[1]:].strip(), best, lexicon, language)
+            if found is not None:
                 f = _as_brand(f, found)
         elif not f.negated and not f.tags and f.span is not None:
             # a brand beside a word that adds nothing to it: "shell stations", "stacje orlen"; a brand spelled
@@ -601,6 +596,17 @@ def _spells_brand(found: FeatureMatch, text: str, *, ending: int = 0, short: boo
         return True
     return any(t.startswith("brand=") and (fold(t[6:]) == fold(text) or ending and fold(text).startswith(fold(t[6:]))
                                            and len(text) - len(t[6:]) <= ending) for t in found.tags)
+
+
+def _brand_beside(word: str, thing: FeatureMatch, lexicon: Lexicon, language: str) -> FeatureMatch | None:
+    """The brand ``word`` (one or two words, as written) names where it stands beside ``thing`` of the
+    brand's own kind (its main tag's key); None otherwise. A brand of two or three letters counts only
+    beside a thing of its very tag: "bim marketleri", "cu 편의점", not "spa hotels"."""
+    found = lexicon.brand(word, language) if 0 < len(word.split()) <= 2 and len(word) >= 2 else None
+    if found is not None and (len(word) > SHORT_BRAND or found.tags[0] in thing.tags) \
+            and found.tags[0].split("=")[0] == thing.tags[0].split("=")[0] and _spells_brand(found, word):
+        return found
+    return None
 
 
 def _as_brand(f: Feature, found: FeatureMatch) -> Feature:
