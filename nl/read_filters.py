@@ -848,9 +848,10 @@ def _unrecorded_phrase(text: str, features: tuple[Feature, ...], filters: tuple[
         return span is not None and span[0] < hi and lo < span[1]
 
     # a thing read with the two in one phrase keeps its own words: "ismi girilmemiş camiler" (mosques)
-    features = tuple(_trimmed(f, lo, hi) if inside(f.span) and not f.negated else f for f in features)
-    if not any(f.tags and not f.negated and not inside(f.span) for f in features):
+    trimmed = tuple(_trimmed(f, lo, hi) if inside(f.span) and not f.negated else f for f in features)
+    if not any(f.tags and not f.negated and not inside(f.span) for f in trimmed):
         return features, filters, ()
+    features = trimmed
     filters = tuple(f for f in filters if not inside(f.span)
                     and not (f.feature is not None and inside(features[f.feature].span)))
     for k in reversed(range(len(features))):
