@@ -29,9 +29,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from geoql.nl.attributes import number_words
+from geoql.nl.attributes import number_words, words_of
 from geoql.nl.cues import LANGUAGES, REQUIRED, Matcher, Token, all_tables, table, tokens
-from geoql.nl.text import SPACELESS_SCRIPTS, fold, main_script, plain_number, script_of, scripts
+from geoql.nl.places import gazetteer, word_cities
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, in_dictionary, main_script, plain_number, script_of, scripts
+from geoql.nl.words import stem_fold
 
 # Long input is read up to here: requests are a sentence or two; a pasted page must
 # not cost more than a glance.
@@ -540,6 +542,7 @@ class _Reader:
         self.output_tokens: set[int] = set()  # the tokens of output cues ("as points")
         self.named_tokens: set[int] = set()  # the tokens of quoted names (a name is no cue: "Gran Vía")
         self.speed_units: dict[int, int] = {}  # each speed's unit: its first token -> its end ("km/h" of "30 km/h")
+        self.negated_ops: set[int] = set()  # the first tokens of name operations a negation opens ("no empieza por")
         language = language or guess_language(text, self.toks)
         self.frame = Frame(nl=nl, language=language, script=main_script(text))
         self.lex = _lexicon(cue_language(language))
@@ -1267,7 +1270,8 @@ class _Reader:
             if j == k and end_ok and k < self.n and not toks[k].upper and not self.taken[k]:
                 # "Count of trees in paraguay": a lower-case word that ends the request
                 end = self._name_run(k, True)
-                if end > k and end - k <= 2 and not self.text[toks[end - 1].end:].strip(" ?.!"):
+                if end > k and end - k <= 2 and not self.text[toks[end - 1].end:].strip(" ?.!") \
+                        and (strong or self._weak_end_place(s, k, end)):
                     j = end
             if j > k:
                 found.append((s, k, j))
@@ -1311,6 +1315,22 @@ class _Reader:
                     break
                 self._add_place(j, nxt, j2)
                 j = j2
+
+    def _weak_end_place(self, s: int, k: int, end: int) -> bool:
+        """Whether the lower-case words ``k..end`` that end the request after the weak preposition at ``s``
+        are its place: a city's name ("farmacie a bari"), or words of neither the language's dictionary nor
+        its attributes, which after a weak preposition are more often a thing's ("restaurants de poisson",
+        "restrictions d'accès") than a place's ("boulangeries de honfleur", "fietsverhuur op texel"); not
+        where another preposition opens a name just before ("en ciudad de mexico", "da torre de belém")."""
+        if any(stem_fold(self.span(q, end)) in gazetteer() for q in range(max(0, s - 2), s)):
+            return False  # the end of a longer name: "en ciudad de mexico"
+        key = stem_fold(self.span(k, end))
+        if key in gazetteer() or key in word_cities():
+            return True
+        if any(s - 3 <= a < s for a, _, _ in self.find(self.lex.preps, False)):  # (an around's too: "a 300 m da")
+            return False
+        return not any(in_dictionary(self.toks[q].text, self.lex.lang) or self.toks[q].fold in words_of(self.lex.lang)
+                       for q in range(k, end))
 
     def _apostrophe_places(self, lowercase: bool) -> list[tuple[int, int, int]]:
         """Turkish: a place takes its case ending after an apostrophe ("Ankara'da", "Kocaeli'deki",
@@ -1550,11 +1570,21 @@ class _Reader:
         neg = self.neg = [False] * self.n
         # a negation word inside a comparison or a distance is none: "al menos 4" (at least), "a menos de 500 m"
         # ("no less than 4": the negation opens the comparison)
-        wider = [(a, b) for a, b, _ in (*self.find(lex.more_less, False), *self.find(lex.around_before, False))]
+        # a negation inside a name operation is the operation's: "dont le nom ne contient pas pizza"
+        named = [(a, b) for a, b, op in self.find(lex.name_ops, False) if op.startswith("not_")]
+        wider = [(a, b) for a, b, _ in (*self.find(lex.more_less, False), *self.find(lex.around_before, False))] + named
         negations = self.find(lex.neg_before, True)
         for s, e, _ in negations:
+            if any(a <= s and e <= b for a, b in named):
+                continue
             for k in range(s, e):
                 is_stop[k] = True
+            if e < self.n and lex.name_ops.match_at(toks, e) and self._cue_near(lex.names, s, s, before=True, after=False, reach=4):
+                # right before a name operation the negation is the operation's: "cuyo nombre no empieza por
+                # Calle", "il cui nome non inizia con Via" (the name lacks it; the value is no negated thing); a
+                # name's word just before: "不包括自行车道" excludes cycleways
+                self.negated_ops.add(e)
+                continue
             if any(a <= s and e <= b and (a, b) != (s, e) for a, b in wider):
                 continue
             if any(a <= s and e <= b and (a, b) != (s, e) for a, b in stops):
@@ -1570,6 +1600,8 @@ class _Reader:
         after_neg = self.after_neg = [False] * self.n
         before = {(s, e) for s, e, _ in negations}
         for s, e, _ in self.find(lex.neg_after, True):
+            if any(a <= s and e <= b for a, b in named):
+                continue
             # a word that negates either way ("missing") negates what follows when a word of it follows:
             # "hotels missing a phone number", but "phone number missing", "house number missing in bonn"
             if (s, e) in before and e < self.n and not _HARD_BREAK.search(self.gap(e)) \
@@ -1656,7 +1688,7 @@ class _Reader:
             named = self._name_pattern(i, j)
             if named is not None:
                 # "whose name does not contain Coffee", "without pizza in the name": the name lacks it
-                op = "not_" + named[0] if negated else named[0]
+                op = "not_" + named[0] if negated and not named[0].startswith("not_") else named[0]
                 f.filters.append(("name", named[1], f.spans.get(text), op, named[1], None))
             elif negated:
                 absent = self._cue_near(lex.absent_cues, i, j, before=True, after=bool(lex.neg_after))
@@ -1677,7 +1709,8 @@ class _Reader:
                 continue
             i, j = self.tokens_in(at, at + len(name))
             # (in Japanese and Korean the operation closes the clause, past a name cue: "「喫茶」って名前に入ってる")
-            ops = [hit[1] for s in range(max(0, i - 6), min(self.n, j + (7 if lex.with_after else 3))) if not i <= s < j
+            ops = ["not_" + hit[1] if s in self.negated_ops and not hit[1].startswith("not_") else hit[1]
+                   for s in range(max(0, i - 6), min(self.n, j + (7 if lex.with_after else 3))) if not i <= s < j
                    for hit in [lex.name_ops.match_at(toks, s)] if hit]
             # "'venue' in their name", "„venue“ im Namen": the name holds it
             inside = j < self.n and lex.name_in.match_at(toks, j + (1 if j + 1 < self.n and not toks[j].fold.isalnum() else 0))
@@ -1685,7 +1718,8 @@ class _Reader:
                 ops = ["contains"]
             op = ops[0] if ops else "equals"
             # a negation before the name or closing its clause: "in dem nicht 'Coffee' vorkommt", "「駅」を含まない"
-            if ops and (any(self.neg[max(0, i - 1):i + 1]) or any(self.after_neg[j:min(self.n, j + 4)])):
+            if ops and not op.startswith("not_") \
+                    and (any(self.neg[max(0, i - 1):i + 1]) or any(self.after_neg[j:min(self.n, j + 4)])):
                 op = "not_" + op
             f.filters.append(("name", name, (at, at + len(name)), op, name, None))
         f.filters = list(dict.fromkeys(f.filters))
@@ -1724,17 +1758,18 @@ class _Reader:
                 if hit[1] not in ("starts", "ends") or not one or lex.with_after or self.frame.names \
                         or toks[s].spaceless:
                     continue
+            op = "not_" + hit[1] if s in self.negated_ops and not hit[1].startswith("not_") else hit[1]
             if hit[0] < j and not lex.with_after:  # the value follows the operation
                 # (past a name cue: "cuyo nombre lleve la palabra playa")
                 v = max(hit[0], i)
                 cue = lex.names.match_at(toks, v)
-                return hit[1], self.span(cue[0] if cue and cue[0] < j else v, j)
+                return op, self.span(cue[0] if cue and cue[0] < j else v, j)
             if s == i and lex.with_after:
                 continue  # Korean, Turkish: the value is before the operation ("한강이 들어간"), read there
             if s > i:  # the operation closes the phrase: the value is before it, after a name cue inside
                 first = max((e for q in range(i, s) for e in [lex.names.match_at(toks, q)] if e and e[0] <= s),
                             key=lambda e: e[0], default=(i, None))[0]
-                return (hit[1], self.span(first, s)) if first < s else None
+                return (op, self.span(first, s)) if first < s else None
         if lex.with_after and toks[i].spaceless and j < self.n \
                 and self._cue_near(lex.names, i, i, before=True, after=False, reach=2):
             # Japanese: the operation right after the value, a name cue right before it ("名前が通りで終わる")

@@ -259,6 +259,20 @@ def _named_kind(f: Feature, language: str) -> bool:
 MIN_LANDMARK_NAME = 2
 
 
+def _weak_tail(of: str, place: str, language: str) -> bool:
+    """Whether ``place`` ends the lower-case phrase ``of`` after a weak preposition of ``language`` (one
+    that opens a place only before a name-cased word or at a request's end) with words before it.
+
+    >>> _weak_tail("torre de belém", "belém", "pt"), _weak_tail("Torre de Belém", "Belém", "pt"), _weak_tail("in bonn", "bonn", "en")
+    (True, False, False)
+    """
+    if language not in CUE_LANGUAGES or not fold(of).endswith(fold(place)) or any(ch.isupper() for ch in of):
+        return False
+    words = of[:len(of) - len(place)].split()
+    weak = {fold(w) for w in table(language)["place"].get("needs_capital", [])}
+    return len(words) >= 2 and fold(words[-1]) in weak
+
+
 def _centre(of: str | None, of_request: "Request | None", frame: Frame,
             things: Things | None, lexicon: bool = False, after_article: bool = False) -> tuple[str | None, str | None]:
     """(what an around is measured from, the named place when it is one): the centre phrase names a
@@ -283,7 +297,8 @@ def _centre(of: str | None, of_request: "Request | None", frame: Frame,
     if of_request.place_names and lexicon and _place_and_things(of, of_request):
         return "features", None
     if of_request.place_names:
-        return "place", of_request.place
+        # a lower-case name whose end a weak preposition opens is the centre whole: "torre de belém"
+        return "place", of if _weak_tail(of, of_request.place, frame.language) else of_request.place
     # with a lexicon (``lexicon``: the phrase was read with one), what its matches leave tells
     if lexicon and of_request.features and all(f.tags for f in of_request.features) and not _named(of_request) \
             and not (of_request.script in SPACELESS_SCRIPTS and all(_named_kind(f, of_request.language) for f in of_request.features)):

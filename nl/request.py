@@ -41,7 +41,7 @@ from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_s
 from geoql.nl.lexicon import BRAND_SCORE, INFLECTED_BRAND_LANGUAGES, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
 from geoql.nl.places import dictionary_form, gazetteer, is_town, word_cities_in
 from geoql.nl.support import read_support
-from geoql.nl.text import SPACELESS_SCRIPTS, fold, spaceless
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, in_dictionary, spaceless
 from geoql.nl.text import scripts as script_counts
 from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
 from geoql.nl.model import (
@@ -409,17 +409,9 @@ def _not_names(language: str) -> frozenset[str]:
 
 
 def _dictionary_word(word: str, language: str) -> bool:
-    """Whether ``word`` is a word of ``language``'s or English's dictionary (simplemma's): no user's name
+    """Whether ``word`` is a word of ``language``'s or English's dictionary: no user's name
     ("canton", "inclus", "Forstwege")."""
-    import simplemma  # (its dictionaries load on first use, for the rare request this asks about)
-
-    for lang in dict.fromkeys((language, "en")):
-        try:
-            if simplemma.is_known(word.casefold(), lang=lang):
-                return True
-        except (ValueError, KeyError):
-            continue
-    return False
+    return any(in_dictionary(word, lang) for lang in dict.fromkeys((language, "en")))
 
 
 # A user's name as this rule takes it: Latin letters and digits, "_", "-", "." (a word in another script is

@@ -120,3 +120,20 @@ def main_script(text: str) -> str:
     """
     counts = scripts(text)
     return next(iter(counts), "Common")
+
+
+@lru_cache(maxsize=4096)
+def in_dictionary(word: str, language: str) -> bool:
+    """Whether ``word`` is a word of ``language``'s dictionary (simplemma's word-form tables, read on
+    first use, for the few readings that ask: a user's name, a lower-case place after a weak preposition);
+    False for a language simplemma has no table for.
+
+    >>> in_dictionary("poisson", "fr"), in_dictionary("honfleur", "fr"), in_dictionary("poisson", "xx")
+    (True, False, False)
+    """
+    import simplemma  # (heavy: its tables load per language on first use)
+
+    try:
+        return bool(simplemma.is_known(word.casefold(), lang=language))
+    except (ValueError, KeyError):
+        return False

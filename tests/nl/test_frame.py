@@ -64,7 +64,8 @@ def test_cue_table_has_every_section(lang):
     assert {"before", "after", "scope_end"} <= set(t["negation"])
     assert t["view"] and t["stop"] and t["markers"]
     assert {"with", "absent", "compare", "name"} <= set(t["filters"]) and t["filters"]["with"] and t["filters"]["absent"]
-    assert set(t["filters"]["compare"]) == {">", ">=", "<", "<="} and set(t["filters"]["name"]) == {"contains", "starts", "ends"}
+    assert set(t["filters"]["compare"]) == {">", ">=", "<", "<="} \
+        and {"contains", "starts", "ends"} <= set(t["filters"]["name"]) <= {"contains", "starts", "ends", "not_contains", "not_starts", "not_ends"}
 
 
 @pytest.mark.parametrize("nl,since", [
