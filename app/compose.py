@@ -309,6 +309,9 @@ def _things(r: Request, covered: list) -> list[_Thing] | None:
                 m.attribute.key == "name" and m.span[0] <= f.span[0] and f.span[1] <= m.span[1] for m in r.attribute_words):
             covered.append(f.span)  # the word "name" of a name pattern, read apart: "улицы, название которых начинается с"
             continue
+        if not f.tags and f.span is not None and any(flt.kind == "compare" for flt in r.filters) \
+                and any(m.span == f.span and not m.attribute.yes for m in r.attribute_words):
+            continue  # the measure a comparison compares, read as a phrase of its own ("高度超过300米的建筑"): _compare's
         tags = _feature_tags(r, f, covered)
         if tags is None:
             return None
@@ -389,6 +392,9 @@ def _brand_of_thing(matches: list) -> FeatureMatch | None:
 
 
 def _tag(text: str, op: str = "=") -> A.Tag:
+    key, tilde, pattern = text.partition("~")
+    if tilde and "=" not in key:  # an attribute's values as a pattern: "surface~^(unpaved|gravel|...)$"
+        return A.Tag(key, pattern, op="!~" if op == "!=" else "~")
     key, _, value = text.partition("=")
     if value == "*":
         return A.Tag(key, op="exists" if op == "=" else "not_exists")
@@ -499,14 +505,16 @@ def _name_filter(flt: Filter) -> list | None:
     value = (flt.value or "").strip()
     if not value:
         return None
-    # "not_contains": a name that lacks the value ("whose name does not contain Coffee")
+    # "not_contains": a name that lacks the value ("whose name does not contain Coffee"): a name there is,
+    # which ["name"!~...] alone does not say (it holds for elements with no name too)
     negated, op = (flt.op or "").startswith("not_"), (flt.op or "").removeprefix("not_")
+    named = [A.Tag("name", op="exists")] if negated else []
     if op == "equals":
-        return [A.Tag("name", value, op="!=" if negated else "=")]
+        return named + [A.Tag("name", value, op="!=" if negated else "=")]
     pattern = {"contains": "{}", "starts": "^{}", "ends": "{}$"}.get(op)
     if pattern is None:
         return None
-    return [A.Tag("name", pattern.format(re.escape(value)), op="!~" if negated else "~", case_insensitive=True)]
+    return named + [A.Tag("name", pattern.format(re.escape(value)), op="!~" if negated else "~", case_insensitive=True)]
 
 
 def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> list | None:

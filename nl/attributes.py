@@ -101,9 +101,29 @@ def _field_matcher(lang: str) -> Matcher:
         words, terms = a["words"], a["terms"]
         # as the hand-kept table reads them, a Latin-script request reads the other Latin-script
         # languages' labels too, but not their terms, which are loose ("casa", home, for delivery in Italian)
-        cues += [(w, attribute) for w in dict.fromkeys([*words.get(lang, ()), *terms.get(lang, ()), *words.get("en", ()),
-                                                        *terms.get("en", ()), *_other_latin(words, lang)])]
+        own = [_gender_free(w) if lang in _GENDER_ENDINGS else w for w in (*words.get(lang, ()), *terms.get(lang, ()))]
+        cues += [(w, attribute) for w in dict.fromkeys([*own, *words.get("en", ()), *terms.get("en", ()),
+                                                        *_other_latin(words, lang)])]
     return Matcher(cues)
+
+
+# Languages whose adjectives and participles end in a gender and number vowel: iD writes a field's label
+# in the masculine singular ("custodito*", "vigilado*"), a request agrees it with its thing ("parcheggi
+# non custoditi", "playas vigiladas").
+_GENDER_ENDINGS = frozenset({"it", "es", "pt"})
+# The fewest letters left of a word whose ending vowel is dropped.
+GENDER_STEM_LETTERS = 5
+
+
+def _gender_free(word: str) -> str:
+    """``word`` with the gender vowel of its last word left to the ``*`` ("custodito*" -> "custodit*").
+
+    >>> _gender_free("custodito*"), _gender_free("aria condizionata*"), _gender_free("wifi*"), _gender_free("vigilado")
+    ('custodit*', 'aria condizionat*', 'wifi*', 'vigilado')
+    """
+    if word.endswith(("o*", "a*")) and len(word.rsplit(" ", 1)[-1]) - 2 >= GENDER_STEM_LETTERS:
+        return word[:-2] + "*"
+    return word
 
 
 def find_field(text: str, lang: str) -> AttributeMatch | None:

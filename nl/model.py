@@ -222,7 +222,10 @@ class Request:
         """The features asked for that are things, not attributes of them: "bars and pubs with outdoor
         seating" -> bars, pubs (outdoor seating is a ``Filter``)."""
         attributes = {f.feature for f in self.filters}
-        return tuple(f for k, f in enumerate(self.features) if not f.negated and k not in attributes)
+        # (a phrase the segmenter cut out of an attribute's words is theirs: "おむ" of "おむつ替え台があるトイレ")
+        words = [f.span for f in self.filters if f.span is not None and f.kind in ("yes", "no", "absent")]
+        return tuple(f for k, f in enumerate(self.features) if not f.negated and k not in attributes
+                     and not (not f.tags and f.span is not None and any(a <= f.span[0] and f.span[1] <= b for a, b in words)))
 
     @property
     def negated(self) -> tuple[str, ...]:

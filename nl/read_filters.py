@@ -319,9 +319,13 @@ def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filt
     read = {f.feature for f in filters if f.feature is not None} | {f.span for f in filters}
     out = []
     for k, f in enumerate(features):
-        if f.negated or f.tags or f.span is None or k in read or f.span in read \
-                or not any(g.tags and not g.negated for g in features) \
-                or not (any(m.span == f.span and m.attribute.yes for m in words) or find_field(f.text, frame.language)):
+        # (a phrase the lexicon names a thing too is the attribute where the hand-kept table names it whole
+        # and another thing follows: "有照明的篮球场", "有路灯的街道": lit, not street lamps and pitches)
+        own = any(m.span == f.span and m.attribute.yes for m in words)
+        if f.negated or f.tags and not (own and any(g.tags and not g.negated for g in features[k + 1:])) \
+                or f.span is None or k in read or f.span in read \
+                or not any(g.tags and not g.negated for j, g in enumerate(features) if j != k) \
+                or not (own or find_field(f.text, frame.language)):
             continue
         if (text[f.span[1]:].lstrip().startswith(cues) if after else text[:f.span[0]].rstrip().endswith(cues)):
             out.append(Filter("yes", f.text, f.span, feature=k))

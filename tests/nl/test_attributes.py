@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import pytest
@@ -22,9 +23,13 @@ def test_each_word_names_its_attribute(attribute, lang, word):
 
 
 def test_every_attribute_tests_a_key_and_its_tags_are_key_value():
+    # (or the key and a pattern of its values: "surface~^(unpaved|gravel|...)$", which compiles)
     for a in attributes().values():
-        assert a.key and all("=" in t for t in a.yes + a.no)
-        assert all(t.split("=")[0] == a.key for t in a.yes + a.no), a.id
+        assert a.key and all(re.fullmatch(r"[^=~]+(=[^=]+|~\^\(.+\)\$)", t) for t in a.yes + a.no), a.id
+        assert all(re.split("[=~]", t)[0] == a.key for t in a.yes + a.no), a.id
+        for t in a.yes + a.no:
+            if "~" in t and "=" not in t:
+                re.compile(t.partition("~")[2])
 
 
 def test_a_word_inside_a_phrase_is_found_with_its_span():
