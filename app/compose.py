@@ -735,7 +735,8 @@ def _cue_tokens(lang: str = "en") -> dict[str, frozenset[str]]:
         "around": frozenset(toks([t["around"] for t in tables]) | toks([t["units"] for t in tables])),
         "filters": frozenset(toks([t["filters"] for t in tables])),
         "negation": frozenset(toks([t["negation"] for t in tables])),
-        "ids": frozenset(toks([[t["types"], t["ids"]["id"]] for t in tables]) | toks(EDITOR_TYPE_WORDS)),
+        "ids": frozenset(toks([[t["types"], t.get("id_types", {}), t["ids"]["id"], t.get("id_after", [])] for t in tables])
+                         | toks(EDITOR_TYPE_WORDS)),
         "time": frozenset(toks([[t["time"]["since"], t["months"]] for t in tables]) | toks(CHANGED_WORDS)
                           | toks([[t["time"].get(k, []) for k in ("last", "one", "units", "edited")]
                                   + [list(t["time"].get("relative", {}))] for t in tables])),

@@ -338,6 +338,10 @@ class _Lexicon:
     neg_after: Matcher
     scope_end: Matcher
     types: Matcher
+    # type words that name a kind only right before an id ("nó 4455667788", "caminho 30112233": a path too)
+    id_types: Matcher
+    # words between an id and its type where the type follows ("2219871 numaralı ilişki")
+    id_after: Matcher
     ids: Matcher
     users: Matcher
     names: Matcher
@@ -442,6 +446,8 @@ def _lexicon(lang: str) -> _Lexicon:
         neg_after=Matcher(own["negation"]["after"]),
         scope_end=Matcher(own["negation"]["scope_end"]),
         types=Matcher(payload(lambda t: t["types"])),
+        id_types=Matcher(payload(lambda t: t.get("id_types", {}), [own])),
+        id_after=Matcher(own.get("id_after", [])),
         ids=Matcher(payload(lambda t: t["ids"])),
         users=Matcher(cues(lambda t: t["users"])),
         names=Matcher(cues(lambda t: t["names"])),
@@ -976,6 +982,11 @@ class _Reader:
                     and len(nxt.text) >= _TYPE_LETTER_DIGITS and (k == 0 or toks[k - 1].fold in _LIST_WORDS
                                                                   or "," in self.gap(k)):
                 cue_at[k] = (TYPE_LETTERS[toks[k].fold], k, k + 1)
+        for s, e, kind in self.find(lex.id_types, False):
+            if e < self.n and all(cue_at[k] is None for k in range(s, e)) and toks[e].text.isdigit() \
+                    and len(toks[e].text) >= _TYPE_LETTER_DIGITS:
+                for k in range(s, e):
+                    cue_at[k] = (kind, s, e)
         last_kind, last_end = None, -1
         for i, t in enumerate(toks):
             if not t.number or self.taken[i] or not t.text.isdigit() \
@@ -986,7 +997,7 @@ class _Reader:
                 found = (last_kind, i)  # the next number of a list ("1, 2 and 3")
             if found is None:
                 found = self._entity(cue_at, i, -1)
-            if found is None and not lex.spaced:
+            if found is None and (not lex.spaced or i + 1 < self.n and lex.id_after.match_at(toks, i + 1)):
                 found = self._entity(cue_at, i, +1)
                 if found is None:
                     found = self._list_then_entity(cue_at, i)
@@ -1038,7 +1049,8 @@ class _Reader:
                         self.take(k, e)
         # "edits by bob_the_mapper in the last 7 days", "tanaka_taroが2024-04-01以降に編集した": a name joined
         # by underscores in a request about edits (a date or a period) is a user's, cue or not
-        if f.dates or f.periods:
+        # (or a word of editing: "jeju_mapper가 편집한 카페", "cafés edited by osm_jh")
+        if f.dates or f.periods or self.find(lex.edited, False):
             for m in _UNDERSCORE_NAME.finditer(self.text):
                 i, j = self.tokens_in(m.start(), m.end())
                 # "with opening_hours", "without addr_street": a key after a filter cue
@@ -1103,7 +1115,8 @@ class _Reader:
                     return kind, reach
                 k = (s - 1) if step < 0 else e
                 continue
-            if self.toks[k].fold in fillers or self.toks[k].fold in self.lex.stop_words and id_seen:
+            if self.toks[k].fold in fillers or self.toks[k].fold in self.lex.stop_words and id_seen \
+                    or step > 0 and self.lex.id_after.match_at(self.toks, k):
                 k += step
                 continue
             break

@@ -297,9 +297,10 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
             for head, run in ((False, toks[-n:]), (True, toks[:n])):
                 # (a negated phrase only so, or at the request's end: "parques sin nombre de valencia")
                 after_prep = not head and len(toks) > n + 1 and toks[-n - 1].fold in prepositions
-                if (head and f.span[0] != 0) or (not head and f.span[1] != end and not after_prep):
-                    continue
                 a, b = run[0].start, run[-1].end
+                if (head and f.span[0] != 0) or (not head and f.span[1] != end and not after_prep
+                                                 and not _genitive_place(f.text[a:b], language, known)):
+                    continue
                 key = stem_fold(f.text[a:b])
                 at_end = not head and f.span[1] == end
                 inflected = _inflected_place(f.text[a:b], language, known)
@@ -318,6 +319,24 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
                 return (place,), features[:k] + (feature,) + features[k + 1:]
     return (), features
+
+
+# Languages that write a thing's place in the genitive after it, with no preposition, anywhere in the
+# request: "реки и каналы петербурга с геометрией", "все азс самары кроме лукойла".
+GENITIVE_PLACE_LANGUAGES = frozenset({"ru"})
+
+
+def _genitive_place(name: str, language: str, known: Mapping[str, str]) -> bool:
+    """Whether ``name`` (a word or a phrase ending a thing's phrase) is a known place with its case ending
+    in a language of ``GENITIVE_PLACE_LANGUAGES`` ("петербурга", "нижнего новгорода").
+
+    >>> _genitive_place("петербурга", "ru", {"петербург": "Saint Petersburg"}), _genitive_place("петербург", "ru", {"петербург": "x"})
+    (True, False)
+    """
+    if language not in GENITIVE_PLACE_LANGUAGES:
+        return False
+    lemma = dictionary_form(name, language)
+    return fold(lemma) != fold(name) and len(lemma) >= 4 and stem_fold(lemma) in known
 
 
 def _inflected_place(word: str, language: str, known: Mapping[str, str]) -> bool:
