@@ -1465,6 +1465,8 @@ class _Reader:
                 continue
             if lex.neg_after.match_at(toks, p):
                 continue  # "トイレのない", "ラウンドアバウトではない": a thing negated, not a place
+            if (w := lex.with_cues.match_at(toks, p)) and w[0] > hit[0]:
+                continue  # a with-cue that opens like one: "で" of "テイクアウトできる" (can be taken away)
             if lex.post_word_end and (p < self.n and self.gap(p).strip() or not self._word_end(hit[0])):
                 continue  # a Korean particle ends a word: "독일에" is, "에너지" is not
             hits.append((hit[1] if lex.post_priority else 0, p, hit[0]))

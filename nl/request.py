@@ -549,6 +549,10 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
     return tuple(out)
 
 
+# Japanese's quoting particle, glued to the word it follows ("コメダって", "「中央」って").
+_JA_QUOTE = "って"
+
+
 def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = False, only: bool = False) -> Feature:
     """A phrase without tags that is a brand (``Lexicon.brand``: in any case, with a case ending where
     names inflect) beside words that add nothing to it ("opet istasyonları", "stacje orlenu"), or, where
@@ -556,6 +560,11 @@ def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = 
     Where it is the ``only`` phrase of the request, a brand's short form counts too ("부산 스벅", "大阪のマクド",
     "대구 파바 매장"): elsewhere a short word is too often another word ("タグ", "通行"). The phrase
     unchanged otherwise."""
+    if language == "ja" and f.text.endswith(_JA_QUOTE) and len(f.text) > len(_JA_QUOTE) + 1 and f.span is not None:
+        # the quoting particle closes the brand's phrase: "名古屋にコメダって何軒あるの" (Komeda, how many)
+        bare = dataclasses.replace(f, text=f.text[:-len(_JA_QUOTE)], span=(f.span[0], f.span[1] - len(_JA_QUOTE)))
+        found = _brand_phrase(bare, lexicon, language, alone=alone, only=only)
+        return found if found.tags else f
     generic = find_attributes(f.text, language, generic=True)
     if not generic:
         # ("瑞幸", "스벅": a word each; three letters only as the request's one phrase: "konyada bim var mı")
