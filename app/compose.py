@@ -535,10 +535,12 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
     if words:
         attribute = words[0].attribute
         covered += [m.span for m in words]
-    elif flt.unit is not None and "height" in attributes() and flt.op in (">", ">=") \
+    elif flt.unit is not None and "height" in attributes() and (flt.op in (">", ">=") or any(
+            g is not flt and g.kind == "compare" and g.op in (">", ">=") and g.unit == flt.unit for g in r.filters)) \
             and not any(str(t.key) in LINEAR_KEYS for th in things for t in th.tags):
         # "Berggipfel über 3000 m": a length with no attribute word is a height (a peak's is its ele); not
-        # below one ("短過 300 米嘅道路", roads shorter than 300 m) nor of a line: that is its length
+        # below one ("短過 300 米嘅道路", roads shorter than 300 m), but for a range's upper bound ("peaks
+        # between 1000 and 2000 m"), nor of a line: that is its length
         attribute = attributes()["height"]
     else:
         return None

@@ -389,6 +389,7 @@ class _Lexicon:
     more_less: Matcher
     range_start: Matcher  # "between" of "between 50 and 100 m": at least the first, at most the second
     range_and: frozenset
+    range_after: Matcher  # "arası" of "1000 ile 2000 metre arası": a range's cue after its second number
     name_ops: Matcher
     name_in: Matcher  # "in the name" ("after"), "名字里有" ("before" the value): the value is in the name
 
@@ -500,6 +501,7 @@ def _lexicon(lang: str) -> _Lexicon:
         more_less=Matcher(payload(lambda t: t["filters"]["compare"])),
         range_start=Matcher(own["filters"].get("range", {}).get("between", [])),
         range_and=frozenset(fold(w) for w in own["filters"].get("range", {}).get("and", [])),
+        range_after=Matcher(own["filters"].get("range", {}).get("after", [])),
         name_ops=Matcher(payload(lambda t: t["filters"]["name"])),
         name_in=Matcher([(w, "after") for w in own["filters"].get("name_in", [])]
                         + [(w, "before") for w in own["filters"].get("name_in_before", [])]),
@@ -1824,6 +1826,14 @@ class _Reader:
         if first is not None and toks[k - 1].fold in lex.range_and and first > 0 \
                 and (cue := lex.range_start.match_at(toks, first - 1)) and cue[0] == first:
             return "<=", range(k - 1, k), unit, end
+        # a range whose cue closes it ("1000 ile 2000 metre arası", "1000到2000米之间"): the same bounds
+        if lex.range_after:
+            if end + 1 < self.n and toks[end].fold in lex.range_and and toks[end + 1].number and not self.taken[end + 1]:
+                hit2 = lex.units.match_at(toks, end + 2) if end + 2 < self.n else None
+                if lex.range_after.match_at(toks, hit2[0] if hit2 else end + 2):
+                    return ">=", range(end, end + 1), unit or (hit2[1] if hit2 else None), end
+            if first is not None and toks[k - 1].fold in lex.range_and and (after := lex.range_after.match_at(toks, end)):
+                return "<=", range(end, after[0]), unit, end
         # after it: "10 or more" right after the number (or its unit); in a script without spaces one
         # more word may stand between ("10层以上": 10 floors or more)
         for s in range(end, min(self.n, end + (2 if not lex.spaced or lex.with_after else 1))):
