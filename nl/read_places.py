@@ -306,7 +306,12 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 inflected = _inflected_place(f.text[a:b], language, known)
                 if head and f.negated and not inflected:
                     continue  # (a negated phrase opens on a place only with its case ending: "konyada kebapçı olmayan")
-                if key not in known and not inflected \
+                # (a city spelled like a word may open the request too, before a thing the lexicon reads in
+                # the rest of its phrase: "granada calles sin iluminacion"; not in English, where an adjective
+                # opens a phrase: "nice restaurants")
+                opens = head and language != "en" and words is not None and key in words \
+                    and any(m.span[0] >= b for m in f.tags) and not any(m.span[0] < b for m in f.tags)
+                if key not in known and not inflected and not opens \
                         and not (at_end and words and key in words) \
                         and not (after_prep and words is not None and key in word_cities_in(None)):
                     continue
