@@ -1339,6 +1339,8 @@ class _Reader:
         where another preposition opens a name just before ("en ciudad de mexico", "da torre de belém")."""
         if any(stem_fold(self.span(q, end)) in gazetteer() for q in range(max(0, s - 2), s)):
             return False  # the end of a longer name: "en ciudad de mexico"
+        if s > 0 and self.toks[s - 1].fold in self.lex.place_and:
+            return False  # the last of a list the request's reading takes whole: "gasolineras de murcia y de alicante"
         key = stem_fold(self.span(k, end))
         if key in gazetteer() or key in word_cities():
             return True
