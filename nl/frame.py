@@ -29,7 +29,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from geoql.nl.attributes import number_words, words_of
+from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import LANGUAGES, REQUIRED, Matcher, Token, all_tables, table, tokens
 from geoql.nl.places import gazetteer, word_cities
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, in_dictionary, main_script, plain_number, script_of, scripts
@@ -1577,9 +1577,11 @@ class _Reader:
         lex, toks, f = self.lex, self.toks, self.frame
         is_stop = [False] * self.n
         stops = [(s, e) for s, e, _ in self.find(lex.stop, True, end_only=True)]  # "이" in "7725447이", not in "이름"
+        # in a script without spaces a stop word inside an attribute's word is a letter of it: "も" of "背もたれ"
+        inside = [m.span for m in find_attributes(self.text, lex.lang)] if not lex.spaced and self.frame.script in SPACELESS_SCRIPTS else []
         for s, e in stops:
             for k in range(s, e):
-                is_stop[k] = True
+                is_stop[k] = not any(a < toks[k].start and toks[k].end < b for a, b in inside)
         for k in range(self.n - 1):  # "100 米", "3 km": a measure, not a thing asked for
             if toks[k].number and not self.taken[k + 1]:
                 hit = lex.units.match_at(toks, k + 1, self.taken)
