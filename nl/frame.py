@@ -1243,6 +1243,12 @@ class _Reader:
                     and (j == k or not _BREAK.search(self.gap(j))):
                 j += 1  # (a negation ends the name: "w poznaniu oprócz orlenu"; a comparison too:
                 #            "w warszawie powyżej 40 pięter", "in berlin over 10 floors")
+            # a particle inside a lower-case name that ends the request: "in val di fassa", "na serra da estrela"
+            if k < j < self.n - 1 and toks[j].fold in lex.particles and toks[j].fold not in lex.place_and \
+                    and not toks[j].spaceless and not _BREAK.search(self.gap(j) + self.gap(j + 1)) \
+                    and not toks[j + 1].number and toks[j + 1].fold not in lex.stop_words and not self.taken[j + 1] \
+                    and not self.text[toks[j + 1].end:].strip(" ?.!"):
+                j += 2
         return j
 
     def _place_spaced(self) -> None:

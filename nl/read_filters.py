@@ -202,8 +202,11 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
     def overlaps(m, span) -> bool:
         return bool(span) and m.span[0] < span[1] and span[0] < m.span[1]
 
-    # (a place that is exactly an attribute word stays a place: "China", "Lit")
-    kept = tuple(p for p in places if not any(overlaps(m, p.span) and m.span != p.span for m in words))
+    # (a place that is exactly an attribute word stays a place: "China", "Lit"; so does one that holds one
+    # whole: "serra da estrela", "stars")
+    kept = tuple(p for p in places if not any(overlaps(m, p.span) and m.span != p.span
+                                              and not (p.span[0] <= m.span[0] and m.span[1] <= p.span[1]
+                                                       and not spaceless(p.name[:1])) for m in words))
     if any(f.kind == "compare" for f in filters):
         # ... but not a measure's word beside a comparison: "more than 100 m in height"
         kept = tuple(p for p in kept if not any(m.span == p.span and not m.attribute.yes for m in words))
