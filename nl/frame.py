@@ -915,7 +915,8 @@ class _Reader:
                 # the centre comes first: "遊び場から100メートル以内", "在操场的100米范围内"
                 k = marker
                 while k > 0 and not self.taken[k - 1] and not _BREAK.search(self.gap(k)) \
-                        and not lex.of_start.match_at(toks, k - 1) and marker - k < 10:
+                        and not lex.of_start.match_at(toks, k - 1) and marker - k < 10 \
+                        and not (k < marker and self._strong_post_ends(k)):
                     k -= 1
                 if marker > k:
                     of = self.span(k, marker)
@@ -1336,6 +1337,12 @@ class _Reader:
                     break
                 self._add_place(j, nxt, j2)
                 j = j2
+
+    def _strong_post_ends(self, k: int) -> bool:
+        """Whether a strong postposition ends right before token ``k``: the centre of an around that comes
+        first stops there, the place before it is the request's area ("福岡で駅から200m以内": stations in
+        Fukuoka, not a centre "福岡で駅")."""
+        return any((hit := self.lex.strong.match_at(self.toks, q)) and hit[0] == k for q in range(max(0, k - 4), k))
 
     def _weak_end_place(self, s: int, k: int, end: int) -> bool:
         """Whether the lower-case words ``k..end`` that end the request after the weak preposition at ``s``
