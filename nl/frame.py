@@ -521,6 +521,8 @@ _BBOX = re.compile(rf"({_DECIMAL})\s*[,，;]\s*({_DECIMAL})\s*[,，;]\s*({_DECIM
 _COORDS = re.compile(rf"({_DECIMAL})(?:{_SEP})({_DECIMAL})")
 _ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ]\d{1,2}:\d{2}(?::\d{2})?Z?)?(?!\d)")
 _DMY = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})[./](\d{4})(?!\d)")
+# A date written year first with slashes or points: "2024/4/1", "2023.10.01" (Japan, Korea, China)
+_YMD = re.compile(r"(?<![\d.])(\d{4})[./](\d{1,2})[./](\d{1,2})(?![\d])")
 _CJK_DATE = re.compile(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日일号號])?")
 _CJK_RANGE_END = re.compile(r"\s*(?:から|至|到|~|〜|-|–|－|부터|에서)\s*(?:(\d{1,2})\s*[月월])?\s*(\d{1,2})\s*[日일号號]")
 _DATE_ARTICLES = frozenset({"le", "the", "dem", "den", "der", "el", "il", "lo", "l"})
@@ -719,7 +721,7 @@ class _Reader:
                 return True
             return False
 
-        for rx, order in ((_ISO, (0, 1, 2)), (_CJK_DATE, (0, 1, 2)), (_DMY, (2, 1, 0))):
+        for rx, order in ((_ISO, (0, 1, 2)), (_YMD, (0, 1, 2)), (_CJK_DATE, (0, 1, 2)), (_DMY, (2, 1, 0))):
             for m in rx.finditer(self.text):
                 g = m.groups()
                 i, j = self.tokens_in(m.start(), m.end())
