@@ -525,6 +525,8 @@ _DMY = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})[./](\d{4})(?!\d)")
 _YMD = re.compile(r"(?<![\d.])(\d{4})[./](\d{1,2})[./](\d{1,2})(?![\d])")
 _CJK_DATE = re.compile(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日일号號])?")
 _CJK_RANGE_END = re.compile(r"\s*(?:から|至|到|~|〜|-|–|－|부터|에서)\s*(?:(\d{1,2})\s*[月월])?\s*(\d{1,2})\s*[日일号號]")
+# Particles that quote what comes before them, never a name's value themselves ("「中央」って入ってる").
+_QUOTING_PARTICLES = frozenset({"って", "と"})
 _DATE_ARTICLES = frozenset({"le", "the", "dem", "den", "der", "el", "il", "lo", "l"})
 # The endings of an ordinal day written in digits ("1er", "2nd", "3rd", "4th"): tokens of their own.
 ORDINAL_ENDINGS = frozenset({"er", "re", "st", "nd", "rd", "th"})
@@ -1722,6 +1724,8 @@ class _Reader:
             if n in done:
                 continue
             named = self._name_pattern(i, j)
+            if named is not None and named[1] in _QUOTING_PARTICLES:
+                named = None  # a quoting particle before the operation: "名前に「中央」って入ってる" (the quoted name's)
             if named is not None:
                 # "whose name does not contain Coffee", "without pizza in the name": the name lacks it
                 op = "not_" + named[0] if negated and not named[0].startswith("not_") else named[0]
