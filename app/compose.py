@@ -46,7 +46,7 @@ from geoql.nl.cues import all_tables, output_words, own_table, tokens
 from geoql.nl.frame import ORDINAL_ENDINGS, TYPE_LETTERS
 from geoql.nl.places import dictionary_form, gazetteer
 from geoql.nl.request import LIST_SIGNS, SURE_THING_SCORE, Feature, FeatureMatch, Filter, Request
-from geoql.nl.text import fold
+from geoql.nl.text import fold, number as read_number
 from geoql.nl.words import cue_words, stem_fold, stopwords
 
 # The gold queries' settings and element types (overpass-turbo's wizard writes these).
@@ -489,18 +489,6 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
     return [_tag(t, "!=") for t in attribute.yes]
 
 
-def _number(text: str) -> float:
-    """A number as written: groups of three digits after a point or comma are thousands ("100.000",
-    "1,000"); one point or comma otherwise is a decimal one ("1,5").
-
-    >>> _number("100.000"), _number("1,000,000"), _number("1,5"), _number("2500")
-    (100000.0, 1000000.0, 1.5, 2500.0)
-    """
-    if re.fullmatch(r"\d{1,3}(?:([.,])\d{3})(?:\1\d{3})*", text):
-        return float(re.sub(r"[.,]", "", text))
-    return float(text.replace(",", "."))
-
-
 def _name_filter(flt: Filter) -> list | None:
     value = (flt.value or "").strip()
     if not value:
@@ -545,11 +533,8 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
     else:
         return None
     key = attribute.key_for(tags)
-    try:
-        # a speed's kilometres are per hour, as its tag writes them ("制限速度60キロ超": over 60 km/h)
-        value = _number(flt.value) * (1.0 if key in SPEED_KEYS else METRES[flt.unit])
-    except ValueError:
-        return None
+    # a speed's kilometres are per hour, as its tag writes them ("制限速度60キロ超": over 60 km/h)
+    value = read_number(flt.value) * (1.0 if key in SPEED_KEYS else METRES[flt.unit])
     if attribute.digits is not None:
         # "at least 4 stars": stars are "4", "4S", "3.5"; number() reads no "4S", the first digit does
         low, high = attribute.digits

@@ -50,7 +50,7 @@ from geoql.core.files import write_atomic
 from geoql.eval.faithfulness import Constant, query_constants
 from geoql.eval.license import CORE_KINDS, Part
 from geoql.nl.request import Request
-from geoql.nl.text import fold, plain_number
+from geoql.nl.text import fold, number as read_number, plain_number
 from geoql.nl.words import WORD, alike, content_words, cue_words, stem
 
 CALIBRATOR_FILE = "confidence_cpu.json"  # packaged with this module
@@ -208,12 +208,8 @@ def uncovered_words(request: Request, query: str, *, hits: Iterable[Any] = (),
     return out
 
 
-def _km(number: str) -> str:
-    try:
-        metres = float(number.replace(",", ".")) * 1000
-    except ValueError:
-        return ""
-    return plain_number(metres)
+def _km(text: str) -> str:
+    return plain_number(read_number(text) * 1000)
 
 
 def lexicon_strength(request: Request, word_tags: Mapping[str, Mapping[str, float]] | None) -> float:

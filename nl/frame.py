@@ -32,7 +32,7 @@ from functools import lru_cache
 from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import LANGUAGES, REQUIRED, Matcher, Token, all_tables, table, tokens
 from geoql.nl.places import gazetteer, word_cities
-from geoql.nl.text import SPACELESS_SCRIPTS, fold, in_dictionary, main_script, plain_number, script_of, scripts
+from geoql.nl.text import SPACELESS_SCRIPTS, fold, in_dictionary, main_script, number, plain_number, script_of, scripts
 from geoql.nl.words import stem_fold
 
 # Long input is read up to here: requests are a sentence or two; a pasted page must
@@ -826,13 +826,10 @@ class _Reader:
             k = e
             count = 1.0
             if s > 0 and toks[s - 1].number and not self.taken[s - 1]:  # "les 3 derniers jours"
-                count = _number(toks[s - 1].text)
+                count = number(toks[s - 1].text)
                 s -= 1
             elif k < self.n and toks[k].number and not self.taken[k]:
-                try:
-                    count = float(toks[k].text.replace(",", "."))
-                except ValueError:
-                    continue
+                count = number(toks[k].text)
                 k += 1
             elif k + 1 < self.n and toks[k].fold in lex.one and not self.taken[k] \
                     and lex.time_units.match_at(toks, k + 1, self.taken):
@@ -880,7 +877,7 @@ class _Reader:
             spelled = None if t.number or t.spaceless else lex.spelled.match_at(toks, i)
             if not t.number and spelled is None:
                 continue
-            value, u = (_number(t.text), i + 1) if t.number else (spelled[1], spelled[0])
+            value, u = (number(t.text), i + 1) if t.number else (spelled[1], spelled[0])
             hit = lex.units.match_at(toks, u, self.taken) if u < self.n else None
             if not hit:
                 continue
@@ -1890,7 +1887,7 @@ class _Reader:
                 continue
             hit = lex.units.match_at(toks, k + 1) or lex.time_units.match_at(toks, k + 1) \
                 if k + 1 < self.n and k + 1 not in self.speed_units else None
-            f.numbers.append((_number(t.text), t.text, (t.start, t.end), hit[1] if hit else None))
+            f.numbers.append((number(t.text), t.text, (t.start, t.end), hit[1] if hit else None))
 
     def _word_end(self, e: int) -> bool:
         """Token ``e`` starts a new word (or the text ends there)."""
@@ -1904,16 +1901,6 @@ class _Reader:
             if not is_stop[k]:
                 return False
         return False
-
-
-def _number(text: str) -> float:
-    """``"1,000"`` is a thousand, ``"2,5"`` two and a half."""
-    if re.fullmatch(r"\d{1,3}(?:,\d{3})+", text):
-        return float(text.replace(",", ""))
-    try:
-        return float(text.replace(",", "."))
-    except ValueError:
-        return float(re.sub(r"[.,].*", "", text) or 0)
 
 
 def _part_of_word(reader: _Reader, i: int) -> bool:

@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from geoql.nl import cues as nl_cues
-from geoql.nl.text import fold, script_of, spaceless
+from geoql.nl.text import fold, number, script_of, spaceless
 from geoql.nl.words import within_one_edit
 
 
@@ -237,7 +237,7 @@ def _read_periods(words: tuple[str, ...], joined: str) -> tuple:
         before = words[max(0, i - 2):i]
         count = None
         if before and re.fullmatch(r"\d+(?:[.,]\d+)?", before[-1]):
-            count = float(before[-1].replace(",", "."))
+            count = number(before[-1])
         elif any(tuple(before[j:]) in one for j in range(len(before))):
             count = 1.0
         periods.add((count * PERIOD_DAYS[unit] if count is not None else None, unit))

@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections import Counter
 from functools import lru_cache
@@ -137,3 +138,26 @@ def in_dictionary(word: str, language: str) -> bool:
         return bool(simplemma.is_known(word.casefold(), lang=language))
     except (ValueError, KeyError):
         return False
+
+
+_THOUSANDS = re.compile(r"[1-9]\d{0,2}(?:([.,])\d{3})(?:\1\d{3})*")
+
+
+def number(text: str) -> float:
+    """A number as written, the one reading of the frame's distances and counts and the composition's
+    comparisons: groups of three digits after a point or comma are thousands ("100.000", "1,000,000",
+    "1.500 m"; not "0.500"); one point or comma otherwise is a decimal one ("1,5"); what does not read
+    as a number is its whole part, or 0.
+
+    >>> number("100.000"), number("1,000,000"), number("1,5"), number("2500"), number("0.500"), number("1.500")
+    (100000.0, 1000000.0, 1.5, 2500.0, 0.5, 1500.0)
+    >>> number("3.2.1"), number("km")
+    (3.0, 0.0)
+    """
+    if _THOUSANDS.fullmatch(text):
+        return float(re.sub(r"[.,]", "", text))
+    try:
+        return float(text.replace(",", "."))
+    except ValueError:
+        whole = re.match(r"\d+", text)
+        return float(whole.group()) if whole else 0.0
