@@ -232,9 +232,15 @@ def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]
     ``generic`` the words that add nothing to a feature ("places", "Filialen") instead."""
     if not isinstance(text, str) or not text.strip():
         return []
+    return list(_find(text, lang if isinstance(lang, str) else "en", generic))
+
+
+# (the frame's segmentation of a request written without spaces and the request's reading ask for the
+# same text's words: read once)
+@lru_cache(maxsize=256)
+def _find(text: str, lang: str, generic: bool) -> tuple[AttributeMatch, ...]:
     toks = tokens(text)
     out = []
-    lang = lang if isinstance(lang, str) else "en"
     matcher = _matcher(lang, generic)
     for start, end, payload in matcher.find(toks):
         a, b = toks[start].start, toks[end - 1].end
@@ -252,7 +258,7 @@ def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]
         # (a without-word of several words takes the words inside it: "smoke free" is no "free" of a fee)
         out = [m for m in out if not any(w.span[0] <= m.span[0] and m.span[1] <= w.span[1] for w in missing)] + missing
         out.sort(key=lambda m: m.span)
-    return out
+    return tuple(out)
 
 
 def _without(text: str, toks, lang: str, matcher: Matcher, taken: set[int]) -> list[AttributeMatch]:
