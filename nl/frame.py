@@ -525,8 +525,10 @@ _DMY = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})[./](\d{4})(?!\d)")
 _YMD = re.compile(r"(?<![\d.])(\d{4})[./](\d{1,2})[./](\d{1,2})(?![\d])")
 _CJK_DATE = re.compile(r"(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(?:(\d{1,2})\s*[日일号號])?")
 _CJK_RANGE_END = re.compile(r"\s*(?:から|至|到|~|〜|-|–|－|부터|에서)\s*(?:(\d{1,2})\s*[月월])?\s*(\d{1,2})\s*[日일号號]")
+# Japanese's quoting particle, glued to the word it follows ("コメダって", "「中央」って").
+JA_QUOTE = "って"
 # Particles that quote what comes before them, never a name's value themselves ("「中央」って入ってる").
-_QUOTING_PARTICLES = frozenset({"って", "と"})
+_QUOTING_PARTICLES = frozenset({JA_QUOTE, "と"})
 _DATE_ARTICLES = frozenset({"le", "the", "dem", "den", "der", "el", "il", "lo", "l"})
 # The endings of an ordinal day written in digits ("1er", "2nd", "3rd", "4th"): tokens of their own.
 ORDINAL_ENDINGS = frozenset({"er", "re", "st", "nd", "rd", "th"})
@@ -1607,7 +1609,7 @@ class _Reader:
         # ("no less than 4": the negation opens the comparison)
         # a negation inside a name operation is the operation's: "dont le nom ne contient pas pizza"
         named = [(a, b) for a, b, op in self.find(lex.name_ops, False) if op.startswith("not_")]
-        wider = [(a, b) for a, b, _ in (*self.find(lex.more_less, False), *self.find(lex.around_before, False))] + named
+        wider = [(a, b) for a, b, _ in (*self.find(lex.more_less, False), *self.find(lex.around_before, False))]
         negations = self.find(lex.neg_before, True)
         for s, e, _ in negations:
             if any(a <= s and e <= b for a, b in named):
@@ -1725,7 +1727,7 @@ class _Reader:
                 named = None  # a quoting particle before the operation: "名前に「中央」って入ってる" (the quoted name's)
             if named is not None:
                 # "whose name does not contain Coffee", "without pizza in the name": the name lacks it
-                op = "not_" + named[0] if negated and not named[0].startswith("not_") else named[0]
+                op = _negated_op(named[0], negated)
                 f.filters.append(("name", named[1], f.spans.get(text), op, named[1], None))
             elif negated:
                 absent = self._cue_near(lex.absent_cues, i, j, before=True, after=bool(lex.neg_after))
@@ -1746,7 +1748,7 @@ class _Reader:
                 continue
             i, j = self.tokens_in(at, at + len(name))
             # (in Japanese and Korean the operation closes the clause, past a name cue: "「喫茶」って名前に入ってる")
-            ops = ["not_" + hit[1] if s in self.negated_ops and not hit[1].startswith("not_") else hit[1]
+            ops = [_negated_op(hit[1], s in self.negated_ops)
                    for s in range(max(0, i - 6), min(self.n, j + (7 if lex.with_after else 3))) if not i <= s < j
                    for hit in [lex.name_ops.match_at(toks, s)] if hit]
             # "'venue' in their name", "„venue“ im Namen": the name holds it
@@ -1755,9 +1757,8 @@ class _Reader:
                 ops = ["contains"]
             op = ops[0] if ops else "equals"
             # a negation before the name or closing its clause: "in dem nicht 'Coffee' vorkommt", "「駅」を含まない"
-            if ops and not op.startswith("not_") \
-                    and (any(self.neg[max(0, i - 1):i + 1]) or any(self.after_neg[j:min(self.n, j + 4)])):
-                op = "not_" + op
+            op = _negated_op(op, bool(ops) and (any(self.neg[max(0, i - 1):i + 1])
+                                                or any(self.after_neg[j:min(self.n, j + 4)])))
             f.filters.append(("name", name, (at, at + len(name)), op, name, None))
         f.filters = list(dict.fromkeys(f.filters))
 
@@ -1795,7 +1796,7 @@ class _Reader:
                 if hit[1] not in ("starts", "ends") or not one or lex.with_after or self.frame.names \
                         or toks[s].spaceless:
                     continue
-            op = "not_" + hit[1] if s in self.negated_ops and not hit[1].startswith("not_") else hit[1]
+            op = _negated_op(hit[1], s in self.negated_ops)
             if hit[0] < j and not lex.with_after:  # the value follows the operation
                 # (past a name cue: "cuyo nombre lleve la palabra playa")
                 v = max(hit[0], i)
@@ -1901,6 +1902,16 @@ class _Reader:
             if not is_stop[k]:
                 return False
         return False
+
+
+def _negated_op(op: str, negated: bool) -> str:
+    """A name operation with its negation: ``not_`` before it where ``negated``, once ("ne commence pas
+    par" is ``not_starts`` already).
+
+    >>> _negated_op("starts", True), _negated_op("not_starts", True), _negated_op("contains", False)
+    ('not_starts', 'not_starts', 'contains')
+    """
+    return "not_" + op if negated and not op.startswith("not_") else op
 
 
 def _part_of_word(reader: _Reader, i: int) -> bool:

@@ -37,7 +37,7 @@ from functools import lru_cache
 from geoql.nl.attributes import find as find_attributes, number_words, words_of
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, plural_endings, table, tokens
 from geoql.nl.english import read_english, with_frame
-from geoql.nl.frame import MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
+from geoql.nl.frame import JA_QUOTE, MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
 from geoql.nl.lexicon import BRAND_SCORE, INFLECTED_BRAND_LANGUAGES, PLURAL_S_LANGUAGES, SHORT_BRAND, is_spaceless_text
 from geoql.nl.places import dictionary_form, gazetteer, is_town, word_cities_in
 from geoql.nl.support import read_support
@@ -549,10 +549,6 @@ def _brand_before_thing(features: tuple[Feature, ...], lexicon: Lexicon, languag
     return tuple(out)
 
 
-# Japanese's quoting particle, glued to the word it follows ("コメダって", "「中央」って").
-_JA_QUOTE = "って"
-
-
 def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = False, only: bool = False) -> Feature:
     """A phrase without tags that is a brand (``Lexicon.brand``: in any case, with a case ending where
     names inflect) beside words that add nothing to it ("opet istasyonları", "stacje orlenu"), or, where
@@ -560,9 +556,9 @@ def _brand_phrase(f: Feature, lexicon: Lexicon, language: str, *, alone: bool = 
     Where it is the ``only`` phrase of the request, a brand's short form counts too ("부산 스벅", "大阪のマクド",
     "대구 파바 매장"): elsewhere a short word is too often another word ("タグ", "通行"). The phrase
     unchanged otherwise."""
-    if language == "ja" and f.text.endswith(_JA_QUOTE) and len(f.text) > len(_JA_QUOTE) + 1 and f.span is not None:
+    if language == "ja" and f.text.endswith(JA_QUOTE) and len(f.text) > len(JA_QUOTE) + 1 and f.span is not None:
         # the quoting particle closes the brand's phrase: "名古屋にコメダって何軒あるの" (Komeda, how many)
-        bare = dataclasses.replace(f, text=f.text[:-len(_JA_QUOTE)], span=(f.span[0], f.span[1] - len(_JA_QUOTE)))
+        bare = dataclasses.replace(f, text=f.text[:-len(JA_QUOTE)], span=(f.span[0], f.span[1] - len(JA_QUOTE)))
         found = _brand_phrase(bare, lexicon, language, alone=alone, only=only)
         return found if found.tags else f
     generic = find_attributes(f.text, language, generic=True)
