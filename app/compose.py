@@ -138,10 +138,12 @@ def compose_script(request: Request) -> A.Script | None:
     scope += when + ([A.User([u]) for u in request.users[:1]] if len(request.users) == 1 else [])
     if request.around is None and request.coords is not None:
         return None
-    if not areas and not scope and not (_one_name(request) and all(not t.tags for t in things)
-                                        and request.filters[0].op == "equals"):
+    if not areas and not scope and not (_one_name(request) and request.filters[0].op == "equals" and (
+            all(not t.tags for t in things) or request.filters[0].value in request.quoted)):
         # where? the whole planet is no answer nobody asked for; but a name alone is a search for it,
-        # wherever it is ('"Kurfürstendamm"', "「哲学の道」を地図に出して"): the name's index answers it
+        # wherever it is ('"Kurfürstendamm"', "「哲学の道」を地図に出して"): the name's index answers it; so is
+        # a thing's name in quotes ('pub "The Crown"'; unquoted, the name may have taken the place's
+        # words: "magasins nommés Vögele aux Pays-Bas")
         return None
     if _overlaps_attribute(request):
         return None
@@ -765,8 +767,8 @@ def _accounted(r: Request, covered: list) -> bool:
         allowed |= cues["around"]  # "within 50 m", "higher than 4000 m": the distance words and units
     if r.filters:
         allowed |= cues["filters"]
-    if any(f.negated for f in r.features):
-        allowed |= cues["negation"]
+    if any(f.negated for f in r.features) or any(f.kind in ("absent", "no") for f in r.filters):
+        allowed |= cues["negation"]  # (a filter's own negation: "toilets that arent free")
     if sum(not f.negated for f in r.features) > 1:
         allowed |= {w for w in LIST_SIGNS if w.isalpha()}  # "pubs n bars": the list's sign
     if any(f.kind == "name" for f in r.filters):

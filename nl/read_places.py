@@ -591,21 +591,57 @@ def _place_before_and(text: str, places: tuple[Place, ...], features: tuple[Feat
     >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
     ([('kassel', (10, 16)), ('erfurt', (21, 27))], [('baumärkte', (0, 9))])
     """
+    for k, f, toks in _phrases_beside_and(text, places, features, language, place_after=True):
+        for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
+            a, b = toks[-n].start, toks[-n].end if n == 1 else toks[-1].end
+            if stem_fold(f.text[a:b]) in known:
+                return _split_off(places, features, k, (a, b), (0, len(f.text[:a].rstrip())))
+    return places, features
+
+
+def _place_after_and(text: str, places: tuple[Place, ...], features: tuple[Feature, ...], known: Mapping[str, str],
+                     language: str) -> tuple[tuple, tuple]:
+    """A known place with its case ending that opens a phrase right after a place read and the
+    language's "and": the second of two places ("trabzon ve konyadaki otogarlar": Konya + -daki, "izmir ve
+    ankaradaki hastaneler"), the mirror of :func:`_place_before_and`. The phrase keeps the rest, its tags
+    to be looked up again; nothing changes otherwise.
+
+    >>> ps, fs = _place_after_and("izmir ve ankaradaki hastaneler", (Place("izmir", (0, 5)),),
+    ...                           (Feature("ankaradaki hastaneler", (9, 30)),), {"ankara": "Ankara"}, "tr")
+    >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
+    ([('izmir', (0, 5)), ('ankaradaki', (9, 19))], [('hastaneler', (20, 30))])
+    """
+    for k, f, toks in _phrases_beside_and(text, places, features, language, place_after=False):
+        if len(toks) >= 2 and _inflected_place(f.text[toks[0].start:toks[0].end], language, known):
+            return _split_off(places, features, k, (toks[0].start, toks[0].end), (toks[1].start, len(f.text)))
+    return places, features
+
+
+def _phrases_beside_and(text: str, places: tuple[Place, ...], features: tuple[Feature, ...], language: str, *,
+                        place_after: bool):
+    """(index, phrase, its tokens in spaced letters) of each phrase of a thing with a place read right
+    after it (``place_after``) or right before it, the language's "and" between them."""
     ands = {fold(w) for w in table(cue_language(language))["place"]["and"]}
     for k, f in enumerate(features):
         if f.negated or f.span is None:
             continue
-        after = next((p for p in places if p.span is not None and p.span[0] >= f.span[1]), None)
-        if after is None or fold(text[f.span[1]:after.span[0]].strip()) not in ands:
-            continue
-        toks = [t for t in tokens(f.text) if not t.spaceless]
-        for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 1), 0, -1):
-            a, b = toks[-n].start, toks[-n].end if n == 1 else toks[-1].end
-            if stem_fold(f.text[a:b]) not in known:
-                continue
-            rest = f.text[:a].rstrip()
-            place = Place(f.text[a:b], (f.span[0] + a, f.span[0] + b))
-            feature = dataclasses.replace(f, text=rest, span=(f.span[0], f.span[0] + len(rest)), tags=())
-            ordered = tuple(sorted(places + (place,), key=lambda p: p.span or (1 << 30, 0)))
-            return ordered, features[:k] + (feature,) + features[k + 1:]
-    return places, features
+        if place_after:
+            place = next((p for p in places if p.span is not None and p.span[0] >= f.span[1]), None)
+            gap = text[f.span[1]:place.span[0]] if place is not None else None
+        else:
+            place = ([p for p in places if p.span is not None and p.span[1] <= f.span[0]] or [None])[-1]
+            gap = text[place.span[1]:f.span[0]] if place is not None else None
+        if gap is not None and fold(gap.strip()) in ands:
+            yield k, f, [t for t in tokens(f.text) if not t.spaceless]
+
+
+def _split_off(places: tuple[Place, ...], features: tuple[Feature, ...], k: int, place: tuple[int, int],
+               keep: tuple[int, int]) -> tuple[tuple, tuple]:
+    """``places`` with the letters ``place`` of phrase ``k`` a place of their own, in the order of the
+    text, and the phrase cut to the letters ``keep``, its tags to be looked up again."""
+    f = features[k]
+    (a, b), (c, d) = place, keep
+    found = Place(f.text[a:b], (f.span[0] + a, f.span[0] + b))
+    cut = dataclasses.replace(f, text=f.text[c:d], span=(f.span[0] + c, f.span[0] + d), tags=())
+    ordered = tuple(sorted(places + (found,), key=lambda p: p.span or (1 << 30, 0)))
+    return ordered, features[:k] + (cut,) + features[k + 1:]

@@ -50,7 +50,7 @@ from geoql.nl.model import (
 )
 from geoql.nl.read_places import (
     _article_places, _city_and_thing, _feature_places, _filter_cue_words, _joined_places, _known_places,
-    _more_cities, _opening_cities, _place_before_and, _place_names, _place_phrases, _place_prepositions,
+    _more_cities, _opening_cities, _place_after_and, _place_before_and, _place_names, _place_phrases, _place_prepositions,
     _thing_before_place, _unknown_edge_place,
 )
 from geoql.nl.read_filters import (
@@ -138,6 +138,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         before = places
         places, features = _place_before_and(text, places, features,
                                              ChainMap(_place_names(knowledge), word_cities_in(None)), frame.language)
+        # (... and a place with its case ending after "and": "trabzon ve konyadaki otogarlar")
+        places, features = _place_after_and(text, places, features, _place_names(knowledge), frame.language)
         if places != before:
             features = _looked_up_again(features, lexicon, frame.language)
     if lexicon is not None and knowledge.world_places and any(not f.negated and not f.tags for f in features):
@@ -164,6 +166,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features = _thing_then_negated_brand(features)
         features = _brand_before_thing(features, lexicon, frame.language, placed=bool(places))
         features = _listed_things(features, frame.language)
+        features += _quoted_kind(text, frame, features, lexicon)
     attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     filters = _filters_before_places(text, filters, places, frame.language)
@@ -291,6 +294,8 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
         return max(writers, key=lambda lang: score.get(lang, 0.0))
     english = frame.language == "en" and score.get("en", 0.0) > 0
     margin, least = (ENGLISH_RIVAL_MARGIN, 2) if english else (RIVAL_MARGIN, 1)
+    # a number's unit names no thing, whatever a lexicon says ("200 metros": Portuguese's metros, subways)
+    text = _MEASURE.sub(r"\1", text)
     best, known = None, lexicon.known_words(text, frame.language)
     # English that knows none of the words reads as any language within the wider margin that knows two
     # ("supermarkten of drogisterijen in delft": English's "of" and "in")
@@ -317,6 +322,10 @@ def _rival_language(text: str, frame: Frame, lexicon: Lexicon | None) -> str | N
             # words the request uses ("hoteles de cinco estrellas": Spanish, not French)
             best = lang
     return best
+
+
+# A number and the word after it, its unit ("200 metros", "5 km").
+_MEASURE = re.compile(r"(\d+(?:[.,]\d+)?)\s*[^\W\d_]+")
 
 
 def _writers_of_not_word(text: str, language: str) -> tuple[str, ...]:
@@ -609,6 +618,32 @@ def _brand_beside(word: str, thing: FeatureMatch, lexicon: Lexicon, language: st
 def _as_brand(f: Feature, found: FeatureMatch) -> Feature:
     """The phrase ``f`` with the brand ``found`` as its one match, over the whole phrase."""
     return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
+
+
+# The fewest letters a kind ending a quoted name has ("시장", "公園"): a single one is too often part of
+# the name itself ("서울역" ends with station's 역, "外婆家" with 家).
+KIND_LETTERS = 2
+
+
+def _quoted_kind(text: str, frame: Frame, features: tuple[Feature, ...], lexicon: Lexicon) -> tuple[Feature, ...]:
+    """The thing a quoted name ends with, where the request names no thing of its own: in Chinese,
+    Japanese and Korean a proper name ends with its kind (부산 "자갈치시장", a market named so; 「上野公園」,
+    a park), so the kind is the thing the name is on. Only the name's ending as the lexicon spells a
+    thing, of two letters or more, and never the whole name; none elsewhere ("Hotel Sacher" says its
+    kind in words a request reads anyway)."""
+    if frame.script not in SPACELESS_SCRIPTS or len(frame.quoted) != 1 \
+            or any(f.tags for f in features if not f.negated):
+        return ()  # (two names, "名为“加油站”或“燃油站”", are names only)
+    name = frame.quoted[0]
+    at = text.find(name)
+    for cut in range(1, len(name) - KIND_LETTERS + 1):
+        kind = name[cut:]
+        found = [m for m in lexicon.lookup(kind, frame.language)
+                 if m.span == (0, len(kind)) and m.score >= SURE_THING_SCORE
+                 and not any(t.startswith("brand") for t in m.tags)]
+        if found:
+            return (Feature(kind, (at + cut, at + len(name)) if at >= 0 else None, negated=False, tags=(found[0],)),)
+    return ()
 
 
 # Two things written with a slash or a middle dot between them: "bares/restaurantes", "郵便局・銀行・ATM"

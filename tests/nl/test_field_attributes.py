@@ -19,10 +19,11 @@ KNOWLEDGE = Knowledge(lexicon=Lexicon.default())
 
 # (language, a filter's words as people write them, the field's key); the labels are iD's own:
 # en "Armrests", de "Armlehnen", fr "Accoudoirs", it "Aria condizionata", pl "Toalety", ru "Душ", zh "空调", ja "シャワー"
-# (changing tables, delivery and covered are in the hand-kept table now, so the field table leaves them out)
+# (changing tables, delivery, covered, handrails, drinking water and tactile paving are in the hand-kept table
+# now, so the field table leaves them out)
 FOUND = [
     ("en", "armrests", "armrest"), ("en", "air conditioning", "air_conditioning"), ("en", "showers", "shower"),
-    ("en", "toilets", "toilets"), ("en", "tactile paving", "tactile_paving"), ("en", "bench", "bench"),
+    ("en", "toilets", "toilets"), ("en", "bench", "bench"),
     ("de", "Armlehnen", "armrest"), ("de", "Klimaanlage", "air_conditioning"), ("fr", "accoudoirs", "armrest"),
     ("fr", "climatisation", "air_conditioning"), ("es", "aire acondicionado", "air_conditioning"),
     ("it", "aria condizionata", "air_conditioning"), ("es", "aria condizionata", "air_conditioning"),
