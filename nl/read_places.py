@@ -132,6 +132,35 @@ def _article_places(text: str, places: tuple[Place, ...], known: Mapping[str, st
     return tuple(out)
 
 
+def _city_after_space(text: str, places: tuple[Place, ...], features: tuple[Feature, ...],
+                      known: Mapping[str, str]) -> tuple[tuple, tuple]:
+    """In a request written without spaces, a city the gazetteer knows typed last after a space, as a
+    search box takes it ("没有门牌号的建筑 成都", "美術館 大阪"): a place of its own, though the cue tables
+    read its letters into the phrase before ("成" kept, "都", all, a stop word). A phrase that ran into
+    it ends at the space; nothing changes where a place holds it already.
+
+    >>> ps, fs = _city_after_space("博物馆 成都", (), (Feature("博物馆 成", (0, 5)),), {"成都": "Chengdu"})
+    >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
+    ([('成都', (4, 6))], [('博物馆', (0, 3))])
+    """
+    end = len(text.rstrip(" ?。？！!"))
+    cut = text.rfind(" ", 0, end)
+    name = text[cut + 1:end]
+    if cut <= 0 or not 2 <= len(name) <= MAX_WIDE_PLACE_CHARS or not all(spaceless(ch) for ch in name) \
+            or stem_fold(name) not in known or any(p.span and p.span[1] > cut for p in places):
+        return places, features
+    out = []
+    for f in features:
+        if f.span is not None and f.span[1] > cut:
+            if f.span[0] >= cut:
+                continue  # all of the phrase is the city's
+            keep = text[f.span[0]:cut].rstrip()
+            f = dataclasses.replace(f, text=keep, span=(f.span[0], f.span[0] + len(keep)),
+                                    tags=tuple(m for m in f.tags if m.span[1] <= len(keep)))
+        out.append(f)
+    return places + (Place(name, (cut + 1, end)),), tuple(out)
+
+
 def _more_cities(text: str, places: tuple[Place, ...], features: tuple[Feature, ...],
                  known: Mapping[str, str], cue_words: frozenset[str] = frozenset()) -> tuple[tuple, tuple]:
     """In a request written without spaces that names a place already, another city the gazetteer knows

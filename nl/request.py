@@ -50,7 +50,7 @@ from geoql.nl.model import (
 )
 from geoql.nl.read_places import (
     _article_places, _city_and_thing, _feature_places, _filter_cue_words, _joined_places, _known_places,
-    _more_cities, _opening_cities, _place_after_and, _place_before_and, _place_names, _place_phrases, _place_prepositions,
+    _city_after_space, _more_cities, _opening_cities, _place_after_and, _place_before_and, _place_names, _place_phrases, _place_prepositions,
     _thing_before_place, _unknown_edge_place,
 )
 from geoql.nl.read_filters import (
@@ -150,6 +150,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         if places and any(not f.negated and not f.tags for f in features):
             # beside a place read, a city spelled like a word too: "colonnine di ricarica a torino e genova"
             places, features = _place_phrases(places, features, ChainMap(_place_names(knowledge), word_cities_in(None)), text)
+    if lexicon is not None and knowledge.world_places and frame.script in SPACELESS_SCRIPTS:
+        places, features = _city_after_space(text, places, features, _place_names(knowledge))
     if lexicon is not None and knowledge.world_places and (places or frame.script == "Hangul") \
             and frame.script in SPACELESS_SCRIPTS:
         places, features = _more_cities(text, places, features, _place_names(knowledge), _filter_cue_words(frame.language))
