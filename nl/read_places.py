@@ -327,7 +327,11 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 # (a negated phrase only so, or at the request's end: "parques sin nombre de valencia")
                 after_prep = not head and len(toks) > n + 1 and toks[-n - 1].fold in prepositions
                 a, b = run[0].start, run[-1].end
-                if (head and f.span[0] != 0) or (not head and f.span[1] != end and not after_prep
+                # (a known city ending the request's first phrase where a filter's cue follows: "negozi firenze
+                # senza orari", "restaurants rotterdam zonder afhaal"; the phrase's thing all before it)
+                first = not head and not f.negated and f.span[0] == 0 and f.span[1] != end and bool(f.tags) \
+                    and all(m.span[1] <= a for m in f.tags) and stem_fold(f.text[a:b]) in known
+                if (head and f.span[0] != 0) or (not head and f.span[1] != end and not after_prep and not first
                                                  and not _genitive_place(f.text[a:b], language, known)):
                     continue
                 key = stem_fold(f.text[a:b])

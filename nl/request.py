@@ -107,6 +107,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     prefer = frozenset(t for m in found if m.attribute is not None for t in m.attribute.of)
     features = tuple(_feature(phrase, frame, lexicon, negated=False, prefer=prefer) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True, prefer=prefer) for phrase in frame.negated)
+    if lexicon is not None:
+        features = _joined_things(text, features, lexicon, frame.language)
     if lexicon is not None and knowledge.world_places and not any(
             not f.negated and any(m.score >= SURE_THING_SCORE for m in f.tags) for f in features):
         # (no thing read elsewhere: a with-phrase alone is no thing, "in Bonn Cafés mit WLAN")
@@ -620,6 +622,39 @@ def _brand_beside(word: str, thing: FeatureMatch, lexicon: Lexicon, language: st
 def _as_brand(f: Feature, found: FeatureMatch) -> Feature:
     """The phrase ``f`` with the brand ``found`` as its one match, over the whole phrase."""
     return dataclasses.replace(f, tags=(dataclasses.replace(found, span=(0, len(f.text)), text=f.text),))
+
+
+def _joined_things(text: str, features: tuple[Feature, ...], lexicon: Lexicon, language: str) -> tuple[Feature, ...]:
+    """Two phrases with one small word between them that the lexicon reads as one thing from the first
+    phrase's start into the second, as one phrase: the cue tables end a phrase at the small word
+    ("parcheggi per bici coperti": Italian "per" is a stop word), where the lexicon knows the thing by
+    the words on both sides ("parcheggi per bici", bicycle parking). Unchanged otherwise.
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> text = "parcheggi per bici coperti"
+    >>> [f.text for f in _joined_things(text, (Feature("parcheggi", (0, 9)), Feature("bici coperti", (14, 26))),
+    ...                                 Lexicon.default(), "it")]
+    ['parcheggi per bici coperti']
+    """
+    out = list(features)
+    ands = {fold(w) for w in table(cue_language(language))["place"]["and"]}  # (a list is two things: "cafés and bars")
+    k = 0
+    while k + 1 < len(out):
+        f, g = out[k], out[k + 1]
+        gap = text[f.span[1]:g.span[0]] if f.span and g.span and f.span[1] <= g.span[0] else ""
+        if f.negated or g.negated or len(gap.split()) != 1 or not gap.startswith(" ") or not gap.endswith(" ") \
+                or fold(gap.strip()) in ands:
+            k += 1
+            continue
+        whole = text[f.span[0]:g.span[1]]
+        found = lexicon.lookup(whole, language)
+        # (the thing may end inside the second phrase, an attribute's words after it: "parcheggi per bici coperti")
+        if len(found) == 1 and found[0].span[0] == 0 and found[0].span[1] > g.span[0] - f.span[0] \
+                and found[0].score >= SURE_THING_SCORE:
+            out[k:k + 2] = [Feature(whole, (f.span[0], g.span[1]), negated=False, tags=(found[0],))]
+        else:
+            k += 1
+    return tuple(out)
 
 
 # The fewest letters a kind ending a quoted name has ("시장", "公園"): a single one is too often part of
