@@ -594,6 +594,35 @@ def _filter_leftovers(features: tuple[Feature, ...], filters: tuple[Filter, ...]
     return features, filters
 
 
+def _not_allowed(features: tuple[Feature, ...], filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
+                 language: str) -> tuple[tuple, tuple]:
+    """An attribute said not allowed ("bars where smoking is not allowed", "parks where dogs aren't
+    permitted"): the negation reads the permission word (the cue table's ``filters.allowed``) as a thing
+    said not to be, and the attribute as a ``yes`` filter before it; the attribute is ``absent`` (its
+    ``no`` tag: ``smoking=no``), the permission word no thing.
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("bars where smoking is not allowed in lisbon", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text) for f in r.filters], [f.text for f in r.features]
+    ([('absent', 'smoking')], ['bars'])
+    """
+    allowed = {fold(w) for w in table(language)["filters"].get("allowed", ())} if language in CUE_LANGUAGES else set()
+    for flt in filters:
+        k = flt.feature
+        if flt.kind != "no" or k is None or not features[k].negated or fold(features[k].text) not in allowed \
+                or features[k].span is None:
+            continue
+        before = [f for f in filters if f.kind == "yes" and f.span is not None and f.span[1] <= features[k].span[0]
+                  and any(m.span == f.span and m.attribute.yes and m.attribute.no for m in words)]
+        if len(before) != 1:
+            continue
+        said = dataclasses.replace(before[0], kind="absent")
+        rest = tuple(said if f is before[0] else f for f in filters if f is not flt)
+        return _without_feature(features, rest, k)
+    return features, filters
+
+
 def _without_feature(features: tuple[Feature, ...], filters: tuple[Filter, ...], k: int) -> tuple[tuple, tuple]:
     """The features less the ``k``-th, and the filters with their feature indices moved to match (a filter
     read from that phrase keeps no phrase)."""

@@ -57,7 +57,7 @@ from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
     _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
     _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
-    _negated_attributes, _negated_things, _unrecorded, _unrecorded_phrase, _unused_attributes, _without_feature,
+    _negated_attributes, _negated_things, _not_allowed, _unrecorded, _unrecorded_phrase, _unused_attributes, _without_feature,
 )
 from geoql.nl.read_around import (
     _after_contraction, _centre, _centre_after_near, _centre_before_number, _centre_with_word_before,
@@ -193,6 +193,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
     filters = _negated_things(features, filters, attribute_words)
     features, filters = _negated_attributes(features, filters, attribute_words)
+    features, filters = _not_allowed(features, filters, attribute_words, frame.language)
     filters = _unrecorded(text, filters, frame.language, attribute_words)
     features, filters, named = _unrecorded_phrase(text, features, filters, attribute_words, frame.language)
     attribute_words += named
