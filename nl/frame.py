@@ -993,6 +993,7 @@ class _Reader:
                     and len(toks[e].text) >= _TYPE_LETTER_DIGITS:
                 for k in range(s, e):
                     cue_at[k] = (kind, s, e)
+                self.frame.types.add(kind)  # (the type it names, as a type word's: "Der Weg 613126639")
         last_kind, last_end = None, -1
         for i, t in enumerate(toks):
             if not t.number or self.taken[i] or not t.text.isdigit() \
