@@ -187,7 +187,7 @@ def _phrase_attributes(features: tuple[Feature, ...], words: Sequence[AttributeM
 
 
 def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...],
-                           words: Sequence[AttributeMatch]) -> tuple[tuple, tuple]:
+                           words: Sequence[AttributeMatch], text: str = "", language: str = "en") -> tuple[tuple, tuple]:
     """The attribute words around what the cue tables read: a place read inside them is none ("non
     accessibles en fauteuil roulant à Nice": "en" is no place preposition there); a filter read
     inside them takes them all, once, and where they open with its negation ("with no fee": the
@@ -207,6 +207,14 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
     kept = tuple(p for p in places if not any(overlaps(m, p.span) and m.span != p.span
                                               and not (p.span[0] <= m.span[0] and m.span[1] <= p.span[1]
                                                        and not spaceless(p.name[:1])) for m in words))
+    # ... but in a script without spaces, where a particle reads a place before it ("車椅子で入れない店 大阪":
+    # "で", with a wheelchair), an attribute word beside another place is the attribute: missing where a
+    # negation closes it, else asked for
+    said = [m for p in kept if len(kept) > 1 and p.span and spaceless(p.name[:1])
+            for m in words if m.span == p.span and m.attribute.yes]
+    kept = tuple(p for p in kept if not any(m.span == p.span for m in said))
+    filters += tuple(Filter("absent" if _negation_after(text, m.span[1], language) else "yes", m.text, m.span)
+                     for m in said if not any(f.span and f.span[0] < m.span[1] and m.span[0] < f.span[1] for f in filters))
     if any(f.kind == "compare" for f in filters):
         # ... but not a measure's word beside a comparison: "more than 100 m in height"
         kept = tuple(p for p in kept if not any(m.span == p.span and not m.attribute.yes for m in words))
