@@ -223,13 +223,31 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
         m = next((m for m in words if f.span and m.span[0] <= f.span[0] and f.span[1] <= m.span[1]
                   and m.span != f.span and f.kind != "compare"), None)
         if m is not None:
-            # (a without-word that opens with the negation says the attribute is missing: "no fumadores")
-            kind = ("absent" if m.without else "yes") if f.kind in ("no", "absent") and m.span[0] < f.span[0] else f.kind
+            # (a without-word that opens with the negation says the attribute is missing: "no fumadores"; one
+            # that holds the negation closing it is the attribute as said: "舗装されていない", unpaved)
+            closed = f.kind in ("no", "absent") and m.span[1] > f.span[1] and text \
+                and (neg := _negation_after(text, f.span[1], language)) is not None and neg <= m.span[1]
+            kind = ("absent" if m.without else "yes") if f.kind in ("no", "absent") and m.span[0] < f.span[0] or closed \
+                else f.kind
             f = dataclasses.replace(f, kind=kind, text=m.text, span=m.span)
             if any(o.span == f.span for o in out):
                 continue
+        elif f.kind in ("no", "absent") and f.span and text and any(
+                m.span == f.span and _closes_negation(text, m.span, language) for m in words):
+            f = dataclasses.replace(f, kind="yes")  # the attribute's words say it with their negation
         out.append(f)
     return kept, tuple(out)
+
+
+def _closes_negation(text: str, span: tuple[int, int], language: str) -> bool:
+    """Whether the words at ``span`` end with a negation of their own ("舗装されていない", "포장되지 않은":
+    not paved, an attribute's words as they are written).
+
+    >>> _closes_negation("舗装されていない道路", (0, 8), "ja"), _closes_negation("舗装された道路", (0, 5), "ja")
+    (True, False)
+    """
+    return any((end := _negation_after(text, q, language)) is not None and end == span[1]
+               for q in range(span[0] + 1, span[1]))
 
 
 # How many words besides one attribute's a negated phrase may hold and still be that attribute
