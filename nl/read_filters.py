@@ -225,14 +225,13 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
         if m is not None:
             # (a without-word that opens with the negation says the attribute is missing: "no fumadores"; one
             # that holds the negation closing it is the attribute as said: "舗装されていない", unpaved)
-            closed = f.kind in ("no", "absent") and m.span[1] > f.span[1] and text \
-                and (neg := _negation_after(text, f.span[1], language)) is not None and neg <= m.span[1]
+            closed = f.kind in ("no", "absent") and m.span[1] > f.span[1] and _closes_negation(text, m.span, language)
             kind = ("absent" if m.without else "yes") if f.kind in ("no", "absent") and m.span[0] < f.span[0] or closed \
                 else f.kind
             f = dataclasses.replace(f, kind=kind, text=m.text, span=m.span)
             if any(o.span == f.span for o in out):
                 continue
-        elif f.kind in ("no", "absent") and f.span and text and any(
+        elif f.kind in ("no", "absent") and f.span and any(
                 m.span == f.span and _closes_negation(text, m.span, language) for m in words):
             f = dataclasses.replace(f, kind="yes")  # the attribute's words say it with their negation
         out.append(f)
