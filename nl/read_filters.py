@@ -632,7 +632,7 @@ def _not_allowed(features: tuple[Feature, ...], filters: tuple[Filter, ...], wor
     >>> [(f.kind, f.text) for f in r.filters], [f.text for f in r.features]
     ([('absent', 'smoking')], ['bars'])
     """
-    allowed = {fold(w) for w in table(language)["filters"].get("allowed", ())} if language in CUE_LANGUAGES else set()
+    allowed = _allowed_words(language)
     for flt in filters:
         k = flt.feature
         if flt.kind != "no" or k is None or not features[k].negated or fold(features[k].text) not in allowed \
@@ -646,6 +646,13 @@ def _not_allowed(features: tuple[Feature, ...], filters: tuple[Filter, ...], wor
         rest = tuple(said if f is before[0] else f for f in filters if f is not flt)
         return _without_feature(features, rest, k)
     return features, filters
+
+
+@lru_cache(maxsize=None)
+def _allowed_words(language: str) -> frozenset[str]:
+    """The folded permission words of ``language``'s cue table (``filters.allowed``); none without a table."""
+    return frozenset(fold(w) for w in table(language)["filters"].get("allowed", ())) if language in CUE_LANGUAGES \
+        else frozenset()
 
 
 def _without_feature(features: tuple[Feature, ...], filters: tuple[Filter, ...], k: int) -> tuple[tuple, tuple]:

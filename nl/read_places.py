@@ -583,6 +583,13 @@ def _edge_place_name(word: str, language: str, head: bool) -> str | None:
     return None
 
 
+@lru_cache(maxsize=None)
+def and_words(language: str) -> frozenset[str]:
+    """The folded words that join two places or two things in ``language``'s cue table ("and", "ve", "和"):
+    read once per language, for every request that asks."""
+    return frozenset(fold(w) for w in table(cue_language(language))["place"]["and"])
+
+
 @lru_cache(maxsize=1)
 def _every_and() -> frozenset[str]:
     return frozenset(fold(w) for lang in CUE_LANGUAGES for w in table(lang)["place"]["and"])
@@ -654,7 +661,7 @@ def _phrases_beside_and(text: str, places: tuple[Place, ...], features: tuple[Fe
                         place_after: bool):
     """(index, phrase, its tokens in spaced letters) of each phrase of a thing with a place read right
     after it (``place_after``) or right before it, the language's "and" between them."""
-    ands = {fold(w) for w in table(cue_language(language))["place"]["and"]}
+    ands = and_words(language)
     for k, f in enumerate(features):
         if f.negated or f.span is None:
             continue

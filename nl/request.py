@@ -49,7 +49,7 @@ from geoql.nl.model import (
     Place, Request, SURE_THING_SCORE, Things,
 )
 from geoql.nl.read_places import (
-    _article_places, _city_and_thing, _feature_places, _filter_cue_words, _joined_places, _known_places,
+    _article_places, _city_and_thing, and_words, _feature_places, _filter_cue_words, _joined_places, _known_places,
     _city_after_space, _more_cities, _opening_cities, _place_after_and, _place_before_and, _place_names, _place_phrases, _place_prepositions,
     _thing_before_place, _unknown_edge_place,
 )
@@ -638,7 +638,7 @@ def _joined_things(text: str, features: tuple[Feature, ...], lexicon: Lexicon, l
     ['parcheggi per bici coperti']
     """
     out = list(features)
-    ands = {fold(w) for w in table(cue_language(language))["place"]["and"]}  # (a list is two things: "cafés and bars")
+    ands = and_words(language)  # (a list is two things: "cafés and bars")
     k = 0
     while k + 1 < len(out):
         f, g = out[k], out[k + 1]
