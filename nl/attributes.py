@@ -250,8 +250,9 @@ def _find(text: str, lang: str, generic: bool) -> tuple[AttributeMatch, ...]:
             # a one-word cue across a space counts as whole words only ("영업 시간", spaced or not), not
             # as a word's end and the next one's start: "한식" (Korean food) of "가능한 식당"
             continue
-        # "adressiz": the stem's prefix cue ("adres*") reads the suffix as an ending
-        without = not generic and end == start + 1 and _stripped(toks[start], lang, matcher) is not None
+        # "adressiz": the stem's prefix cue ("adres*") reads the suffix as an ending; but a word that is
+        # another attribute's whole word says it as it is ("aydınlatmasız" is unlit's, not lit less -sız)
+        without = not generic and end == start + 1 and _stripped(toks[start], lang, matcher) is payload
         out.append(AttributeMatch((a, b), text[a:b], payload, without=without))
     if not generic:
         missing = _without(text, toks, lang, matcher, {k for m in out for k in range(*m.span)})

@@ -231,9 +231,11 @@ def _attribute_over_places(places: tuple[Place, ...], filters: tuple[Filter, ...
             f = dataclasses.replace(f, kind=kind, text=m.text, span=m.span)
             if any(o.span == f.span for o in out):
                 continue
-        elif f.kind in ("no", "absent") and f.span and any(
-                m.span == f.span and _closes_negation(text, m.span, language) for m in words):
-            f = dataclasses.replace(f, kind="yes")  # the attribute's words say it with their negation
+        elif f.kind in ("no", "absent") and f.span and (m := next((m for m in words if m.span == f.span and _closes_negation(
+                text, m.span, language)), None)) is not None:
+            # the attribute's words say it with their negation: as they say it ("舗装されていない", unpaved), or
+            # missing where they are a without-word ("sigara içilmeyen", non-smoking)
+            f = dataclasses.replace(f, kind="absent" if m.without else "yes")
         out.append(f)
     return kept, tuple(out)
 
@@ -280,6 +282,22 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
     filters, out = tuple(out), []
     stop = {fold(w) for w in table(language)["stop"]} if language in CUE_LANGUAGES else set()
     for flt in filters:
+        # an attribute's words that open with the negation the phrase was read under ("nicht asphaltierte
+        # Straßen", "not paved roads": unpaved's own words): the thing beside them is asked for, with the
+        # attribute as its words say it
+        opened = [m for m in words if flt.span and flt.kind in ("no", "absent") and flt.feature is not None
+                  and m.span[0] < flt.span[0] < m.span[1] < flt.span[1]]
+        if len(opened) == 1 and features[flt.feature].negated and _names_thing(features[flt.feature], opened):
+            m, f = opened[0], features[flt.feature]
+            cut = m.span[1] - f.span[0]  # the thing is the words after the attribute's ("无障碍厕所": 厕所)
+            lead = len(f.text[cut:]) - len(f.text[cut:].lstrip())
+            features[flt.feature] = dataclasses.replace(
+                f, negated=False, text=f.text[cut + lead:], span=(m.span[1] + lead, f.span[1]),
+                tags=tuple(dataclasses.replace(t, span=(t.span[0] - cut - lead, t.span[1] - cut - lead))
+                           for t in f.tags if t.span[0] >= cut + lead))
+            out.append(dataclasses.replace(flt, kind="absent" if m.without else "yes", text=m.text, span=m.span,
+                                           feature=None))
+            continue
         inside = [m for m in words if flt.span and flt.kind in ("no", "absent") and m.attribute.key != "name"
                   and flt.span[0] <= m.span[0] and m.span[1] <= flt.span[1] and m.span != flt.span]
         if len(inside) != 1 or flt.feature is None:
@@ -840,7 +858,10 @@ def _unrecorded(text: str, filters: tuple[Filter, ...], language: str,
             # before them with a joiner ("información de accesibilidad")
             inside = tokens(text[f.span[0]:f.span[1]])[1:] + tokens(re.split(r"[,;.]", text[f.span[1]:])[0])[:1]
             before = tokens(text[:f.span[0]])[-2:]
-            if any(w.fold in words for w in inside) \
+            # (in a script without spaces a token is a letter: the record's word is one of the spaced words,
+            # "영업시간 정보 빠진")
+            spaced = [fold(w) for w in text[f.span[0]:f.span[1]].split()[1:]]
+            if any(w.fold in words for w in inside) or any(w in words for w in spaced) \
                     or len(before) == 2 and before[0].fold in words and before[1].fold in joiners:
                 f = dataclasses.replace(f, kind="absent", op="unrecorded")
                 named = [m for m in attribute_words if f.span[0] <= m.span[0] and m.span[1] <= f.span[1]]

@@ -54,11 +54,17 @@ def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tupl
     joiners = sorted((w for w in table(cue_language(frame.language))["place"]["and"] if w.strip()), key=len, reverse=True)
     out: list[tuple[int, int]] = []
     at = 0
+    # (a city that opens an attribute's word is none: "バリアフリーでない…", not Bali)
+    words = [m.span for m in find_attributes(text, frame.language) if m.attribute is not None]
     while at < len(text):
         found = next(((at, at + n) for n in range(min(MAX_WIDE_PLACE_CHARS, len(text) - at - 1), 1, -1)
                       if all(spaceless(ch) for ch in text[at:at + n]) and stem_fold(text[at:at + n]) in known), None)
-        if found is None:
+        if found is None or any(a <= found[0] < b and found[1] < b for a, b in words):
             break
+        # (the name with its kind of place, a space after: "제주도 카페", Jeju province)
+        suffix = next((x for x in _place_suffixes(frame.language) if text.startswith(x + " ", found[1])), None)
+        if suffix:
+            found = (found[0], found[1] + len(suffix))
         out.append(found)
         joiner = next((w for w in joiners if text.startswith(w, found[1])), None)
         if joiner is None:
@@ -70,11 +76,27 @@ def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tupl
     # ... nor where it read a phrase at the start, unless that phrase is the city and an attribute's words
     # ("杭州免费的停车场": Hangzhou, then free; "卡纳塔克邦" stays one name)
     longer = bool(out) and any(text.startswith(p) and len(p) > out[0][1] and stem_fold(p) not in known
-                               and any(m.attribute is not None and m.span == (0, len(p) - out[0][1])
-                                       for m in find_attributes(p[out[0][1]:], frame.language)) for p in frame.places)
+                               and _attribute_said(p[out[0][1]:], frame.language) for p in frame.places)
     if opened and len(out) < 2 and not longer:
         return ()
     return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _place_suffixes(language: str) -> tuple[str, ...]:
+    """The cue table's endings that name a kind of place ("도", "県"), longest first."""
+    if language not in CUE_LANGUAGES:
+        return ()
+    return tuple(sorted(table(language)["place"].get("suffixes", ()), key=len, reverse=True))
+
+
+def _attribute_said(rest: str, language: str) -> bool:
+    """Whether ``rest`` is all one attribute's words, after a negation's word at most ("免费": free;
+    "没靠背": no backrest; "不要门票": no ticket), as after a city in "杭州没靠背的长椅"."""
+    lead = [""] + [w for w in (table(cue_language(language))["negation"]["before"] if language in CUE_LANGUAGES else ())
+                   if w and rest.startswith(w)]
+    return any(m.attribute is not None and m.span == (0, len(rest) - len(w))
+               for w in lead for m in find_attributes(rest[len(w):], language))
 
 
 def _city_and_thing(places: tuple[Place, ...], features: tuple[Feature, ...], known: Mapping[str, str],
@@ -220,6 +242,36 @@ def _filter_cue_words(language: str) -> frozenset[str]:
     return frozenset(entry_words(table(language)["filters"])) if language in CUE_LANGUAGES else frozenset()
 
 
+def _place_in_thing(text: str, places: tuple[Place, ...], features: tuple[Feature, ...], lexicon: Lexicon,
+                    language: str, known: Mapping[str, str]) -> tuple[tuple, tuple]:
+    """A place read after a small word that is the end of a thing's name, where the lexicon reads the
+    thing, the small word and the place as one thing and the gazetteer knows no such city ("boîtes aux
+    lettres à Lyon": "aux" is a place preposition, "lettres" no place): the thing, whole.
+
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> text = "boîtes aux lettres à lyon"
+    >>> ps, fs = _place_in_thing(text, (Place("lettres", (11, 18)), Place("lyon", (21, 25))),
+    ...                          (Feature("boîtes", (0, 6)),), Lexicon.default(), "fr", {"lyon": "Lyon"})
+    >>> [p.name for p in ps], [(f.text, f.tags[0].tags) for f in fs]
+    (['lyon'], [('boîtes aux lettres', ('amenity=post_box',))])
+    """
+    out_places, out = [], list(features)
+    for p in places:
+        k = next((k for k, f in enumerate(out) if p.span and f.span and not f.negated and f.span[1] < p.span[0]
+                  and len(text[f.span[1]:p.span[0]].split()) == 1), None)
+        if k is None or stem_fold(p.name) in known:
+            out_places.append(p)
+            continue
+        f = out[k]
+        whole = text[f.span[0]:p.span[1]]
+        found = lexicon.lookup(whole, language)
+        if len(found) == 1 and found[0].span == (0, len(whole)) and found[0].score >= SURE_THING_SCORE:
+            out[k] = Feature(whole, (f.span[0], p.span[1]), negated=False, tags=(found[0],))
+        else:
+            out_places.append(p)
+    return (places, features) if len(out_places) == len(places) else (tuple(out_places), tuple(out))
+
+
 def _thing_before_place(places: tuple[Place, ...], features: tuple[Feature, ...], lexicon: Lexicon,
                         language: str) -> tuple[tuple, tuple]:
     """A place read as "things in another place" of the request ("Cafés in Bonn und Bäckereien in Köln":
@@ -337,8 +389,10 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 key = stem_fold(f.text[a:b])
                 at_end = not head and f.span[1] == end
                 inflected = _inflected_place(f.text[a:b], language, known)
-                if head and f.negated and not inflected:
-                    continue  # (a negated phrase opens on a place only with its case ending: "konyada kebapçı olmayan")
+                if head and f.negated and not inflected and not (key in known and _attribute_said(f.text[b:].strip(), language)):
+                    # (a negated phrase opens on a place only with its case ending: "konyada kebapçı olmayan";
+                    # or before an attribute's words all: "bursa engelli girişi olmayan eczaneler")
+                    continue
                 # (a city spelled like a word may open the request too, before a thing the lexicon reads in
                 # the rest of its phrase: "granada calles sin iluminacion"; not in English, where an adjective
                 # opens a phrase: "nice restaurants")

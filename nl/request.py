@@ -50,7 +50,8 @@ from geoql.nl.model import (
 )
 from geoql.nl.read_places import (
     _article_places, _city_and_thing, and_words, _feature_places, _filter_cue_words, _joined_places, _known_places,
-    _city_after_space, _more_cities, _opening_cities, _place_after_and, _place_before_and, _place_names, _place_phrases, _place_prepositions,
+    _city_after_space, _more_cities, _opening_cities, _place_after_and, _place_before_and, _place_in_thing, _place_names,
+    _place_phrases, _place_prepositions,
     _thing_before_place, _unknown_edge_place,
 )
 from geoql.nl.read_filters import (
@@ -109,10 +110,17 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         tuple(_feature(phrase, frame, lexicon, negated=True, prefer=prefer) for phrase in frame.negated)
     if lexicon is not None:
         features = _joined_things(text, features, lexicon, frame.language)
+        if knowledge.world_places:
+            places, features = _place_in_thing(text, places, features, lexicon, frame.language, _place_names(knowledge))
     if lexicon is not None and knowledge.world_places and not any(
             not f.negated and any(m.score >= SURE_THING_SCORE for m in f.tags) for f in features):
         # (no thing read elsewhere: a with-phrase alone is no thing, "in Bonn Cafés mit WLAN")
         places, features = _city_and_thing(places, features, _place_names(knowledge), lexicon, frame.language)
+    if lexicon is not None:
+        # (a place the frame read inside an attribute's words is none, and leaves room for the request's
+        # own: "sin acceso en silla de ruedas zaragoza")
+        places = tuple(p for p in places if not (p.span and any(
+            m.attribute is not None and m.span != p.span and m.span[0] <= p.span[0] and p.span[1] <= m.span[1] for m in found)))
     if not places:
         unread = features
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
