@@ -861,7 +861,11 @@ def _unrecorded(text: str, filters: tuple[Filter, ...], language: str,
             # (in a script without spaces a token is a letter: the record's word is one of the spaced words,
             # "영업시간 정보 빠진")
             spaced = [fold(w) for w in text[f.span[0]:f.span[1]].split()[1:]]
-            if any(w.fold in words for w in inside) or any(w in words for w in spaced) \
+            # (or opening them, an attribute's words after it: "без указания часов работы")
+            own = tokens(text[f.span[0]:f.span[1]])[:1]
+            opens = bool(own) and own[0].fold in words and any(
+                f.span[0] + own[0].end <= m.span[0] and m.span[1] <= f.span[1] for m in attribute_words)
+            if any(w.fold in words for w in inside) or any(w in words for w in spaced) or opens \
                     or len(before) == 2 and before[0].fold in words and before[1].fold in joiners:
                 f = dataclasses.replace(f, kind="absent", op="unrecorded")
                 named = [m for m in attribute_words if f.span[0] <= m.span[0] and m.span[1] <= f.span[1]]
