@@ -289,12 +289,8 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
                   and m.span[0] < flt.span[0] < m.span[1] < flt.span[1]]
         if len(opened) == 1 and features[flt.feature].negated and _names_thing(features[flt.feature], opened):
             m, f = opened[0], features[flt.feature]
-            cut = m.span[1] - f.span[0]  # the thing is the words after the attribute's ("无障碍厕所": 厕所)
-            lead = len(f.text[cut:]) - len(f.text[cut:].lstrip())
-            features[flt.feature] = dataclasses.replace(
-                f, negated=False, text=f.text[cut + lead:], span=(m.span[1] + lead, f.span[1]),
-                tags=tuple(dataclasses.replace(t, span=(t.span[0] - cut - lead, t.span[1] - cut - lead))
-                           for t in f.tags if t.span[0] >= cut + lead))
+            # the thing is the words after the attribute's ("无障碍厕所": 厕所)
+            features[flt.feature] = dataclasses.replace(_trimmed(f, f.span[0], m.span[1]), negated=False)
             out.append(dataclasses.replace(flt, kind="absent" if m.without else "yes", text=m.text, span=m.span,
                                            feature=None))
             continue
@@ -856,13 +852,13 @@ def _unrecorded(text: str, filters: tuple[Filter, ...], language: str,
         if f.kind in ("no", "absent") and f.span is not None:
             # the record's word in the filter's own words or right after them ("wheelchair info"), or
             # before them with a joiner ("información de accesibilidad")
-            inside = tokens(text[f.span[0]:f.span[1]])[1:] + tokens(re.split(r"[,;.]", text[f.span[1]:])[0])[:1]
+            own = tokens(text[f.span[0]:f.span[1]])
+            inside = own[1:] + tokens(re.split(r"[,;.]", text[f.span[1]:])[0])[:1]
             before = tokens(text[:f.span[0]])[-2:]
             # (in a script without spaces a token is a letter: the record's word is one of the spaced words,
             # "영업시간 정보 빠진")
             spaced = [fold(w) for w in text[f.span[0]:f.span[1]].split()[1:]]
             # (or opening them, an attribute's words after it: "без указания часов работы")
-            own = tokens(text[f.span[0]:f.span[1]])[:1]
             opens = bool(own) and own[0].fold in words and any(
                 f.span[0] + own[0].end <= m.span[0] and m.span[1] <= f.span[1] for m in attribute_words)
             if any(w.fold in words for w in inside) or any(w in words for w in spaced) or opens \

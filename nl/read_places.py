@@ -79,7 +79,8 @@ def _opening_cities(text: str, frame: Frame, knowledge: Knowledge) -> tuple[tupl
                                and _attribute_said(p[out[0][1]:], frame.language) for p in frame.places)
     # ... or where that phrase is the city alone and a negated one follows, a negation's letter or two between
     # ("北京无名公园": "无" took "名公园")
-    alone = bool(out) and text[out[0][0]:out[0][1]] in frame.what and any(0 <= text.find(n, out[0][1]) <= out[0][1] + 2 for n in frame.negated)
+    alone = bool(out) and text[out[0][0]:out[0][1]] in frame.what \
+        and any(0 <= text.find(n, out[0][1]) <= out[0][1] + 2 for n in frame.negated)
     if opened and len(out) < 2 and not longer and not alone:
         return ()
     return tuple(out)

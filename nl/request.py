@@ -119,8 +119,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None:
         # (a place the frame read inside an attribute's words is none, and leaves room for the request's
         # own: "sin acceso en silla de ruedas zaragoza")
-        places = tuple(p for p in places if not (p.span and any(
-            m.attribute is not None and m.span != p.span and m.span[0] <= p.span[0] and p.span[1] <= m.span[1] for m in found)))
+        places = tuple(p for p in places if not _inside_attribute(p.span, [m for m in found if m.attribute is not None]))
     if not places:
         unread = features
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
