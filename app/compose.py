@@ -81,6 +81,9 @@ _PERIOD = re.compile(r"\d+ (minute|hour|day|week|month|year)s?")
 METRES = {None: 1.0, "m": 1.0, "km": 1000.0}
 # Keys whose numbers are speeds (km/h): a "km" said of them is no length to convert.
 SPEED_KEYS = frozenset({"maxspeed", "minspeed", "maxspeed:advisory"})
+# The streets that carry a name: "streets without a name" is a mapper's check for these, as OverpassNL's own
+# answers to it write it (a footway, a track, a driveway is rightly unnamed; a motorway or a link has a ref).
+NAMED_ROADS = "^(trunk|primary|secondary|tertiary|unclassified|residential|living_street|pedestrian)$"
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ def compose_script(request: Request) -> A.Script | None:
     filters = _filters(request, things, covered)
     if filters is None:
         return None
+    things = _named_roads(things, filters)
     areas = _areas(request)
     covered += [p.span for p in request.places if p.span is not None]
     covered += [n.span for n in request.numbers if n.span is not None]
@@ -173,6 +177,20 @@ def compose_script(request: Request) -> A.Script | None:
         outs = OUTPUTS[next(iter(request.output))] if request.output else DEFAULT_OUT
     tail = [A.Recurse(o) if isinstance(o, str) else A.Out(list(o)) for o in outs]
     return A.Script(settings, head + statements + [A.Union_(body)] + tail)
+
+
+def _named_roads(things: list[_Thing], filters: tuple) -> list[_Thing]:
+    """Any road (``highway=*``: "streets", "roads") said to lack a name is one of :data:`NAMED_ROADS`.
+
+    >>> unnamed = _named_roads([_Thing((A.Tag("highway", op="exists"),), None)], (A.Tag("name", op="not_exists"),))
+    >>> overpassql.dump(A.Query("way", list(unnamed[0].tags))).startswith('way["highway"~"^(trunk|')
+    True
+    """
+    if not any(isinstance(f, A.Tag) and f.key == "name" and f.op == "not_exists" for f in filters):
+        return things
+    road = A.Tag("highway", NAMED_ROADS, op="~")
+    return [dataclasses.replace(t, tags=tuple(road if g.key == "highway" and g.op == "exists" else g for g in t.tags))
+            for t in things]
 
 
 def _one_name(r: Request) -> bool:

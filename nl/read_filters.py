@@ -861,7 +861,11 @@ def _unrecorded(text: str, filters: tuple[Filter, ...], language: str,
             # (or opening them, an attribute's words after it: "без указания часов работы")
             opens = bool(own) and own[0].fold in words and any(
                 f.span[0] + own[0].end <= m.span[0] and m.span[1] <= f.span[1] for m in attribute_words)
-            if any(w.fold in words for w in inside) or any(w in words for w in spaced) or opens \
+            # (in a script without spaces, closing them after an attribute's words: "没有维基百科条目的城市")
+            whole = fold(text[f.span[0]:f.span[1]])
+            closes = bool(whole) and spaceless(whole[-1]) and any(whole.endswith(w) and any(
+                f.span[0] <= m.span[0] and m.span[1] <= f.span[1] - len(w) for m in attribute_words) for w in words)
+            if any(w.fold in words for w in inside) or any(w in words for w in spaced) or opens or closes \
                     or len(before) == 2 and before[0].fold in words and before[1].fold in joiners:
                 f = dataclasses.replace(f, kind="absent", op="unrecorded")
                 named = [m for m in attribute_words if f.span[0] <= m.span[0] and m.span[1] <= f.span[1]]
