@@ -307,7 +307,7 @@ def _number_given(value: str, licence: _Licence) -> bool:
     return number is not None and any(v == number for v, _, _ in licence.support.numbers)
 
 
-def _any_value(f: A.Tag) -> bool:
+def any_value(f: A.Tag) -> bool:
     """``[key]``, ``[!key]``, ``[key~"."]``, ``[key!~".*"]``: the key with any value (or none)."""
     if f.op in ("exists", "not_exists"):
         return True
@@ -319,7 +319,7 @@ def _tag_licensed(f: A.Tag, licence: _Licence) -> bool:
     # A subkey of a licensed key refines it ("without a speed limit": maxspeed:forward, maxspeed:backward).
     base = key.split(":", 1)[0]
     key_ok = any(k in licence.keys or f"{k}=*" in licence.tags or licence.spells(k) for k in dict.fromkeys((key, base)))
-    if _any_value(f):
+    if any_value(f):
         return key_ok
     if f.op in ("!=", "!~") and key_ok:
         return True  # leaves out some of an asked feature's elements ("roads": highway!=platform), adds none

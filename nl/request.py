@@ -104,8 +104,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         places = _joined_places(places, ChainMap(_place_names(knowledge), word_cities_in(None)), frame.language)
     what = _listed([thing, *frame.what] if thing else list(frame.what), frame, text)
     found = find_attributes(text, frame.language)
+    attribute_words = tuple(m for m in found if m.attribute is not None)
     # the things the request's attributes belong to: a word naming several is the one they fit
-    prefer = frozenset(t for m in found if m.attribute is not None for t in m.attribute.of)
+    prefer = frozenset(t for m in attribute_words for t in m.attribute.of)
     features = tuple(_feature(phrase, frame, lexicon, negated=False, prefer=prefer) for phrase in what) + \
         tuple(_feature(phrase, frame, lexicon, negated=True, prefer=prefer) for phrase in frame.negated)
     if lexicon is not None:
@@ -119,7 +120,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None:
         # (a place the frame read inside an attribute's words is none, and leaves room for the request's
         # own: "sin acceso en silla de ruedas zaragoza")
-        places = tuple(p for p in places if not _inside_attribute(p.span, [m for m in found if m.attribute is not None]))
+        places = tuple(p for p in places if not _inside_attribute(p.span, attribute_words))
     if not places:
         unread = features
         places, features = _known_places(text, features, _place_names(knowledge), named=bool(frame.quoted or frame.names),
@@ -133,7 +134,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
             places, features = _unknown_edge_place(text, features, lexicon, frame.language,
                                                    named=bool(frame.quoted or frame.names),
                                                    # (an attribute a with- or without-cue reads)
-                                                   attributes=tuple(m.span for m in found if m.attribute is not None and any(
+                                                   attributes=tuple(m.span for m in attribute_words if any(
                                                        span and span[0] < m.span[1] and m.span[0] < span[1]
                                                        for _, _, span, *_ in frame.filters)))
         features = _looked_up_again(features, lexicon, frame.language)
@@ -178,7 +179,6 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         features = _brand_before_thing(features, lexicon, frame.language, placed=bool(places))
         features = _listed_things(features, frame.language)
         features += _quoted_kind(text, frame, features, lexicon)
-    attribute_words = tuple(m for m in found if m.attribute is not None)
     filters = _filters(frame, features, attribute_words) + _phrase_attributes(features, attribute_words, frame.filters)
     filters = _filters_before_places(text, filters, places, frame.language)
     filters = _filters_on_words(text, filters, places, features, attribute_words)

@@ -16,7 +16,6 @@ Gold queries also carry such filters that their requests never say ("caravan sit
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tqdm import tqdm
 
 from geoql.app.compile import Compiler
 from geoql.app.compose import compose
+from geoql.eval.license import any_value
 from geoql.nl.attributes import attributes
 
 OSMNL_LANGUAGES = ("en", "de", "fr", "ru", "zh", "yue", "ja", "ko")
@@ -47,8 +47,8 @@ def missing_keys(query: str, keys: frozenset[str]) -> frozenset[str]:
     for node in A.walk(script):
         if not isinstance(node, A.Tag) or node.key not in keys:
             continue
-        any_value = node.op == "!~" and not re.search(r"[^\W_]", re.sub(r"\\.", "", node.value or ""))
-        if node.op == "not_exists" or any_value or (node.op, node.value) in (("=", "no"), ("!=", "yes")):
+        # ([!"key"] or ["key"!~".*"]: the key with no value at all)
+        if any_value(node) and node.op in ("not_exists", "!~") or (node.op, node.value) in (("=", "no"), ("!=", "yes")):
             found.add(node.key)
     return frozenset(found)
 
