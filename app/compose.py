@@ -382,6 +382,10 @@ def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | No
     brand = _brand_of_thing(matches)
     if brand is not None:
         matches = [brand]
+    head = _head_of_compound(f.text, matches, r.language)
+    if head is not None:
+        covered.append((f.span[0] + matches[0].span[0], f.span[0] + matches[0].span[1]))
+        matches = [head]
     if len(matches) != 1:
         return None
     m = matches[0]
@@ -392,6 +396,37 @@ def _feature_tags(r: Request, f: Feature, covered: list) -> tuple[str, ...] | No
     covered += [(f.span[0] + m.span[0], f.span[0] + end)]
     covered += [(f.span[0] + a, f.span[0] + b) for a, b in generic]
     return tuple(m.tags)
+
+
+def _head_of_compound(text: str, matches: list, language: str) -> FeatureMatch | None:
+    """Of two things of one key named side by side, the second, where a compound's head comes last and
+    the first names what the second belongs to: its value begins the second's ("고속도로 나들목", a
+    motorway's junction: ``highway=motorway_junction``) or is any value of the key. Not two things
+    listed without a comma ("청주 약국 병원": pharmacies and hospitals), nor in the languages whose head
+    comes first ("sortie d'autoroute").
+
+    >>> from geoql.nl.model import FeatureMatch
+    >>> road, junction = FeatureMatch((0, 4), ("highway=motorway",), 1.0), FeatureMatch((5, 8), ("highway=motorway_junction",), 1.0)
+    >>> _head_of_compound("고속도로 나들목", [road, junction], "ko").tags, _head_of_compound("고속도로 나들목", [road, junction], "fr")
+    (('highway=motorway_junction',), None)
+    >>> pharmacy, hospital = FeatureMatch((3, 5), ("amenity=pharmacy",), 1.0), FeatureMatch((6, 8), ("amenity=hospital",), 1.0)
+    >>> _head_of_compound("청주 약국 병원", [pharmacy, hospital], "ko") is None
+    True
+    """
+    if len(matches) != 2 or language not in HEAD_LAST_LANGUAGES:
+        return None
+    first, second = sorted(matches, key=lambda m: m.span)
+    if len(first.tags) != 1 or len(second.tags) != 1 or text[first.span[1]:second.span[0]].strip():
+        return None
+    (key, _, value), (head_key, _, head_value) = first.tags[0].partition("="), second.tags[0].partition("=")
+    if key != head_key or head_value == "*" or not (value == "*" or head_value.startswith(value + "_")):
+        return None
+    return second
+
+
+# Languages whose compound nouns end in their head ("bus station", "Autobahnausfahrt", "高速公路出口"); in the
+# Romance and Slavic ones a compound's head comes first ("sortie d'autoroute", "развязки автомагистралей").
+HEAD_LAST_LANGUAGES = frozenset({"en", "de", "nl", "zh", "yue", "ja", "ko", "tr"})
 
 
 def _brand_of_thing(matches: list) -> FeatureMatch | None:

@@ -93,18 +93,25 @@ def attributes() -> dict[str, Attribute]:
 
 
 @lru_cache(maxsize=None)
-def _field_matcher(lang: str) -> Matcher:
+def _field_matcher(lang: str, missing: bool) -> Matcher:
     lang = base_language(lang)
     cues = []
     for a in _load("field_attributes.json")["attributes"]:
+        if a.get("missing") and not missing:
+            continue
         attribute = Attribute(a["id"], a["key"], tuple(a.get("yes", ())), tuple(a.get("no", ())))
         words, terms = a["words"], a["terms"]
         # as the hand-kept table reads them, a Latin-script request reads the other Latin-script
         # languages' labels too, but not their terms, which are loose ("casa", home, for delivery in Italian)
         own = [_gender_free(w) if lang in _GENDER_ENDINGS else w for w in (*words.get(lang, ()), *terms.get(lang, ()))]
-        cues += [(w, attribute) for w in dict.fromkeys([*own, *words.get("en", ()), *terms.get("en", ()),
-                                                        *_other_latin(words, lang)])]
+        cues += [(w, (attribute, w)) for w in dict.fromkeys([*own, *words.get("en", ()), *terms.get("en", ()),
+                                                             *_other_latin(words, lang)])]
     return Matcher(cues)
+
+
+# The most letters a word may add to the label of a field read as missing ("materials", "материала"):
+# its star stands for an ending, not for a longer word ("Design" is no "designated").
+MISSING_ENDING_LETTERS = 2
 
 
 # Languages whose adjectives and participles end in a gender and number vowel: iD writes a field's label
@@ -126,25 +133,37 @@ def _gender_free(word: str) -> str:
     return word
 
 
-def find_field(text: str, lang: str) -> AttributeMatch | None:
-    """The iD yes/no field (``nl/data/field_attributes.json``) whose label or term is all of ``text``,
-    else None. Form labels are not always the words people type, so the reader asks this only of a
-    filter the cue tables read ("without armrests") that no attribute of the hand-kept table names.
+def find_field(text: str, lang: str, *, missing: bool = False) -> AttributeMatch | None:
+    """The iD field (``nl/data/field_attributes.json``) whose label or term is all of ``text``, else
+    None. Form labels are not always the words people type, so the reader asks this only of a filter
+    the cue tables read ("without armrests") that no attribute of the hand-kept table names. A yes/no
+    field is one either way; with ``missing`` (the filter says the attribute is missing) also a field
+    of free or listed values, by its label: "without a material" is ``material`` absent, while what
+    "with a material" asks of its values is not this table's to say.
 
     >>> m = find_field("Armlehnen", "de")
     >>> m.attribute.key, m.attribute.no
     ('armrest', ('armrest=no',))
     >>> find_field("air conditioning", "en").attribute.yes, find_field("air", "en")
     (('air_conditioning=yes',), None)
+    >>> find_field("Material", "de"), find_field("Material", "de", missing=True).attribute.key
+    (None, 'material')
+    >>> find_field("materials", "en", missing=True).text, find_field("designated", "en", missing=True)
+    ('materials', None)
     """
     if not isinstance(text, str) or not text.strip():
         return None
     toks = tokens(text)
-    hit = _field_matcher(lang if isinstance(lang, str) else "en").match_at(toks, 0)
+    hit = _field_matcher(lang if isinstance(lang, str) else "en", missing).match_at(toks, 0)
     if hit is None or hit[0] != len(toks):
         return None
+    attribute, label = hit[1]
+    last = label.split()[-1] if label.split() else label
+    if not (attribute.yes or attribute.no) and last.endswith("*") \
+            and len(toks[-1].fold) - len(fold(last.rstrip("*"))) > MISSING_ENDING_LETTERS:
+        return None
     a, b = toks[0].start, toks[-1].end
-    return AttributeMatch((a, b), text[a:b], hit[1])
+    return AttributeMatch((a, b), text[a:b], attribute)
 
 
 @lru_cache(maxsize=None)

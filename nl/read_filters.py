@@ -314,20 +314,26 @@ def _attribute_in_phrase(text: str, features: tuple[Feature, ...], filters: tupl
 
 
 def _field_words(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
-                 words: Sequence[AttributeMatch], language: str) -> tuple[AttributeMatch, ...]:
-    """The iD yes/no field that names all of a filter's words where no hand-kept attribute names any
-    ("bus stops without shelter", "Hotels mit Klimaanlage": ``geoql.nl.attributes.find_field``).
-    Not where the words are a thing the request asks for beside ("ATMs and banks with ATMs"), nor a
-    thing said not to be ("roads that are not footways": the things, less footways).
+                 words: Sequence[AttributeMatch], language: str) -> tuple[tuple[AttributeMatch, ...], tuple[Filter, ...]]:
+    """The iD field that names all of a filter's words where no hand-kept attribute names any ("bus
+    stops without shelter", "Hotels mit Klimaanlage": ``geoql.nl.attributes.find_field``), or all but
+    a missing record's own words ("without specified materials": the filter's words become the
+    field's, its span keeps the rest). Not where the words are a thing the request asks for beside
+    ("ATMs and banks with ATMs"), nor a thing said not to be ("roads that are not footways": the
+    things, less footways). Returns the fields' words and the filters.
 
     >>> from geoql.nl.request import Knowledge, read_request
     >>> from geoql.nl.lexicon import Lexicon
     >>> r = read_request("arrêts de bus sans abri à nantes", Knowledge(Lexicon.default()))
     >>> [(f.kind, f.text) for f in r.filters], [m.attribute.key for m in r.attribute_words]
     ([('absent', 'abri')], ['shelter'])
+    >>> r = read_request("benches without specified materials in Lyon", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text) for f in r.filters], [m.attribute.key for m in r.attribute_words]
+    ([('absent', 'materials')], ['material'])
     """
-    out = []
+    out, kept = [], []
     for f in filters:
+        kept.append(f)
         if f.kind not in ("yes", "no", "absent") or f.span is None \
                 or any(m.span[0] < f.span[1] and f.span[0] < m.span[1] for m in (*words, *out)):
             continue
@@ -336,10 +342,80 @@ def _field_words(text: str, features: tuple[Feature, ...], filters: tuple[Filter
         if sure and (f.kind == "no" or any(g is not own and not g.negated and sure & {t.tags for t in g.tags}
                                            for g in features)):
             continue
-        m = find_field(text[f.span[0]:f.span[1]], language)
+        m = find_field(text[f.span[0]:f.span[1]], language, missing=f.kind != "yes")
+        if m is None and f.kind != "yes":
+            m = _field_of_record(text[f.span[0]:f.span[1]], language)
+            if m is not None:
+                kept[-1] = dataclasses.replace(f, text=m.text)  # (the span keeps the record's words)
         if m is not None:
             out.append(dataclasses.replace(m, span=(f.span[0] + m.span[0], f.span[0] + m.span[1])))
-    return tuple(out)
+    return tuple(out), tuple(kept)
+
+
+def _field_of_record(text: str, language: str) -> AttributeMatch | None:
+    """The iD field a missing record's words name less the words of the record itself: "specified
+    materials", "bench information", "sans matériau spécifié", "Materialangabe" (the material, less
+    its "Angabe"). The record's words are the cue table's ``filters.unrecorded`` ("info", "Angabe") and
+    the last words of its ``unrecorded_phrases`` ("specified" of "not specified"), with an ending of
+    up to two letters ("spécifiés").
+
+    >>> _field_of_record("specified materials", "en").attribute.key, _field_of_record("Materialangabe", "de").text
+    ('material', 'Material')
+    >>> _field_of_record("materials", "en"), _field_of_record("specified", "en"), _field_of_record("长凳信息", "zh").text
+    (None, None, '长凳')
+    """
+    record = _record_cues(language)
+    if not record:
+        return None
+
+    def said(word: str) -> bool:
+        return any(word.startswith(w) and len(word) - len(w) <= 2 for w in record)
+
+    if tokens(text) and all(t.spaceless for t in tokens(text)):
+        # a script without spaces: the record's word closes the phrase ("长凳信息", "ベンチ情報")
+        for w in sorted(_record_words(language)[0], key=len, reverse=True):
+            rest = text.rstrip()
+            if rest.endswith(w) and len(rest) > len(w):
+                m = find_field(rest[:-len(w)], language, missing=True)
+                if m is not None:
+                    return m
+        return None
+    toks = [t for t in tokens(text) if not t.spaceless]
+    if not toks or len(toks) != len(tokens(text)):
+        return None
+    kept = list(toks)
+    while kept and said(kept[0].fold):
+        kept.pop(0)
+    while kept and said(kept[-1].fold):
+        kept.pop()
+    if kept and len(kept) < len(toks):
+        m = find_field(text[kept[0].start:kept[-1].end], language, missing=True)
+        return None if m is None else dataclasses.replace(m, span=(kept[0].start + m.span[0], kept[0].start + m.span[1]))
+    if len(toks) == 1:
+        # one compound word ending in the record's word: "Materialangabe", "Sitzbankinformationen"
+        word = toks[0].fold
+        for w in sorted(_record_words(language)[0], key=len, reverse=True):
+            at = word.rfind(w)
+            if at >= MIN_COMPOUND_LETTERS and len(word) - at - len(w) <= 2:
+                m = find_field(text[toks[0].start:toks[0].start + at], language, missing=True)
+                if m is not None:
+                    return dataclasses.replace(m, span=(toks[0].start + m.span[0], toks[0].start + m.span[1]))
+    return None
+
+
+# The fewest letters before a record's word that end a compound word ("Material|angabe").
+MIN_COMPOUND_LETTERS = 4
+
+
+@lru_cache(maxsize=32)
+def _record_cues(language: str) -> frozenset[str]:
+    """The words that say a record, not what it records (folded): ``_record_words`` and the last word of
+    each unrecorded phrase of several words ("specified" of "not specified") or of one ("unspecified")."""
+    if language not in CUE_LANGUAGES:
+        return frozenset()
+    phrases = table(language)["filters"].get("unrecorded_phrases") or ()
+    last = {tokens(p)[-1].fold for p in phrases if tokens(p) and not tokens(p)[-1].spaceless}
+    return _record_words(language)[0] | frozenset(w for w in last if len(w) >= MIN_COMPOUND_LETTERS)
 
 
 def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filters: tuple[Filter, ...],
@@ -515,6 +591,78 @@ def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...
         if len(whole) == 1 and not any(o.span == f.span for o in out):
             out.append(Filter("yes", whole[0].text, whole[0].span, feature=k))
     return tuple(out)
+
+
+def _listed_missing(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
+                    words: Sequence[AttributeMatch], language: str) -> tuple[Filter, ...]:
+    """An attribute listed with one said to be missing, inside the same negation, is missing too:
+    after it where the negation comes first ("cafes without wifi and wheelchair access", "ohne WLAN und
+    Terrasse"), before it where it comes last ("Wi-Fiとテラス席がない", "와이파이와 야외 좌석이 없는"). Only a
+    list word or a comma between: "without wifi and with outdoor seating" asks for the seating.
+
+    >>> from geoql.nl.request import Knowledge, read_request
+    >>> from geoql.nl.lexicon import Lexicon
+    >>> r = read_request("cafes without wifi and wheelchair access in Paris", Knowledge(Lexicon.default()))
+    >>> [(f.kind, f.text) for f in r.filters]
+    [('absent', 'wifi'), ('absent', 'wheelchair access')]
+    """
+    if language not in CUE_LANGUAGES:
+        return filters
+    ands = {w.strip() for w in list_words(language)} | {",", "、", "，"}
+    after = tuple(table(language)["negation"]["after"])
+    missing = [f for f in filters if f.kind in ("no", "absent") and f.span is not None]
+    if not missing:
+        return filters
+
+    def listed(gap: str) -> bool:
+        gap = fold(gap).strip()
+        return bool(gap) and (gap in ands or gap.strip(",、，").strip() in ands)
+
+    def negated_after(end: int) -> bool:
+        # (a particle may come between: "야외 좌석이 없는", "テラス席がない")
+        rest = text[end:].lstrip()
+        return rest.startswith(after) or rest[1:].lstrip().startswith(after)
+
+    def negation_of(span: tuple[int, int]) -> Filter | None:
+        for n in missing:
+            if span[0] >= n.span[1] and listed(text[n.span[1]:span[0]]) and _negation_before_phrase(text, n, language):
+                return n
+            if span[1] <= n.span[0] and listed(text[span[1]:n.span[0]]) and negated_after(n.span[1]):
+                return n
+        return None
+
+    def an_attribute(text_: str, span: tuple[int, int]) -> bool:
+        return any(m.span == span and m.attribute is not None and m.attribute.key for m in words) \
+            or find_field(text_, language, missing=True) is not None
+
+    out = []
+    for f in filters:
+        n = negation_of(f.span) if f.kind == "yes" and f.span is not None and f.value is None else None
+        if n is not None and an_attribute(f.text, f.span):
+            f = dataclasses.replace(f, kind=n.kind)
+        out.append(f)
+    held = {f.feature for f in out} | {f.span for f in out}
+    for k, feature in enumerate(features):
+        if feature.negated or feature.span is None or k in held or feature.span in held:
+            continue
+        n = negation_of(feature.span)
+        # an attribute's words, or a thing's with a record's ("without shelter and bench information":
+        # the bench's record, read as iD's field by _field_words)
+        if n is not None and (an_attribute(feature.text, feature.span) or _field_of_record(feature.text, language)):
+            out.append(Filter(n.kind, feature.text, feature.span, feature=k))
+    return tuple(out)
+
+
+def _negation_before_phrase(text: str, flt: Filter, language: str) -> bool:
+    """Whether a negation cue written before what it negates opens ``flt``'s phrase ("without wifi",
+    "ohne WLAN", "没有无线网络"), a word or so before its words."""
+    cues = tuple(table(language)["negation"]["before"])
+    head = text[max(0, flt.span[0] - NEGATION_REACH):flt.span[0]]
+    return any(fold(head).rstrip().endswith(fold(c)) or f" {fold(c)} " in f" {fold(head)}" for c in cues)
+
+
+# How far before an attribute's words its negation cue may be (letters): "without any wifi", "没有"
+NEGATION_REACH = 16
 
 
 def _negation_opening_attribute(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
@@ -913,7 +1061,7 @@ def _unrecorded_phrase(text: str, features: tuple[Feature, ...], filters: tuple[
     # バス停" (a bench's record, at a bus stop)
     for f in features:
         if f.span is not None and beside(f.span) and not any(m.span[0] < f.span[1] and f.span[0] < m.span[1] for m in near):
-            m = find_field(f.text, language)
+            m = find_field(f.text, language, missing=True)
             if m is not None:
                 near.append(dataclasses.replace(m, span=(f.span[0] + m.span[0], f.span[0] + m.span[1])))
     if not near:

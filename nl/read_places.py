@@ -97,8 +97,9 @@ def _place_suffixes(language: str) -> tuple[str, ...]:
 def _attribute_said(rest: str, language: str) -> bool:
     """Whether ``rest`` is all one attribute's words, after a negation's word at most ("免费": free;
     "没靠背": no backrest; "不要门票": no ticket), as after a city in "杭州没靠背的长椅"."""
+    # (a negation's word is whole: "no" of "no wifi", not of "north"; in a script without spaces it runs on)
     lead = [""] + [w for w in (table(cue_language(language))["negation"]["before"] if language in CUE_LANGUAGES else ())
-                   if w and rest.startswith(w)]
+                   if w and rest.startswith(w) and (spaceless(w[-1]) or not rest[len(w):len(w) + 1].isalnum())]
     return any(m.attribute is not None and m.span == (0, len(rest) - len(w))
                for w in lead for m in find_attributes(rest[len(w):], language))
 

@@ -57,6 +57,7 @@ from geoql.nl.read_places import (
 from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
     _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
+    _listed_missing,
     _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
     _negated_attributes, _negated_things, _not_allowed, _unrecorded, _unrecorded_phrase, _unused_attributes, _without_feature,
 )
@@ -197,7 +198,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if frame.around is None:  # (with an around, a word left over may be its centre: "距离避难所25米以内")
         features, filters = _unused_attributes(text, features, filters, attribute_words, frame.language,
                                                avoid=tuple(p.span for p in places if p.span))
-    attribute_words += _field_words(text, features, filters, attribute_words, frame.language)
+    filters = _listed_missing(text, features, filters, attribute_words, frame.language)
+    fields, filters = _field_words(text, features, filters, attribute_words, frame.language)
+    attribute_words += fields
     filters = _negated_things(features, filters, attribute_words)
     features, filters = _negated_attributes(features, filters, attribute_words)
     features, filters = _not_allowed(features, filters, attribute_words, frame.language)

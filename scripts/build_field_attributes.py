@@ -1,4 +1,4 @@
-"""Build ``nl/data/field_attributes.json``: iD's yes/no fields as attributes a "with X" / "without X" names.
+"""Build ``nl/data/field_attributes.json``: iD's fields as attributes a "with X" / "without X" names.
 
     python scripts/build_field_attributes.py [--cache-dir DIR] [--out nl/data/field_attributes.json]
 
@@ -16,6 +16,12 @@ type, so the reader uses them only where the cue tables already read a filter ("
 shelter", "Hotels mit Klimaanlage", "arrêts sans abri") and the label names all its words; the
 hand-kept table (``nl/data/attributes.json``) comes first and its keys are left out here.
 
+iD's other fields of one key (text, combo, number...: ``material``, ``lanes``, ``operator``) are
+kept too, marked ``missing``, by their labels only: a request says such a key is missing ("benches
+without a material", "Bänke ohne Materialangabe" is not read; "sans matériau" is), which is the key
+absent whatever its values; "with a material" is left to the hand-kept table, which knows what having
+one means. Keys that name a thing in some preset (``sport``, ``building:part``) are no attribute of it.
+
 Deterministic: the same package gives the same bytes.
 """
 
@@ -31,12 +37,19 @@ from geoql.index.config import NPM_REGISTRY, SCHEMA_VERSION, default_cache_dir
 from geoql.index.schema import load_schema
 from geoql.nl.lexicon import LANGUAGES
 from geoql.nl.text import script_of
+from geoql.nl.words import stopwords
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "nl" / "data" / "field_attributes.json"
 HAND = ROOT / "nl" / "data" / "attributes.json"
 
 FIELD_TYPES = ("check", "defaultCheck", "onewayCheck")
+# Fields of one key whose values are free or a list: an attribute only as missing ("without a material").
+# Not a route's ends and stops ("from", "to", "via": prepositions in most languages' labels), nor an
+# indoor level or a drawing layer ("levels" asked of buildings are their floors, the hand-kept table's).
+MISSING_SKIP_KEYS = frozenset({"from", "to", "via", "level", "layer"})
+MISSING_TYPES = ("text", "combo", "semiCombo", "multiCombo", "number", "integer", "identifier", "textarea",
+                 "date", "url", "tel", "email", "colour", "roadheight", "roadspeed", "networkCombo")
 # Translation files folded into each language (the package's codes), as the lexicon folds them.
 VARIANTS = {"en": ("en", "en-GB", "en-US"), "zh": ("zh", "zh-CN", "zh-TW", "zh-HK"), "yue": ("yue", "zh-HK", "zh-TW"),
             "pt": ("pt", "pt-BR"), "nl": ("nl", "nl-NL", "nl-BE"), "de": ("de", "de-AT", "de-CH")}
@@ -46,6 +59,9 @@ VARIANTS = {"en": ("en", "en-GB", "en-US"), "zh": ("zh", "zh-CN", "zh-TW", "zh-H
 SKIP_KEYS = frozenset({"barrier", "leisure", "traffic_calming", "irrigation", "date", "informal", "portable"})
 SKIP_PREFIXES = ("seamark:", "survey_point:", "windings:", "wreck:", "climbing:", "crossing:", "traffic_signals:",
                  "aerialway:", "bath:", "railway:", "building:")
+# The fewest letters of a label read as a record said missing (a word this short is part of others:
+# "par" of "parts"): in spaced scripts, and in scripts without spaces.
+MISSING_LETTERS, MISSING_SPACELESS_LETTERS = 5, 2
 # A label of more words than this is a question or a sentence ("Is food available?"), not a name.
 MAX_WORDS = 3
 # A label's last word this long or longer takes any ending (a cue's trailing *: "shower*" reads
@@ -54,6 +70,20 @@ STAR_LETTERS = 4
 # Languages whose nouns take case endings after "with" / "without" (the instrumental, the genitive):
 # a label's last word there is its stem less its final vowels, with any ending.
 CASE_LANGUAGES, CASE_VOWELS = ("pl", "ru"), "aeiouyąęóаеёиоуыэюяьй"
+
+
+def _names_a_record(phrase: str, lang: str) -> bool:
+    """Whether a label says a record of its own, to be read as missing: not a function word ("From",
+    "Via", "到": a route's ends), nor a word this short ("Par", "층"), which is a part of others.
+
+    >>> _names_a_record("material*", "en"), _names_a_record("via", "en"), _names_a_record("층", "ko")
+    (True, False, False)
+    """
+    letters = [ch for ch in phrase if ch.isalpha()]
+    if not letters or phrase.rstrip("*") in stopwords(lang) or any(w in stopwords(lang) for w in phrase.rstrip("*").split()[:1]):
+        return False
+    spaced = script_of(letters[0]) in ("Latin", "Cyrillic", "Greek")
+    return len(letters) >= (MISSING_LETTERS if spaced else MISSING_SPACELESS_LETTERS)
 
 
 def _words(label: str, lang: str) -> list[str]:
@@ -86,21 +116,49 @@ def build(cache_dir: Path) -> dict:
                 for fid, entry in fields.items():
                     merged.setdefault(fid, []).append(entry)
         translations[lang] = merged
+    checks = {f.get("key") for f in schema.fields.values() if f.get("type") in FIELD_TYPES}
+    things = {k for p in schema.presets.values() for k in (p.get("tags") or {})}
+    usable = {fid: f for fid, f in sorted(schema.fields.items()) if isinstance(f.get("key"), str)
+              and f["key"] not in hand_keys and f["key"] not in SKIP_KEYS and not f["key"].startswith(SKIP_PREFIXES)}
+    yes_no = _attributes({fid: f for fid, f in usable.items() if f.get("type") in FIELD_TYPES}, translations,
+                         lambda key: {"yes": [f"{key}=yes"], "no": [f"{key}=no"]}, terms=True)
+    # (a prefix key, "payment:", is a family of keys; a key some preset is named by is a thing, not its attribute)
+    missing = _attributes({fid: f for fid, f in usable.items() if f.get("type") in MISSING_TYPES
+                           and f["key"] not in checks and f["key"] not in things and not f["key"].endswith(":")
+                           and f["key"] not in MISSING_SKIP_KEYS},
+                          translations, lambda key: {"missing": True}, terms=False)
+    # a phrase a yes/no field says is that field's ("bench": bench=yes, not a bench's record)
+    taken = {(lang, w) for e in yes_no for kind in ("words", "terms") for lang, ws in e[kind].items() for w in ws}
+    for e in missing:
+        e["words"] = {lang: kept for lang, ws in e["words"].items()
+                      if (kept := [w for w in ws if (lang, w) not in taken and _names_a_record(w, lang)])}
+    attributes = yes_no + [e for e in missing if e["words"]]
+    return {
+        "about": ("iD's yes/no fields (type check, defaultCheck, onewayCheck) as attributes, and its other fields "
+                  "of one key as attributes said missing only ('missing': true), built by "
+                  "scripts/build_field_attributes.py; read by geoql.nl.attributes only where the cue tables read a "
+                  "filter whose words a label or term names whole. 'words': labels; 'terms': search terms. "
+                  "Keys of nl/data/attributes.json are left out."),
+        "source": {"package": "@openstreetmap/id-tagging-schema", "version": schema.version,
+                   "integrity": schema.integrity, "licence": "ISC"},
+        "attributes": attributes,
+    }
+
+
+def _attributes(fields: dict, translations: dict, values, *, terms: bool) -> list[dict]:
+    """One attribute per key of ``fields`` (id -> iD field), with ``values(key)``'s entries and its labels
+    (and with ``terms``, search terms) per language."""
     by_key: dict[str, dict] = {}
     said: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (lang, phrase) -> [(0 label / 1 term, key)]
-    for fid in sorted(schema.fields):
-        field = schema.fields[fid]
-        key = field.get("key")
-        if field.get("type") not in FIELD_TYPES or not isinstance(key, str) or key in hand_keys \
-                or key in SKIP_KEYS or key.startswith(SKIP_PREFIXES):
-            continue
-        by_key.setdefault(key, {"id": f"field:{key}", "key": key, "yes": [f"{key}=yes"], "no": [f"{key}=no"],
-                                "fields": [], "words": {}, "terms": {}})["fields"].append(fid)
+    for fid, field in fields.items():
+        key = field["key"]
+        by_key.setdefault(key, {"id": f"field:{key}", "key": key, **values(key), "fields": [], "words": {},
+                                "terms": {}})["fields"].append(fid)
         for lang in LANGUAGES:
             for tr in translations[lang].get(fid, ()):
-                terms = tr.get("terms") or ""
-                terms = terms.split(",") if isinstance(terms, str) else list(terms)
-                for rank, phrases in ((0, [tr.get("label") or ""]), (1, terms)):
+                found = (tr.get("terms") or "") if terms else ""
+                found = found.split(",") if isinstance(found, str) else list(found)
+                for rank, phrases in ((0, [tr.get("label") or ""]), (1, found)):
                     for phrase in phrases:
                         for w in _words(phrase, lang):
                             said.setdefault((lang, w), []).append((rank, key))
@@ -116,16 +174,7 @@ def build(cache_dir: Path) -> dict:
     for entry in by_key.values():
         for kind in ("words", "terms"):
             entry[kind] = {lang: sorted(ws) for lang, ws in sorted(entry.get(kind, {}).items())}
-    attributes = [e for e in by_key.values() if e["words"] or e["terms"]]
-    return {
-        "about": ("iD's yes/no fields (type check, defaultCheck, onewayCheck) as attributes, built by "
-                  "scripts/build_field_attributes.py; read by geoql.nl.attributes only where the cue tables read a "
-                  "filter whose words a label or term names whole. 'words': labels; 'terms': search terms. "
-                  "Keys of nl/data/attributes.json are left out."),
-        "source": {"package": "@openstreetmap/id-tagging-schema", "version": schema.version,
-                   "integrity": schema.integrity, "licence": "ISC"},
-        "attributes": attributes,
-    }
+    return [e for e in by_key.values() if e["words"] or e["terms"]]
 
 
 def main(argv=None) -> int:

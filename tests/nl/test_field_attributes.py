@@ -83,3 +83,58 @@ def test_a_number_word_counts_no_name():
     # "avec un nom": with a name, not with one name
     r = read_request("Quels parcs avec un nom se trouvent dans la vue actuelle ?", KNOWLEDGE)
     assert all(f.kind != "compare" for f in r.filters)
+
+
+# iD's fields of free or listed values, read only where a filter says the attribute is missing (their labels:
+# en "Material", de "Material", fr "Matériau", ru "Материал", zh "材质", ko "소재", en "Duration")
+MISSING_FOUND = [
+    ("en", "materials", "material"), ("de", "Material", "material"), ("fr", "matériau", "material"),
+    ("ru", "материала", "material"), ("zh", "材质", "material"), ("ko", "소재", "material"), ("en", "duration", "duration"),
+]
+# a word its star would read but is no ending ("Design" of "designated"), a route's ends and stops (prepositions
+# in most languages' labels), a label of few letters that is part of others (golf's "Par" of "parts"; "층")
+MISSING_NOT_FOUND = [("en", "designated"), ("en", "via"), ("en", "from"), ("es", "desde"), ("en", "parts"), ("ko", "층")]
+
+
+@pytest.mark.parametrize("lang, text, key", MISSING_FOUND, ids=[f"{l}-{t}" for l, t, _ in MISSING_FOUND])
+def test_a_field_of_values_is_read_only_as_missing(lang, text, key):
+    m = find_field(text, lang, missing=True)
+    assert m is not None and m.attribute.key == key and m.text == text
+    assert m.attribute.yes == () and m.attribute.no == ()
+    assert find_field(text, lang) is None  # "with a material" is not this table's to say
+
+
+@pytest.mark.parametrize("lang, text", MISSING_NOT_FOUND)
+def test_words_that_are_no_label_of_a_value_field_name_none(lang, text):
+    assert find_field(text, lang, missing=True) is None
+
+
+@pytest.mark.parametrize("request_text, filters, key", [
+    ("benches without specified materials in Lyon", [("absent", "materials")], "material"),
+    ("Bänke ohne Materialangabe in Berlin", [("absent", "Material")], "material"),
+    ("bus stops without bench information in Leeds", [("absent", "bench")], "bench"),
+    ("蒙鲁日没有长凳信息的公交站", [("absent", "长凳")], "bench"),
+])
+def test_a_missing_records_words_are_left_to_its_field(request_text, filters, key):
+    r = read_request(request_text, KNOWLEDGE)
+    assert [(f.kind, f.text) for f in r.filters] == filters
+    assert key in {m.attribute.key for m in r.attribute_words}
+
+
+# An attribute listed with one said to be missing, under the same negation: after it where the negation comes
+# first, before it where it comes last (ja, ko); "and with" opens a new one
+LISTED = [
+    ("en", "cafes without wifi and wheelchair access in Paris", {"wifi": "absent", "wheelchair access": "absent"}),
+    ("de", "Cafés ohne WLAN und Terrasse in Berlin", {"WLAN": "absent", "Terrasse": "absent"}),
+    ("ja", "Wi-Fiとテラス席がないカフェ 東京", {"Wi-Fi": "absent", "テラス席": "absent"}),
+    ("ko", "와이파이와 야외 좌석이 없는 서울 카페", {"와이파이": "absent", "야외 좌석": "absent"}),
+    ("en", "cafes without wifi and with outdoor seating in Paris", {"wifi": "absent", "outdoor seating": "yes"}),
+    ("en", "cafes with wifi but without outdoor seating in Paris", {"wifi": "yes", "outdoor seating": "absent"}),
+]
+
+
+@pytest.mark.parametrize("lang, request_text, kinds", LISTED, ids=[f"{l}-{i}" for i, (l, _, _) in enumerate(LISTED)])
+def test_an_attribute_listed_with_a_missing_one_is_missing(lang, request_text, kinds):
+    r = read_request(request_text, KNOWLEDGE)
+    assert r.language == lang
+    assert {f.text: f.kind for f in r.filters} == kinds
