@@ -30,7 +30,7 @@ from geoql.core.errors import GeoqlError
 from geoql.nl.cues import Matcher, tokens
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES
 from geoql.nl.cues import table as cue_table
-from geoql.nl.text import base_language, fold, script_of
+from geoql.nl.text import base_language, fold, script_of, spaceless
 
 
 class AttributeDataError(GeoqlError):
@@ -272,6 +272,8 @@ def _find(text: str, lang: str, generic: bool) -> tuple[AttributeMatch, ...]:
         # "adressiz": the stem's prefix cue ("adres*") reads the suffix as an ending; but a word that is
         # another attribute's whole word says it as it is ("aydınlatmasız" is unlit's, not lit less -sız)
         without = not generic and end == start + 1 and _stripped(toks[start], lang, matcher) is payload
+        if not generic and payload is not None and payload.key:
+            b = _with_kind(text, b, lang)
         out.append(AttributeMatch((a, b), text[a:b], payload, without=without))
     if not generic:
         missing = _without(text, toks, lang, matcher, {k for m in out for k in range(*m.span)})
@@ -279,6 +281,32 @@ def _find(text: str, lang: str, generic: bool) -> tuple[AttributeMatch, ...]:
         out = [m for m in out if not any(w.span[0] <= m.span[0] and m.span[1] <= w.span[1] for w in missing)] + missing
         out.sort(key=lambda m: m.span)
     return tuple(out)
+
+
+def _with_kind(text: str, end: int, lang: str) -> int:
+    """Where an attribute's words end with the word after them that asks for its kind, which is the
+    attribute itself ("路面類型", "노면 유형": ``kind_words``); else ``end``. (English's "type" is a small
+    word its cue table drops, like French's and German's.)
+
+    >>> [m.text for m in find("서울 노면 유형이 없는 자전거 도로", "ko")], [m.text for m in find("路面の種類がない道", "ja")]
+    (['노면 유형'], ['路面の種類'])
+    >>> [m.text for m in find("surface types", "en")]
+    ['surface']
+    """
+    rest = text[end:]
+    stripped = rest.lstrip()
+    for w in _kind_words(lang):
+        if stripped[:len(w)].lower() == w:
+            stop = len(rest) - len(stripped) + len(w)
+            if spaceless(w[-1]) or not rest[stop:stop + 1].isalnum():
+                return end + stop
+    return end
+
+
+@lru_cache(maxsize=None)
+def _kind_words(lang: str) -> tuple[str, ...]:
+    """``kind_words`` of ``lang``, longest first."""
+    return tuple(sorted(_data().get("kind_words", {}).get(base_language(lang), ()), key=len, reverse=True))
 
 
 def _without(text: str, toks, lang: str, matcher: Matcher, taken: set[int]) -> list[AttributeMatch]:
