@@ -513,6 +513,9 @@ class RequestsConfig:
     misses_out: str | None = field(default=None, metadata={"help": "write every miss as JSONL (request, query, failed facts)"})
     answers_out: str | None = field(default=None, metadata={"help": "write the scored answers as JSONL (id, query)"})
     json_out: str | None = field(default=None, metadata={"help": "write the figures and the misses as JSON"})
+    same_as: str | None = field(default=None, metadata={
+        "help": "compile and compare with these earlier answers (a kept .pred or --answers JSONL), without scoring: "
+                "which rows changed. Where none did, a split already scored keeps its score unseen again (test)"})
     prefix: str = "userbench"  # the kept files: <prefix>.<split>.pred
 
     def __post_init__(self):
@@ -528,6 +531,8 @@ class RequestsConfig:
             raise ConfigError(f"limit must be at least 1 (got {self.limit})")
         if self.pred and (self.out_dir or self.fresh):
             raise ConfigError("--pred scores answers you have, it compiles nothing: drop --out-dir / --fresh")
+        if self.same_as and (self.pred or self.misses_out or self.json_out):
+            raise ConfigError("--same-as compares answers without scoring them: drop --pred / --misses / --json")
 
 
 def requests_help(name: str) -> str:
@@ -588,6 +593,8 @@ def run_requests(config: RequestsConfig) -> tuple[dict, str]:
     else:
         answers, kept_in = compile_rows(rows, config)
         source = f"backend {config.compile_config.backend}, answers kept in {kept_in}"
+    if config.same_as:
+        return compare_answers(rows, answers, config, source)
     report = score(rows, answers)
     title = f"user requests, split {config.split}: {len(rows)} rows; {source}"
     text = format_report(report, title=title, misses=config.show)
@@ -604,6 +611,20 @@ def run_requests(config: RequestsConfig) -> tuple[dict, str]:
     if config.json_out:
         write_atomic(Path(config.json_out).expanduser(), json.dumps(figures, indent=2, ensure_ascii=False) + "\n")
     return figures, text
+
+
+def compare_answers(rows: list[Row], answers: list[str], config: RequestsConfig, source: str) -> tuple[dict, str]:
+    """``--same-as``: the rows whose answer differs from the earlier one, by id, and nothing scored (no
+    request text, no verdict: comparing code on the test split shows nothing of it)."""
+    before = read_answers(config.same_as, rows)
+    changed = [r.id for r, now, then in zip(rows, answers, before) if now.strip() != then.strip()]
+    if config.answers_out:
+        write_atomic(Path(config.answers_out).expanduser(),
+                     "".join(json.dumps({"id": r.id, "query": a}, ensure_ascii=False) + "\n" for r, a in zip(rows, answers)))
+    text = (f"user requests, split {config.split}: {len(rows)} rows; {source}\n"
+            f"{len(changed)} of {len(rows)} answers differ from {config.same_as} (not scored)"
+            + (f": {', '.join(changed)}" if changed else ""))
+    return {"n": len(rows), "changed": changed, "same_as": str(config.same_as)}, text
 
 
 def register_requests(subparsers) -> None:
@@ -626,6 +647,7 @@ def register_requests(subparsers) -> None:
     p.add_argument("--misses", dest="misses_out", metavar="FILE", help=requests_help("misses_out"))
     p.add_argument("--answers", dest="answers_out", metavar="FILE", help=requests_help("answers_out"))
     p.add_argument("--json", dest="json_out", metavar="OUT", help=requests_help("json_out"))
+    p.add_argument("--same-as", metavar="FILE", help=requests_help("same_as"))
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(handler=run_requests_command)
 
@@ -637,7 +659,7 @@ def run_requests_command(args) -> int:
         split=args.split, pred=args.pred, compile_config=compile_config_of(args), out_dir=args.out_dir,
         fresh=args.fresh, limit=args.limit, classes=args.classes, languages=args.languages,
         batch_size=args.batch_size, progress=args.progress, show=max(args.show, 0), misses_out=args.misses_out,
-        answers_out=args.answers_out, json_out=args.json_out)
+        answers_out=args.answers_out, json_out=args.json_out, same_as=args.same_as)
     _, text = run_requests(config)
     print(text)
     return 0

@@ -332,7 +332,28 @@ def test_requests_compiles_and_keeps_the_answers(capsys, tmp_path, cpu_args):
     assert rc == 0 and scored.splitlines()[3:5] == out.splitlines()[3:5]
 
 
+def test_requests_same_as_compares_without_scoring(capsys, tmp_path, cpu_args):
+    """--same-as: which answers changed since earlier ones, by id; nothing scored, no request shown."""
+    out_dir, before = tmp_path / "runs", tmp_path / "a.jsonl"
+    argv = ["--split", "dev", "--limit", "3", "--out-dir", out_dir, *cpu_args]
+    rc, out, err = _requests(capsys, *argv, "--answers", before)
+    assert rc == 0, err
+    rc, same, err = _requests(capsys, *argv, "--same-as", before)
+    assert rc == 0, err
+    assert "0 of 3 answers differ" in same and "(not scored)" in same and "share" not in same
+    rows = [json.loads(line) for line in _lines(before)]
+    rows[1]["query"] = "node(1);out;"
+    edited = tmp_path / "b.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    rc, changed, _ = _requests(capsys, *argv, "--same-as", edited)
+    from geoql.eval.userbench import load_rows
+    second = load_rows("dev")[1]
+    assert rc == 0 and f"1 of 3 answers differ from {edited} (not scored): {rows[1]['id']}" in changed
+    assert second.request not in changed and "share" not in changed
+
+
 @pytest.mark.parametrize("extra, message", [
+    (["--same-as", "a.jsonl", "--pred", "b.jsonl"], "without scoring"),
     (["--classes", "nope"], "--classes: unknown nope"),
     (["--languages", "xx"], "no row of the benchmark matches"),
     (["--pred", "missing.jsonl"], "does not exist"),
