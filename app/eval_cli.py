@@ -593,19 +593,17 @@ def run_requests(config: RequestsConfig) -> tuple[dict, str]:
     else:
         answers, kept_in = compile_rows(rows, config)
         source = f"backend {config.compile_config.backend}, answers kept in {kept_in}"
-    if config.same_as:
-        return compare_answers(rows, answers, config, source)
-    report = score(rows, answers)
     title = f"user requests, split {config.split}: {len(rows)} rows; {source}"
+    if config.same_as:
+        return compare_answers(rows, answers, config, title)
+    report = score(rows, answers)
     text = format_report(report, title=title, misses=config.show)
     if config.misses_out:
         write_atomic(Path(config.misses_out).expanduser(),
                      "".join(json.dumps(miss_json(r), ensure_ascii=False) + "\n" for r in report.misses()))
         text += f"\nall {len(report.misses())} misses: {config.misses_out}"
     if config.answers_out:
-        write_atomic(Path(config.answers_out).expanduser(),
-                     "".join(json.dumps({"id": r.row.id, "query": r.query}, ensure_ascii=False) + "\n"
-                             for r in report.results))
+        _write_answers(config.answers_out, [(r.row.id, r.query) for r in report.results])
     figures = report_json(report, split=config.split, source=source, limit=config.limit,
                           classes=list(config.classes), languages=list(config.languages))
     if config.json_out:
@@ -613,16 +611,20 @@ def run_requests(config: RequestsConfig) -> tuple[dict, str]:
     return figures, text
 
 
-def compare_answers(rows: list[Row], answers: list[str], config: RequestsConfig, source: str) -> tuple[dict, str]:
+def _write_answers(path: str, answers: list[tuple[str, str]]) -> None:
+    """``--answers``: one JSON object a line, ``id`` and ``query`` (what ``--pred`` and ``--same-as`` read)."""
+    write_atomic(Path(path).expanduser(),
+                 "".join(json.dumps({"id": i, "query": q}, ensure_ascii=False) + "\n" for i, q in answers))
+
+
+def compare_answers(rows: list[Row], answers: list[str], config: RequestsConfig, title: str) -> tuple[dict, str]:
     """``--same-as``: the rows whose answer differs from the earlier one, by id, and nothing scored (no
     request text, no verdict: comparing code on the test split shows nothing of it)."""
     before = read_answers(config.same_as, rows)
     changed = [r.id for r, now, then in zip(rows, answers, before) if now.strip() != then.strip()]
     if config.answers_out:
-        write_atomic(Path(config.answers_out).expanduser(),
-                     "".join(json.dumps({"id": r.id, "query": a}, ensure_ascii=False) + "\n" for r, a in zip(rows, answers)))
-    text = (f"user requests, split {config.split}: {len(rows)} rows; {source}\n"
-            f"{len(changed)} of {len(rows)} answers differ from {config.same_as} (not scored)"
+        _write_answers(config.answers_out, [(r.id, a) for r, a in zip(rows, answers)])
+    text = (f"{title}\n{len(changed)} of {len(rows)} answers differ from {config.same_as} (not scored)"
             + (f": {', '.join(changed)}" if changed else ""))
     return {"n": len(rows), "changed": changed, "same_as": str(config.same_as)}, text
 

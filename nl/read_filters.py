@@ -373,7 +373,7 @@ def _field_of_record(text: str, language: str) -> AttributeMatch | None:
 
     if tokens(text) and all(t.spaceless for t in tokens(text)):
         # a script without spaces: the record's word closes the phrase ("长凳信息", "ベンチ情報")
-        for w in sorted(_record_words(language)[0], key=len, reverse=True):
+        for w in _record_words_longest_first(language):
             rest = text.rstrip()
             if rest.endswith(w) and len(rest) > len(w):
                 m = find_field(rest[:-len(w)], language, missing=True)
@@ -394,7 +394,7 @@ def _field_of_record(text: str, language: str) -> AttributeMatch | None:
     if len(toks) == 1:
         # one compound word ending in the record's word: "Materialangabe", "Sitzbankinformationen"
         word = toks[0].fold
-        for w in sorted(_record_words(language)[0], key=len, reverse=True):
+        for w in _record_words_longest_first(language):
             at = word.rfind(w)
             if at >= MIN_COMPOUND_LETTERS and len(word) - at - len(w) <= 2:
                 m = find_field(text[toks[0].start:toks[0].start + at], language, missing=True)
@@ -405,6 +405,12 @@ def _field_of_record(text: str, language: str) -> AttributeMatch | None:
 
 # The fewest letters before a record's word that end a compound word ("Material|angabe").
 MIN_COMPOUND_LETTERS = 4
+
+
+@lru_cache(maxsize=32)
+def _record_words_longest_first(language: str) -> tuple[str, ...]:
+    """``_record_words``' record words, longest first: the one a phrase ends in is the longest it ends in."""
+    return tuple(sorted(_record_words(language)[0], key=len, reverse=True))
 
 
 @lru_cache(maxsize=32)
