@@ -456,10 +456,32 @@ def _spaceless_with(text: str, frame: Frame, features: tuple[Feature, ...], filt
     return tuple(out)
 
 
-def _negation_before(text: str, at: int, language: str) -> bool:
-    """Whether a negation cue of ``language`` (one written before what it negates) ends the text before ``at``."""
-    cues = tuple(table(language)["negation"]["before"]) if language in CUE_LANGUAGES else ()
-    return bool(cues) and text[:at].rstrip().endswith(cues)
+def _negation_before(text: str, at: int, language: str, reach: int = 0) -> bool:
+    """Whether a negation cue of ``language`` written before what it negates stands before ``at``: right
+    before it, or at most ``reach`` letters earlier ("without any wifi"). A cue of a spaced script is a
+    whole word ("no" does not end "casino"); one of a spaceless script is its letters ("没有无线网络").
+    The one answer to "is this negated from before" for every reader of filters.
+
+    >>> _negation_before("hoteles sin número de habitaciones", 12, "es")
+    True
+    >>> _negation_before("casino wifi", 7, "en"), _negation_before("without any wifi", 12, "en", NEGATION_REACH)
+    (False, True)
+    """
+    if language not in CUE_LANGUAGES:
+        return False
+    head = fold(text[:at]).rstrip()
+    for cue in table(language)["negation"]["before"]:
+        c = fold(cue).strip()
+        if not c:
+            continue
+        i = head.find(c, max(0, len(head) - len(c) - reach))
+        while i != -1:
+            end = i + len(c)
+            if spaceless(c[-1]) or ((i == 0 or not head[i - 1].isalnum())
+                                    and (end == len(head) or not head[end].isalnum())):
+                return True
+            i = head.find(c, i + 1)
+    return False
 
 
 def _inside_attribute(span: tuple[int, int] | None, words: Sequence[AttributeMatch]) -> bool:
@@ -473,20 +495,6 @@ def _inside_attribute(span: tuple[int, int] | None, words: Sequence[AttributeMat
     """
     return span is not None and any(a <= span[0] and span[1] <= b and b - a > span[1] - span[0]
                                     for a, b in (m.span for m in words))
-
-
-def _negated_at(text: str, span: tuple[int, int] | None, language: str) -> bool:
-    """Whether a negation cue stands right before ``span``: "sin número de ..." counts nothing (es
-    "número de" is a count cue), it lacks a number.
-
-    >>> _negated_at("hoteles sin número de habitaciones", (12, 21), "es")
-    True
-    """
-    if span is None or language not in CUE_LANGUAGES:
-        return False
-    head = fold(text[:span[0]].rstrip())
-    return any(head.endswith(fold(cue)) and (len(head) == len(cue) or not head[-len(cue) - 1].isalnum())
-               for cue in table(language)["negation"]["before"] if cue and not spaceless(cue[-1]))
 
 
 def _counted_attributes(text: str, filters: tuple[Filter, ...], words: Sequence[AttributeMatch],
@@ -631,7 +639,7 @@ def _listed_missing(text: str, features: tuple[Feature, ...], filters: tuple[Fil
 
     def negation_of(span: tuple[int, int]) -> Filter | None:
         for n in missing:
-            if span[0] >= n.span[1] and listed(text[n.span[1]:span[0]]) and _negation_before_phrase(text, n, language):
+            if span[0] >= n.span[1] and listed(text[n.span[1]:span[0]]) and _negation_before(text, n.span[0], language, NEGATION_REACH):
                 return n
             if span[1] <= n.span[0] and listed(text[span[1]:n.span[0]]) and negated_after(n.span[1]):
                 return n
@@ -657,14 +665,6 @@ def _listed_missing(text: str, features: tuple[Feature, ...], filters: tuple[Fil
         if n is not None and (an_attribute(feature.text, feature.span) or _field_of_record(feature.text, language)):
             out.append(Filter(n.kind, feature.text, feature.span, feature=k))
     return tuple(out)
-
-
-def _negation_before_phrase(text: str, flt: Filter, language: str) -> bool:
-    """Whether a negation cue written before what it negates opens ``flt``'s phrase ("without wifi",
-    "ohne WLAN", "没有无线网络"), a word or so before its words."""
-    cues = tuple(table(language)["negation"]["before"])
-    head = text[max(0, flt.span[0] - NEGATION_REACH):flt.span[0]]
-    return any(fold(head).rstrip().endswith(fold(c)) or f" {fold(c)} " in f" {fold(head)}" for c in cues)
 
 
 # How far before an attribute's words its negation cue may be (letters): "without any wifi", "没有"
@@ -911,7 +911,7 @@ def _unused_attributes(text: str, features: tuple[Feature, ...], filters: tuple[
             if phrase.span[0] < m.span[0] or m.span[0] > 0 and m.text[:1].isupper() \
                     or rest and not (language in VERB_FINAL and (len(rest) <= 1 or after is not None and after >= phrase.span[1])):
                 continue
-        negated = m.without or _negated_at(text, m.span, language) or _negation_before(text, m.span[0], language) \
+        negated = m.without or _negation_before(text, m.span[0], language) \
             or after is not None
         span = m.span
         for k in sorted(own, reverse=True):

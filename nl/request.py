@@ -58,7 +58,7 @@ from geoql.nl.read_filters import (
     _attribute_in_phrase, _attribute_over_places, _comparison_leftovers, _counted_attributes, _field_words,
     _filter_leftovers, _filters, _filters_before_places, _filters_on_words, _inside_attribute, _listed_attributes,
     _listed_missing,
-    _measure_then_comparison, _negated_at, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
+    _measure_then_comparison, _negation_before, _negation_opening_attribute, _phrase_attributes, _spaceless_with,
     _negated_attributes, _negated_things, _not_allowed, _unrecorded, _unrecorded_phrase, _unused_attributes, _without_feature,
 )
 from geoql.nl.read_around import (
@@ -216,7 +216,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     # a count cue that begins an attribute's longer word is that word: "sem número de porta" (pt
     # "número de" counts) asks for no count
     output = {kind for kind in frame.output if not _inside_attribute(frame.output_spans.get(kind), attribute_words)
-              and not (kind == "count" and _negated_at(text, frame.output_spans.get(kind), frame.language))}
+              and not (kind == "count" and kind in frame.output_spans
+                       and _negation_before(text, frame.output_spans[kind][0], frame.language))}
     english = read_english(nl, dict(knowledge.places) if knowledge.places else None)
     merged = with_frame(english, language=frame.language, script=frame.script, in_view=frame.in_view, place=place,
                         output=output, dates=frame.dates, types=frame.types)
