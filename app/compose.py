@@ -533,15 +533,27 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
         return None
     if flt.kind == "yes":
         return [_tag(t) for t in attribute.yes] if len(attribute.yes) == 1 else (
-            [A.Tag(attribute.key)] if not attribute.yes else None)
+            [A.Tag(_key_of(attribute, things))] if not attribute.yes else None)
     # "without wheelchair access", "ohne WLAN": a property with a tag for not having it says so; a key
     # without one ("without a name", "sans adresse") is missing; a value of a key ("sin comida china",
     # "que no sean chinos") is the key holding another value
     if flt.kind in ("absent", "no") and not attribute.no and not attribute.yes or flt.op == "unrecorded":
-        return [A.Tag(attribute.key, op="not_exists")]
+        return [A.Tag(_key_of(attribute, things), op="not_exists")]
     if attribute.no:
         return [_tag(t) for t in attribute.no] if len(attribute.no) == 1 else None
     return [_tag(t, "!=") for t in attribute.yes]
+
+
+def _thing_tags(things: list[_Thing]) -> set[str]:
+    """The things' tags as ``key=value`` (``key=`` for a key alone): what ``Attribute.key_for`` reads."""
+    return {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
+
+
+def _key_of(attribute: Attribute, things: list[_Thing]) -> str:
+    """The key ``attribute`` tests on every one of ``things`` (a road's postcode is its ``postal_code``, a
+    peak's height its ``ele``), where they agree; else its own key."""
+    keys = {attribute.key_for(_thing_tags([th])) for th in things}
+    return keys.pop() if len(keys) == 1 else attribute.key
 
 
 def _name_filter(flt: Filter) -> list | None:
@@ -574,7 +586,7 @@ def _compare(r: Request, flt: Filter, things: list[_Thing], covered: list) -> li
             return None
         covered += [m.span for m in words if m not in nouns]
         words = nouns
-    tags = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
+    tags = _thing_tags(things)
     if words:
         attribute = words[0].attribute
         covered += [m.span for m in words]

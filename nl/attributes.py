@@ -22,6 +22,7 @@ tables' tokens and matcher (a trailing ``*`` matches any ending).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -31,6 +32,7 @@ from geoql.nl.cues import Matcher, tokens
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES
 from geoql.nl.cues import table as cue_table
 from geoql.nl.text import base_language, fold, script_of, spaceless
+from geoql.nl.words import within_one_edit
 
 
 class AttributeDataError(GeoqlError):
@@ -54,9 +56,16 @@ class Attribute:
     of: tuple[str, ...] = ()  # the tags of the thing it belongs to (a bench's backrest): see Lexicon.lookup's prefer
 
     def key_for(self, feature_tags) -> str:
-        """The key this attribute tests on a feature with ``feature_tags`` ("higher than 4000 m" of a peak: ``ele``)."""
+        """The key this attribute tests on a feature with ``feature_tags`` ("higher than 4000 m" of a peak:
+        ``ele``; a road's postcode: ``postal_code``, by ``highway=*``, any value; a tag of a key alone is
+        written ``highway=`` or ``highway=*``).
+
+        >>> attributes()["postcode"].key_for(["highway=residential"]), attributes()["postcode"].key_for(["building="])
+        ('postal_code', 'addr:postcode')
+        """
         own = dict(self.for_tags)
-        return next((own[t] for t in feature_tags if t in own), self.key)
+        return next((own[t] for t in feature_tags if t in own),
+                    next((own[k] for t in feature_tags if (k := t.partition("=")[0] + "=*") in own), self.key))
 
 
 @dataclass(frozen=True)
@@ -244,6 +253,108 @@ def words_of(lang: str) -> frozenset[str]:
     lang = base_language(lang)
     return frozenset(tok.fold for a in _data()["attributes"] for w in a["words"].get(lang, ())
                      for tok in tokens(w.rstrip("*")))
+
+
+# A word of this many letters or more that no table knows, one edit from one attribute word alone (with
+# the same first letter), is that word misspelt: "opning hours", "elevaton", "öffnugszeiten". Shorter
+# words are too often other words ("lanes"/"lakes" is why known words are never mended).
+TYPO_LETTERS = 5
+
+
+@lru_cache(maxsize=None)
+def _typo_targets(lang: str) -> dict[str, tuple[str, ...]]:
+    """The whole words of the attribute phrases ``lang`` reads (its own and English's, no ``*`` stems),
+    as written, by their folded first letter."""
+    lang = base_language(lang)
+    out: dict[str, dict[str, str]] = {}
+    for a in _data()["attributes"]:
+        for w in (*a["words"].get(lang, ()), *a["words"].get("en", ())):
+            if w.endswith("*"):
+                continue
+            for tok in tokens(w):
+                if not tok.spaceless and not tok.number and len(tok.fold) >= TYPO_LETTERS:
+                    out.setdefault(tok.fold[0], {}).setdefault(tok.fold, tok.text)
+    return {first: tuple(words.items()) for first, words in out.items()}
+
+
+@lru_cache(maxsize=1)
+def _all_attribute_words() -> frozenset[str]:
+    return frozenset(tok.fold for a in _data()["attributes"] for ws in a["words"].values()
+                     for w in ws for tok in tokens(w.rstrip("*")))
+
+
+def mended(text: str, lang: str, known: frozenset[str] = frozenset()) -> str:
+    """``text`` with each attribute word misspelt by one letter written as the word (``TYPO_LETTERS``).
+    A typo keeps a word's first letter and its last two (a changed ending is an inflection: "streets",
+    "Apotheken", "gratuites" are no typos); a word ``known`` (the lexicon's, the cue tables', a place's)
+    or one edit from a known word ("lakes": "lake", not "lanes"), any language's attribute word, or one
+    as near to two attribute words is left as it is. Scripts without spaces are left alone.
+
+    >>> mended("mountain peaks in wales no elevaton", "en")
+    'mountain peaks in wales no elevation'
+    >>> mended("Restaurants Köln ohne Öffnugszeiten", "de")
+    'Restaurants Köln ohne Öffnungszeiten'
+    >>> mended("lakes in wales", "en", frozenset({"lake"})), mended("streets with lanes", "en")
+    ('lakes in wales', 'streets with lanes')
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    targets = _typo_targets(lang if isinstance(lang, str) else "en")
+    ours = _all_attribute_words()
+    out, at = [], 0
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    for t in tokens(text):
+        w = t.fold
+        if t.spaceless or t.number or len(w) < TYPO_LETTERS or w in known or w in ours \
+                or text[t.start - 1:t.start] in _KEY_JOINS or text[t.end:t.end + 1] in _KEY_JOINS \
+                or any(a <= t.start < b for a, b in quoted):
+            continue
+        near = [(target, written) for target, written in targets.get(w[0], ()) if target[-2:] == w[-2:]
+                and _one_slip(w, target)]
+        if len(near) != 1 or _near_known(w, known, near[0][0]):
+            continue
+        word = near[0][1]
+        # (as the user wrote it: capitalised where they capitalised)
+        word = word[:1].upper() + word[1:] if t.text[:1].isupper() else word[:1].lower() + word[1:]
+        out += [text[at:t.start], word]
+        at = t.end
+    return "".join(out) + text[at:] if out else text
+
+
+# (a word joined to another by these is part of a key, "wikimedia_commons", and one in quotes a name or key)
+_KEY_JOINS = frozenset("_:=")
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”|„[^“”]*[“”]|«[^»]*»|「[^」]*」')
+
+
+def _one_slip(word: str, target: str) -> bool:
+    """Whether ``word`` is ``target`` with one letter left out, one added or two neighbours swapped: the
+    slips of typing. A letter changed for another is often another word ("wikimedia"/"wikipedia").
+
+    >>> _one_slip("elevaton", "elevation"), _one_slip("popluation", "population"), _one_slip("wikimedia", "wikipedia")
+    (True, True, False)
+    """
+    if abs(len(word) - len(target)) == 1:
+        return within_one_edit(word, target)
+    if len(word) != len(target) or word == target:
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(word, target)) if a != b]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == target[diff[1]] and word[diff[1]] == target[diff[0]]
+
+
+def _near_known(word: str, known: frozenset[str], target: str) -> bool:
+    """Whether a word of ``known`` other than ``target`` is one edit from ``word`` (with its first letter)."""
+    index = _known_index(known)
+    return any(k != target and within_one_edit(word, k) for n in (len(word) - 1, len(word), len(word) + 1)
+               for k in index.get((word[0], n), ()))
+
+
+@lru_cache(maxsize=64)
+def _known_index(known: frozenset[str]) -> dict[tuple[str, int], tuple[str, ...]]:
+    index: dict[tuple[str, int], list[str]] = {}
+    for k in known:
+        if len(k) >= TYPO_LETTERS - 1:
+            index.setdefault((k[0], len(k)), []).append(k)
+    return {key: tuple(words) for key, words in index.items()}
 
 
 def find(text: str, lang: str, *, generic: bool = False) -> list[AttributeMatch]:

@@ -438,6 +438,17 @@ class Lexicon:
             return None
         return dataclasses.replace(found[0], span=(0, len(text)), text=text, score=round(found[0].score * 0.9, 3))
 
+    def surface_words(self, lang: str) -> frozenset[str]:
+        """The folded words of ``lang``'s surfaces (English's for a language without a table): the words
+        a request may use that are no typo.
+
+        >>> "restaurants" in Lexicon.default().surface_words("en")
+        True
+        """
+        name = base_language(lang) if isinstance(lang, str) else "en"
+        table = self._table(name if name in LANGUAGES else "en")
+        return self._surface_words(table)[0] if table is not None else frozenset()
+
     def _surface_words(self, table: _Table) -> tuple[frozenset[str], dict]:
         """The folded words of ``table``'s surfaces, and them by (first letter, length) (built on first use)."""
         got = self._typo_words.get(table.lang)

@@ -42,7 +42,8 @@ class Lexicon(Protocol):
     surfaces name (what decides between close language guesses). ``opening``: whether ``text`` opens
     the request (a capital inside it tells a brand spelled like a word); ``brand(text, lang)``: the
     brand a phrase names in any case ("except bp": BP), where the reading knows a brand is meant;
-    ``corrected(text, lang)``: what a phrase with a misspelt word names."""
+    ``corrected(text, lang)``: what a phrase with a misspelt word names; ``surface_words(lang)``: the
+    folded words of its surfaces, which are no typos (see ``geoql.nl.attributes.mended``)."""
 
     def lookup(self, text: str, lang: str, *, opening: bool = True) -> Sequence[FeatureMatch]: ...
 
@@ -56,6 +57,8 @@ class Lexicon(Protocol):
         """The one thing ``text`` names with a word misspelt ("restaraunts"), over all of ``text``, else None;
         asked only of a phrase ``lookup`` finds nothing in."""
         ...
+
+    def surface_words(self, lang: str) -> frozenset[str]: ...
 
 
 class Things(Protocol):

@@ -608,7 +608,7 @@ def _listed_attributes(features: tuple[Feature, ...], filters: tuple[Filter, ...
 
 
 def _listed_missing(text: str, features: tuple[Feature, ...], filters: tuple[Filter, ...],
-                    words: Sequence[AttributeMatch], language: str) -> tuple[Filter, ...]:
+                    words: Sequence[AttributeMatch], language: str) -> tuple[tuple, tuple[Filter, ...]]:
     """An attribute listed with one said to be missing, inside the same negation, is missing too:
     after it where the negation comes first ("cafes without wifi and wheelchair access", "ohne WLAN und
     Terrasse"), before it where it comes last ("Wi-Fiとテラス席がない", "와이파이와 야외 좌석이 없는"). Only a
@@ -621,12 +621,14 @@ def _listed_missing(text: str, features: tuple[Feature, ...], filters: tuple[Fil
     [('absent', 'wifi'), ('absent', 'wheelchair access')]
     """
     if language not in CUE_LANGUAGES:
-        return filters
-    ands = {w.strip() for w in list_words(language)} | {",", "、", "，"}
+        return features, filters
+    # (and the particles that list what one negation denies: "電話番号もウェブサイトもない", "전화번호랑 홈페이지 없는")
+    ands = {w.strip() for w in list_words(language)} | {",", "、", "，"} \
+        | {fold(w) for w in table(language).get("negation_lists", ())}
     after = tuple(table(language)["negation"]["after"])
     missing = [f for f in filters if f.kind in ("no", "absent") and f.span is not None]
     if not missing:
-        return filters
+        return features, filters
 
     def listed(gap: str) -> bool:
         gap = fold(gap).strip()
@@ -656,7 +658,8 @@ def _listed_missing(text: str, features: tuple[Feature, ...], filters: tuple[Fil
             f = dataclasses.replace(f, kind=n.kind)
         out.append(f)
     held = {f.feature for f in out} | {f.span for f in out}
-    for k, feature in enumerate(features):
+    features = list(features)
+    for k, feature in enumerate(tuple(features)):
         if feature.negated or feature.span is None or k in held or feature.span in held:
             continue
         n = negation_of(feature.span)
@@ -664,7 +667,19 @@ def _listed_missing(text: str, features: tuple[Feature, ...], filters: tuple[Fil
         # the bench's record, read as iD's field by _field_words)
         if n is not None and (an_attribute(feature.text, feature.span) or _field_of_record(feature.text, language)):
             out.append(Filter(n.kind, feature.text, feature.span, feature=k))
-    return tuple(out)
+            continue
+        # an attribute's words ending a thing's phrase, listed with a missing one: "restoranlar telefon ve web
+        # sitesi yok" (the phrase stays the thing's; the filter holds the attribute's words)
+        at = feature.span[0]
+        tail = next((m for m in words if m.attribute is not None and m.attribute.key and at < m.span[0]
+                     and m.span[1] == feature.span[1] and any(t.span[1] + at <= m.span[0] for t in feature.tags)), None)
+        n = negation_of(tail.span) if tail is not None and tail.span not in held else None
+        if n is not None:
+            head = text[at:tail.span[0]].rstrip()
+            features[k] = dataclasses.replace(feature, text=head, span=(at, at + len(head)),
+                                              tags=tuple(t for t in feature.tags if t.span[1] <= len(head)))
+            out.append(Filter(n.kind, tail.text, tail.span))
+    return tuple(features), tuple(out)
 
 
 # How far before an attribute's words its negation cue may be (letters): "without any wifi", "没有"

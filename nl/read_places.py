@@ -364,6 +364,9 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
     """
     end = len(text.rstrip(" ?.!。？！"))
     things = [f for f in features if not f.negated]
+    inside = _city_inside(features, known, words or {})
+    if inside is not None:
+        return inside
     for k, f in enumerate(features):
         if f.span is None or f.negated and not prepositions and f.span[0] != 0:
             continue
@@ -416,6 +419,37 @@ def _known_places(text: str, features: tuple[Feature, ...], known: Mapping[str, 
                 feature = dataclasses.replace(f, text=rest, span=(start, start + len(rest)), tags=())
                 return (place,), features[:k] + (feature,) + features[k + 1:]
     return (), features
+
+
+def _city_inside(features: tuple[Feature, ...], known: Mapping[str, str],
+                 words: Mapping[str, str]) -> tuple[tuple, tuple] | None:
+    """A known city (not one spelled like a word) inside the first phrase, after the words the lexicon
+    reads as its thing and before more words, as people type a request with no preposition: "bänke
+    freiburg rückenlehne nicht erfasst", "fietspaden groningen wegdek onbekend". The city is the place;
+    the words before it stay the thing's phrase and those after it are a phrase of their own (an
+    attribute's, as the filters read it). None where there is no such city.
+
+    >>> ps, fs = _city_inside((Feature("bänke freiburg rückenlehne", (0, 26), tags=(FeatureMatch((0, 5), "bänke", "Bank", ("amenity=bench",)),)),),
+    ...                       {"freiburg": "Freiburg"}, {})
+    >>> [(p.name, p.span) for p in ps], [(f.text, f.span) for f in fs]
+    ([('freiburg', (6, 14))], [('bänke', (0, 5)), ('rückenlehne', (15, 26))])
+    """
+    f = features[0] if features else None
+    if f is None or f.negated or f.span is None or f.span[0] != 0 or not f.tags:
+        return None
+    toks = [t for t in tokens(f.text) if not t.spaceless]
+    for n in range(min(MAX_KNOWN_PLACE_WORDS, len(toks) - 2), 0, -1):
+        for i in range(1, len(toks) - n):
+            a, b = toks[i].start, toks[i + n - 1].end
+            key = stem_fold(f.text[a:b])
+            if key not in known or key in words or any(m.span[1] > a for m in f.tags):
+                continue
+            before, after = f.text[:a].rstrip(), f.text[b:].strip()
+            start = f.span[0] + f.text.index(after, b)
+            place = Place(f.text[a:b], (f.span[0] + a, f.span[0] + b))
+            return (place,), (dataclasses.replace(f, text=before, span=(f.span[0], f.span[0] + len(before)), tags=()),
+                              Feature(after, (start, start + len(after))), *features[1:])
+    return None
 
 
 # Languages that write a thing's place in the genitive after it, with no preposition, anywhere in the

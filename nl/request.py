@@ -34,7 +34,7 @@ import unicodedata
 from collections import ChainMap
 from functools import lru_cache
 
-from geoql.nl.attributes import find as find_attributes, number_words, words_of
+from geoql.nl.attributes import find as find_attributes, mended, number_words, words_of
 from geoql.nl.cues import LANGUAGES as CUE_LANGUAGES, plural_endings, table, tokens
 from geoql.nl.english import read_english, with_frame
 from geoql.nl.frame import JA_QUOTE, MAX_CHARS, Frame, cue_language, latin_rivals, latin_scores, read_frame
@@ -43,7 +43,7 @@ from geoql.nl.places import dictionary_form, gazetteer, is_town, word_cities_in
 from geoql.nl.support import read_support
 from geoql.nl.text import SPACELESS_SCRIPTS, fold, in_dictionary, spaceless
 from geoql.nl.text import scripts as script_counts
-from geoql.nl.words import content_words, stem_fold, topic_words, word_stems
+from geoql.nl.words import content_words, cue_words, stem_fold, topic_words, word_stems
 from geoql.nl.model import (
     Around, FILTER_KINDS, Feature, FeatureMatch, Filter, Knowledge, Lexicon, NO_KNOWLEDGE, Number, PLACE_ROLES,
     Place, Request, SURE_THING_SCORE, Things,
@@ -86,7 +86,15 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
         nl = "" if nl is None else str(nl)
     knowledge = knowledge or NO_KNOWLEDGE
     lexicon, things = knowledge.lexicon, knowledge.things
+    given = nl
     frame = read_frame(nl, language) if language else read_frame(nl)
+    # an attribute word misspelt by a letter is read as the word ("opning hours"): the whole reading,
+    # the frame's included, reads the mended text; ``Request.nl`` stays as given
+    # (only with a lexicon: without its words every word it knows would look misspelt)
+    fixed = mended(frame_text(nl), frame.language, _known_words(knowledge, frame.language)) if lexicon is not None else frame_text(nl)
+    if fixed != frame_text(nl):
+        nl = fixed
+        frame = read_frame(nl, language) if language else read_frame(nl)
     text = frame_text(nl)
     rival = _rival_language(text, frame, lexicon) if not language else None
     if rival is not None:
@@ -198,7 +206,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if frame.around is None:  # (with an around, a word left over may be its centre: "距离避难所25米以内")
         features, filters = _unused_attributes(text, features, filters, attribute_words, frame.language,
                                                avoid=tuple(p.span for p in places if p.span))
-    filters = _listed_missing(text, features, filters, attribute_words, frame.language)
+    features, filters = _listed_missing(text, features, filters, attribute_words, frame.language)
     fields, filters = _field_words(text, features, filters, attribute_words, frame.language)
     attribute_words += fields
     filters = _negated_things(features, filters, attribute_words)
@@ -265,7 +273,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     if lexicon is not None and not users and frame.edited and (frame.dates or frame.periods):
         features, users = _edits_user(text, features, lexicon, frame.language)
     return Request(
-        nl=nl, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
+        nl=given, text=text, language=frame.language, script=frame.script, scripts=tuple(script_counts(text)),
         features=features, filters=filters, brands=_brands(features), places=places, in_view=frame.in_view,
         around=around, bbox=frame.bbox, numbers=numbers,
         coords=frame.coords, area_ids=tuple(frame.area_ids), ids=tuple(frame.ids), uids=tuple(frame.uids),
@@ -404,6 +412,24 @@ def _own_words(text: str, language: str) -> int:
     """How many words of ``text`` are ``language``'s own attribute or number words."""
     own = words_of(language) | set(number_words(language))
     return sum(1 for t in tokens(text) if not t.spaceless and t.fold in own)
+
+
+def _known_words(knowledge: Knowledge, language: str) -> frozenset[str]:
+    """The words no typo is read in: the lexicon's surfaces of ``language``, every cue table's words and
+    the words of the place names ``knowledge`` reads (built once per knowledge and language)."""
+    key = (id(knowledge.lexicon), id(knowledge.places), knowledge.world_places, language)
+    got = _KNOWN.get(key)
+    if got is None or got[0] is not knowledge.lexicon or got[1] is not knowledge.places:
+        names = {*(knowledge.places or {}), *(gazetteer() if knowledge.world_places else {})}
+        words = {w for name in names for w in fold(name).split()} | {w for ws in cue_words().values() for w in ws}
+        if knowledge.lexicon is not None:
+            words |= knowledge.lexicon.surface_words(language)
+        got = _KNOWN[key] = (knowledge.lexicon, knowledge.places, frozenset(words))
+    return got[2]
+
+
+# (knowledge -> its known words; the objects are held so that their ids stay theirs)
+_KNOWN: dict[tuple, tuple] = {}
 
 
 def frame_text(nl: str) -> str:

@@ -164,6 +164,9 @@ def test_the_lexicon_of_the_reading_licenses_its_tags():
         def known_words(self, text, lang):
             return 0
 
+        def surface_words(self, lang):
+            return frozenset({"tankstellen", "namen"})
+
     query = '{{geocodeArea:"Stuttgart"}}->.a;nwr["amenity"="fuel"](area.a);out;'
     assert [p.text for p in unlicensed_parts(read_request("Tankstellen in Stuttgart"), query)] == ['["amenity"="fuel"]']
     request = read_request("Tankstellen in Stuttgart", Knowledge(lexicon=Lexicon()))

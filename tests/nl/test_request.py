@@ -118,6 +118,9 @@ class _Cafes:
     def corrected(self, text: str, lang: str) -> FeatureMatch | None:
         return None  # no misspellings known
 
+    def surface_words(self, lang: str) -> frozenset[str]:
+        return frozenset({"cafe", "cafes", "café", "cafés"})
+
 
 class _Things:
     """Names of two things, in every language."""
