@@ -25,6 +25,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable, Sequence
 from importlib import resources
 
 from geoql.core.errors import GeoqlError
@@ -283,18 +284,19 @@ def _all_attribute_words() -> frozenset[str]:
                      for w in ws for tok in tokens(w.rstrip("*")))
 
 
-def mended(text: str, lang: str, known: frozenset[str] = frozenset()) -> str:
+def mended(text: str, lang: str, known: Callable[[], Sequence[frozenset[str]]] = tuple) -> str:
     """``text`` with each attribute word misspelt by one letter written as the word (``TYPO_LETTERS``).
     A typo keeps a word's first letter and its last two (a changed ending is an inflection: "streets",
-    "Apotheken", "gratuites" are no typos); a word ``known`` (the lexicon's, the cue tables', a place's)
-    or one edit from a known word ("lakes": "lake", not "lanes"), any language's attribute word, or one
+    "Apotheken", "gratuites" are no typos); a word ``known()`` holds (the lexicon's, the cue tables', a
+    place's: asked only where a word is one slip from an attribute word, as building them takes a
+    while) or one edit from a known word ("lakes": "lake", not "lanes"), any language's attribute word, or one
     as near to two attribute words is left as it is. Scripts without spaces are left alone.
 
     >>> mended("mountain peaks in wales no elevaton", "en")
     'mountain peaks in wales no elevation'
     >>> mended("Restaurants Köln ohne Öffnugszeiten", "de")
     'Restaurants Köln ohne Öffnungszeiten'
-    >>> mended("lakes in wales", "en", frozenset({"lake"})), mended("streets with lanes", "en")
+    >>> mended("lakes in wales", "en", lambda: (frozenset({"lake"}),)), mended("streets with lanes", "en")
     ('lakes in wales', 'streets with lanes')
     """
     if not isinstance(text, str) or not text:
@@ -303,15 +305,19 @@ def mended(text: str, lang: str, known: frozenset[str] = frozenset()) -> str:
     ours = _all_attribute_words()
     out, at = [], 0
     quoted = [m.span() for m in _QUOTED.finditer(text)]
+    sets: Sequence[frozenset[str]] | None = None
     for t in tokens(text):
         w = t.fold
-        if t.spaceless or t.number or len(w) < TYPO_LETTERS or w in known or w in ours \
+        if t.spaceless or t.number or len(w) < TYPO_LETTERS or w in ours \
                 or text[t.start - 1:t.start] in _KEY_JOINS or text[t.end:t.end + 1] in _KEY_JOINS \
                 or any(a <= t.start < b for a, b in quoted):
             continue
         near = [(target, written) for target, written in targets.get(w[0], ()) if target[-2:] == w[-2:]
                 and _one_slip(w, target)]
-        if len(near) != 1 or _near_known(w, known, near[0][0]):
+        if len(near) != 1:
+            continue
+        sets = known() if sets is None else sets
+        if any(w in k for k in sets) or any(_near_known(w, k, near[0][0]) for k in sets):
             continue
         word = near[0][1]
         # (as the user wrote it: capitalised where they capitalised)

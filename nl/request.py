@@ -91,7 +91,9 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     # an attribute word misspelt by a letter is read as the word ("opning hours"): the whole reading,
     # the frame's included, reads the mended text; ``Request.nl`` stays as given
     # (only with a lexicon: without its words every word it knows would look misspelt)
-    fixed = mended(frame_text(nl), frame.language, _known_words(knowledge, frame.language)) if lexicon is not None else frame_text(nl)
+    language_now = frame.language
+    fixed = mended(frame_text(nl), frame.language, lambda: _known_words(knowledge, language_now)) \
+        if lexicon is not None else frame_text(nl)
     if fixed != frame_text(nl):
         nl = fixed
         frame = read_frame(nl, language) if language else read_frame(nl)
@@ -414,21 +416,20 @@ def _own_words(text: str, language: str) -> int:
     return sum(1 for t in tokens(text) if not t.spaceless and t.fold in own)
 
 
-def _known_words(knowledge: Knowledge, language: str) -> frozenset[str]:
-    """The words no typo is read in: the lexicon's surfaces of ``language``, every cue table's words and
-    the words of the place names ``knowledge`` reads (built once per knowledge and language)."""
-    key = (id(knowledge.lexicon), id(knowledge.places), knowledge.world_places, language)
+def _known_words(knowledge: Knowledge, language: str) -> tuple[frozenset[str], ...]:
+    """The words no typo is read in: the lexicon's surfaces of ``language``, and every cue table's words
+    with the words of the place names ``knowledge`` reads (built once per knowledge)."""
+    key = (id(knowledge.places), knowledge.world_places)
     got = _KNOWN.get(key)
-    if got is None or got[0] is not knowledge.lexicon or got[1] is not knowledge.places:
+    if got is None or got[0] is not knowledge.places:
         names = {*(knowledge.places or {}), *(gazetteer() if knowledge.world_places else {})}
         words = {w for name in names for w in fold(name).split()} | {w for ws in cue_words().values() for w in ws}
-        if knowledge.lexicon is not None:
-            words |= knowledge.lexicon.surface_words(language)
-        got = _KNOWN[key] = (knowledge.lexicon, knowledge.places, frozenset(words))
-    return got[2]
+        got = _KNOWN[key] = (knowledge.places, frozenset(words))
+    lexicon = knowledge.lexicon.surface_words(language) if knowledge.lexicon is not None else frozenset()
+    return lexicon, got[1]
 
 
-# (knowledge -> its known words; the objects are held so that their ids stay theirs)
+# (places -> the words of their names and the cue tables'; the mapping is held so that its id stays its own)
 _KNOWN: dict[tuple, tuple] = {}
 
 

@@ -73,4 +73,4 @@ def test_a_misspelt_attribute_word_is_mended_and_nothing_else(text, lang, want):
     from geoql.nl.lexicon import Lexicon
     from geoql.nl.request import Knowledge, _known_words
 
-    assert mended(text, lang, _known_words(Knowledge(Lexicon.default()), lang)) == want
+    assert mended(text, lang, lambda: _known_words(Knowledge(Lexicon.default()), lang)) == want
