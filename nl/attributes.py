@@ -256,9 +256,9 @@ def words_of(lang: str) -> frozenset[str]:
                      for tok in tokens(w.rstrip("*")))
 
 
-# A word of this many letters or more that no table knows, one edit from one attribute word alone (with
-# the same first letter), is that word misspelt: "opning hours", "elevaton", "öffnugszeiten". Shorter
-# words are too often other words ("lanes"/"lakes" is why known words are never mended).
+# A word of this many letters or more that no table knows, one slip of typing from one attribute word
+# alone (see ``mended``), is that word misspelt: "opning hours", "öffnugszeiten". Shorter words are too
+# often other words.
 TYPO_LETTERS = 5
 
 
@@ -285,7 +285,8 @@ def _all_attribute_words() -> frozenset[str]:
 
 
 def mended(text: str, lang: str, known: Callable[[], Sequence[frozenset[str]]] = tuple) -> str:
-    """``text`` with each attribute word misspelt by one letter written as the word (``TYPO_LETTERS``).
+    """``text`` with each attribute word misspelt by one slip of typing (``_one_slip``) written as the
+    word (``TYPO_LETTERS`` letters or more).
     A typo keeps a word's first letter and its last two (a changed ending is an inflection: "streets",
     "Apotheken", "gratuites" are no typos); a word ``known()`` holds (the lexicon's, the cue tables', a
     place's: asked only where a word is one slip from an attribute word, as building them takes a

@@ -91,8 +91,8 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     # an attribute word misspelt by a letter is read as the word ("opning hours"): the whole reading,
     # the frame's included, reads the mended text; ``Request.nl`` stays as given
     # (only with a lexicon: without its words every word it knows would look misspelt)
-    language_now = frame.language
-    fixed = mended(frame_text(nl), frame.language, lambda: _known_words(knowledge, language_now)) \
+    guessed = frame.language
+    fixed = mended(frame_text(nl), guessed, lambda: _known_words(knowledge, guessed)) \
         if lexicon is not None else frame_text(nl)
     if fixed != frame_text(nl):
         nl = fixed
@@ -419,18 +419,23 @@ def _own_words(text: str, language: str) -> int:
 def _known_words(knowledge: Knowledge, language: str) -> tuple[frozenset[str], ...]:
     """The words no typo is read in: the lexicon's surfaces of ``language``, and every cue table's words
     with the words of the place names ``knowledge`` reads (built once per knowledge)."""
-    key = (id(knowledge.places), knowledge.world_places)
+    places = knowledge.places or None
+    key = (id(places), knowledge.world_places)
     got = _KNOWN.get(key)
-    if got is None or got[0] is not knowledge.places:
-        names = {*(knowledge.places or {}), *(gazetteer() if knowledge.world_places else {})}
+    if got is None or got[0] is not places:
+        names = {*(places or {}), *(gazetteer() if knowledge.world_places else {})}
         words = {w for name in names for w in fold(name).split()} | {w for ws in cue_words().values() for w in ws}
-        got = _KNOWN[key] = (knowledge.places, frozenset(words))
+        if len(_KNOWN) >= KNOWN_SETS:
+            _KNOWN.pop(next(iter(_KNOWN)))  # (the oldest: a process reads with one or two knowledges)
+        got = _KNOWN[key] = (places, frozenset(words))
     lexicon = knowledge.lexicon.surface_words(language) if knowledge.lexicon is not None else frozenset()
     return lexicon, got[1]
 
 
-# (places -> the words of their names and the cue tables'; the mapping is held so that its id stays its own)
+# (places -> the words of their names and the cue tables'; the mapping is held so that its id stays its
+# own; knowledge without places of its own shares one entry)
 _KNOWN: dict[tuple, tuple] = {}
+KNOWN_SETS = 4
 
 
 def frame_text(nl: str) -> str:
