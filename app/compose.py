@@ -516,7 +516,7 @@ def _filter(r: Request, flt: Filter, things: list[_Thing], covered: list) -> lis
         negated = r.features[flt.feature] if flt.feature is not None else None
         if flt.kind in ("no", "absent") and negated is not None and negated.negated:
             tags = _feature_tags(r, negated, covered)
-            wanted = {str(t.key) + "=" + str(t.value) for th in things for t in th.tags}
+            wanted = _thing_tags(things)
             # "petrol stations that are not Shell": a brand is left out by its brand tag, whatever it sells
             brand = [t for t in tags or () if t.startswith("brand=")]
             if len(brand) == 1:

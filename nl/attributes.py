@@ -280,8 +280,8 @@ def _typo_targets(lang: str) -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=1)
 def _all_attribute_words() -> frozenset[str]:
-    return frozenset(tok.fold for a in _data()["attributes"] for ws in a["words"].values()
-                     for w in ws for tok in tokens(w.rstrip("*")))
+    """``words_of`` every language: a word some language's attribute uses is no typo in another."""
+    return frozenset().union(*(words_of(lang) for lang in {lang for a in _data()["attributes"] for lang in a["words"]}))
 
 
 def mended(text: str, lang: str, known: Callable[[], Sequence[frozenset[str]]] = tuple) -> str:

@@ -261,6 +261,11 @@ class Lexicon:
             self._table(name)
         return self
 
+    def _language_table(self, lang) -> _Table | None:
+        """The table of ``lang``'s surfaces: English's for a language without one (or no language)."""
+        name = base_language(lang) if isinstance(lang, str) else "en"
+        return self._table(name if name in LANGUAGES else "en")
+
     def _table(self, name: str) -> _Table | None:
         if name in self._tables:
             return self._tables[name]
@@ -307,8 +312,7 @@ class Lexicon:
         if not isinstance(text, str) or not text.strip():
             return []
         text = unicodedata.normalize("NFKC", text)[:4000]
-        name = base_language(lang) if isinstance(lang, str) else "en"
-        table = self._table(name if name in LANGUAGES else "en")
+        table = self._language_table(lang)
         brands = self._table("brands")
         blocked = sorted(skip)
         found: list[FeatureMatch] = []
@@ -413,8 +417,7 @@ class Lexicon:
         >>> Lexicon.default().corrected("restaurants", "en"), Lexicon.default().corrected("bars", "en")
         (None, None)
         """
-        name = base_language(lang) if isinstance(lang, str) else "en"
-        table = self._table(name if name in LANGUAGES else "en")
+        table = self._language_table(lang)
         if table is None or not isinstance(text, str) or not text.strip():
             return None
         words = self._surface_words(table)
@@ -445,8 +448,7 @@ class Lexicon:
         >>> "restaurants" in Lexicon.default().surface_words("en")
         True
         """
-        name = base_language(lang) if isinstance(lang, str) else "en"
-        table = self._table(name if name in LANGUAGES else "en")
+        table = self._language_table(lang)
         return self._surface_words(table)[0] if table is not None else frozenset()
 
     def _surface_words(self, table: _Table) -> tuple[frozenset[str], dict]:

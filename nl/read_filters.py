@@ -373,8 +373,8 @@ def _field_of_record(text: str, language: str) -> AttributeMatch | None:
 
     if tokens(text) and all(t.spaceless for t in tokens(text)):
         # a script without spaces: the record's word closes the phrase ("长凳信息", "ベンチ情報")
+        rest = text.rstrip()
         for w in _record_words_longest_first(language):
-            rest = text.rstrip()
             if rest.endswith(w) and len(rest) > len(w):
                 m = find_field(rest[:-len(w)], language, missing=True)
                 if m is not None:
