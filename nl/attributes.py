@@ -263,9 +263,9 @@ TYPO_LETTERS = 5
 
 
 @lru_cache(maxsize=None)
-def _typo_targets(lang: str) -> dict[str, tuple[str, ...]]:
+def _typo_targets(lang: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """The whole words of the attribute phrases ``lang`` reads (its own and English's, no ``*`` stems),
-    as written, by their folded first letter."""
+    folded and as written, by their folded first letter."""
     lang = base_language(lang)
     out: dict[str, dict[str, str]] = {}
     for a in _data()["attributes"]:

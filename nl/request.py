@@ -88,7 +88,7 @@ def read_request(nl: str, knowledge: Knowledge | None = None, *, language: str |
     lexicon, things = knowledge.lexicon, knowledge.things
     given = nl
     frame = read_frame(nl, language) if language else read_frame(nl)
-    # an attribute word misspelt by a letter is read as the word ("opning hours"): the whole reading,
+    # an attribute word misspelt by one slip of typing is read as the word ("opning hours"): the whole reading,
     # the frame's included, reads the mended text; ``Request.nl`` stays as given
     # (only with a lexicon: without its words every word it knows would look misspelt)
     guessed = frame.language
